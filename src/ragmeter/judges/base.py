@@ -1,0 +1,88 @@
+"""The contracts every model provider implements: a generative judge and an embedder.
+
+A provider is one file exposing ``create_judge(model, **options)`` and/or
+``create_embedder(model, **options)``, registered under the ``ragmeter.judges`` /
+``ragmeter.embedders`` entry points (built-ins use the same hook as plugins).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class ChatRequest(BaseModel):
+    """What a metric asks of a judge. Everything that changes the reply is in here, so the
+    request (with the judge's identity) is a complete cache key."""
+
+    model_config = ConfigDict(frozen=True)
+
+    messages: tuple[Message, ...]
+    json_schema: dict[str, Any] | None = None
+    """Constrain the reply to JSON of this shape where the backend can."""
+    max_tokens: int = 512
+    temperature: float = 0.0
+    top_logprobs: int = 0
+    """Return this many alternatives with their log-probabilities for each generated token."""
+
+
+class TokenLogprobs(BaseModel):
+    """One generated token and the most likely alternatives at its position."""
+
+    token: str
+    logprob: float
+    top: dict[str, float] = Field(default_factory=dict)
+
+
+class ChatResponse(BaseModel):
+    text: str
+    logprobs: list[TokenLogprobs] | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str | None = None
+    cached: bool = False
+
+
+class JudgeError(RuntimeError):
+    """A call to the model failed (transport, server or runtime error)."""
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """A generative model: chat messages in, text (optionally JSON and log-probabilities) out."""
+
+    @property
+    def name(self) -> str:
+        """``provider:model``, stable across runs; part of every cache and result key."""
+        ...
+
+    def complete(self, request: ChatRequest) -> ChatResponse: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """A text embedding model."""
+
+    @property
+    def name(self) -> str: ...
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Return one row per text (float32); rows need not be normalised."""
+        ...
+
+
+def cosine_similarity(vectors: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Cosine of each row of ``vectors`` with ``target``; zero vectors give 0."""
+    norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(target)
+    dots = vectors @ target
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(norms > 0, dots / norms, 0.0)

@@ -1,0 +1,105 @@
+"""Deterministic stand-ins for a judge and an embedder, shipped for tests and dry runs.
+
+They go through the same registry and pipeline as real providers, so a test on the fake exercises
+the real prompts, parsing, caching and scoring code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import deque
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import numpy as np
+
+from ragmeter.judges.base import ChatRequest, ChatResponse, JudgeError
+
+Responder = Callable[[ChatRequest], "str | ChatResponse"]
+
+
+class FakeJudge:
+    """A judge that replies from a script.
+
+    Replies come from a queue (``enqueue``) or, when the queue is empty, from ``responder``, a
+    function of the request. A reply that is an exception instance is raised, to script failures.
+    Every request is kept in ``history``.
+    """
+
+    def __init__(
+        self,
+        replies: Iterable[str | ChatResponse | Exception] = (),
+        *,
+        responder: Responder | None = None,
+        model: str = "scripted",
+    ) -> None:
+        self._queue: deque[str | ChatResponse | Exception] = deque(replies)
+        self._responder = responder
+        self._model = model
+        self.history: list[ChatRequest] = []
+
+    @property
+    def name(self) -> str:
+        return f"fake:{self._model}"
+
+    def enqueue(self, *replies: str | ChatResponse | Exception) -> None:
+        self._queue.extend(replies)
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        self.history.append(request)
+        if self._queue:
+            reply: str | ChatResponse | Exception = self._queue.popleft()
+        elif self._responder is not None:
+            reply = self._responder(request)
+        else:
+            raise JudgeError("fake judge has no scripted reply left")
+        if isinstance(reply, Exception):
+            raise reply
+        if isinstance(reply, ChatResponse):
+            return reply
+        return ChatResponse(
+            text=reply,
+            prompt_tokens=sum(len(m.content.split()) for m in request.messages),
+            completion_tokens=len(reply.split()),
+            finish_reason="stop",
+        )
+
+
+def create_judge(model: str = "", **_: object) -> FakeJudge:
+    """``fake`` replies from nothing (every call fails); ``fake:FILE`` replays one JSON string
+    per line of FILE, in order."""
+    if not model:
+        return FakeJudge()
+    replies = [json.loads(line) for line in Path(model).read_text().splitlines() if line.strip()]
+    return FakeJudge(replies, model=model)
+
+
+_WORD = re.compile(r"\w+")
+
+
+class HashingEmbedder:
+    """Bag-of-words embeddings by feature hashing: texts sharing words get a high cosine.
+
+    Deterministic across processes (sha256, not Python's salted ``hash``).
+    """
+
+    def __init__(self, dim: int = 4096) -> None:
+        self.dim = dim
+
+    @property
+    def name(self) -> str:
+        return f"fake:hashing-{self.dim}"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in _WORD.findall(text.lower()):
+                digest = hashlib.sha256(word.encode()).digest()
+                out[row, int.from_bytes(digest[:4], "little") % self.dim] += 1.0
+        return out
+
+
+def create_embedder(model: str = "", **_: object) -> HashingEmbedder:
+    return HashingEmbedder(int(model) if model else 4096)

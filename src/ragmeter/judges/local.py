@@ -1,0 +1,130 @@
+"""The offline default judge: a GGUF model run in-process by llama-cpp-python.
+
+By default it is Qwen2.5-Coder-1.5B-Instruct (Q4_K_M) assembled from PyPI part packages; any other
+GGUF file can be named with ``local:/path/to/model.gguf``. Calls are serialised (one model, one
+context); consecutive prompts that share a prefix (the same instructions and context) reuse the
+evaluated prefix, which is why metrics put long shared text first.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragmeter.judges.base import ChatRequest, ChatResponse, JudgeError, TokenLogprobs
+from ragmeter.judges.weights import BUNDLED, QWEN_CODER_1_5B, ensure_weights
+
+
+class LocalJudge:
+    def __init__(
+        self,
+        model_path: Path | str | None = None,
+        *,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        seed: int = 0,
+    ) -> None:
+        try:
+            from llama_cpp import Llama
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+        except ImportError as exc:
+            raise JudgeError(
+                "the local judge needs llama-cpp-python: pip install 'ragmeter[local]'"
+            ) from exc
+        if model_path is None or str(model_path) in BUNDLED:
+            weights = BUNDLED.get(str(model_path), QWEN_CODER_1_5B)
+            path = ensure_weights(weights)
+            self._model_name = weights.name
+        else:
+            path = Path(model_path)
+            if not path.is_file():
+                raise JudgeError(f"no GGUF file at {path}")
+            self._model_name = path.stem
+        self.model_path = path
+        self._llm = Llama(
+            model_path=str(path),
+            n_ctx=n_ctx,
+            n_threads=n_threads or os.cpu_count() or 2,
+            seed=seed,
+            verbose=False,
+        )
+        self._formatter = Jinja2ChatFormatter(
+            template=self._llm.metadata["tokenizer.chat_template"],
+            eos_token=self._llm.detokenize([self._llm.token_eos()]).decode(),
+            bos_token=self._llm.detokenize([self._llm.token_bos()]).decode(),
+        )
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return f"local:{self._model_name}"
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        messages = [m.model_dump() for m in request.messages]
+        with self._lock:
+            try:
+                if request.top_logprobs and request.max_tokens == 1:
+                    return self._next_token(messages, request.top_logprobs)
+                return self._generate(messages, request)
+            except ValueError as exc:  # e.g. the prompt does not fit the context window
+                raise JudgeError(str(exc)) from exc
+
+    def _generate(self, messages: list[dict[str, Any]], request: ChatRequest) -> ChatResponse:
+        options: dict[str, Any] = {}
+        if request.json_schema is not None:
+            options["response_format"] = {"type": "json_object", "schema": request.json_schema}
+        reply: Any = self._llm.create_chat_completion(
+            messages=messages,  # type: ignore[arg-type]
+            temperature=request.temperature,
+            max_tokens=request.max_tokens,
+            **options,
+        )
+        choice = reply["choices"][0]
+        return ChatResponse(
+            text=choice["message"]["content"] or "",
+            prompt_tokens=reply["usage"]["prompt_tokens"],
+            completion_tokens=reply["usage"]["completion_tokens"],
+            finish_reason=choice.get("finish_reason"),
+        )
+
+    def _next_token(self, messages: list[dict[str, Any]], top: int) -> ChatResponse:
+        """Log-probabilities of the first reply token, from one forward pass.
+
+        Reading the last position's logits directly avoids ``logits_all`` (which would keep
+        n_ctx x vocabulary floats); the KV cache of the longest shared prefix is kept, so
+        questions about the same context only pay for their own tokens.
+        """
+        llm = self._llm
+        prompt = self._formatter(messages=messages).prompt
+        tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+        if len(tokens) >= llm.n_ctx():
+            raise JudgeError(f"prompt of {len(tokens)} tokens exceeds the {llm.n_ctx()} context")
+        shared = 0
+        for cached, new in zip(llm.input_ids[: llm.n_tokens], tokens[:-1], strict=False):
+            if cached != new:
+                break
+            shared += 1
+        llm.n_tokens = shared  # eval() drops the cache past this point
+        llm.eval(tokens[shared:])
+        logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),))
+        logprobs = logits - (logits.max() + np.log(np.exp(logits - logits.max()).sum()))
+        best = np.argsort(logprobs)[::-1][:top]
+        alternatives = {
+            llm.detokenize([int(i)]).decode(errors="replace"): float(logprobs[i]) for i in best
+        }
+        first = llm.detokenize([int(best[0])]).decode(errors="replace")
+        return ChatResponse(
+            text=first,
+            logprobs=[TokenLogprobs(token=first, logprob=float(logprobs[best[0]]), top=alternatives)],
+            prompt_tokens=len(tokens) - shared,
+            completion_tokens=1,
+            finish_reason="length",
+        )
+
+
+def create_judge(model: str = "", **options: Any) -> LocalJudge:
+    return LocalJudge(model or None, **options)

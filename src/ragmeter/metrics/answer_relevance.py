@@ -1,0 +1,109 @@
+"""Answer relevance (RAGAS §3): does the answer address the question that was asked?
+
+The judge writes n questions that the answer would answer (without seeing the real one) and says
+whether the answer is non-committal. AR is the mean cosine similarity between the real question and
+the generated ones; a non-committal answer ("I don't know", evasions) scores 0, as in ragas.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from ragmeter.judges.base import cosine_similarity
+from ragmeter.metrics.base import Metric
+from ragmeter.prompts import Prompt
+from ragmeter.sample import Sample
+from ragmeter.score import Unscorable
+from ragmeter.session import JudgeSession
+
+
+class GeneratedQuestions(BaseModel):
+    questions: list[str]
+    noncommittal: bool
+
+
+def questions_prompt(n: int) -> Prompt[GeneratedQuestions]:
+    return Prompt(
+        name="answer_relevance.questions",
+        instruction=(
+            f"Write {n} different questions that the given answer answers, each one a question "
+            "a user could have asked to receive exactly this answer. Also say whether the answer "
+            "is noncommittal: true if it is evasive, vague or ambiguous (for example 'I don't "
+            "know' or 'I'm not sure'), false if it commits to an answer."
+        ),
+        output=GeneratedQuestions,
+        examples=[
+            (
+                {"answer": "Albert Einstein was born in Germany."},
+                GeneratedQuestions(
+                    questions=[
+                        "Where was Albert Einstein born?",
+                        "In which country was Albert Einstein born?",
+                        "What is Albert Einstein's country of birth?",
+                    ][:n]
+                    + ["Where does Albert Einstein come from?"] * max(0, n - 3),
+                    noncommittal=False,
+                ),
+            ),
+            (
+                {
+                    "answer": "I don't know about the groundbreaking feature of the smartphone "
+                    "invented in 2023, as I lack information beyond that date."
+                },
+                GeneratedQuestions(
+                    questions=[
+                        "What was the groundbreaking feature of the smartphone invented in 2023?",
+                        "Which new feature did the 2023 smartphone introduce?",
+                        "What made the smartphone invented in 2023 special?",
+                    ][:n]
+                    + ["What is new about the 2023 smartphone?"] * max(0, n - 3),
+                    noncommittal=True,
+                ),
+            ),
+        ],
+    )
+
+
+class AnswerRelevance(Metric):
+    name = "answer_relevance"
+    needs_embedder = True
+
+    def __init__(self, n: int = 3) -> None:
+        if n < 1:
+            raise ValueError("answer_relevance needs n >= 1 generated questions")
+        self.n = n
+        self._prompt = questions_prompt(n)
+
+    @property
+    def prompts(self) -> list[Prompt[Any]]:
+        return [self._prompt]
+
+    def config(self) -> dict[str, Any]:
+        return {"n": self.n}
+
+    def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
+        if not sample.answer.strip():
+            raise Unscorable("the answer is empty")
+
+        def enough(reply: GeneratedQuestions) -> str | None:
+            usable = [q for q in reply.questions if q.strip()]
+            return None if len(usable) >= self.n else f"expected {self.n} questions"
+
+        reply = session.ask(
+            self._prompt, {"answer": sample.answer}, max_tokens=64 + 48 * self.n, check=enough
+        )
+        questions = [q.strip() for q in reply.questions if q.strip()][: self.n]
+        vectors = session.embed([sample.question, *questions])
+        similarities = cosine_similarity(vectors[1:], vectors[0])
+        mean = float(similarities.mean())
+        explanation = {
+            "generated_questions": [
+                {"question": q, "similarity": round(float(s), 4)}
+                for q, s in zip(questions, similarities, strict=True)
+            ],
+            "mean_similarity": round(mean, 4),
+            "noncommittal": reply.noncommittal,
+        }
+        return (0.0 if reply.noncommittal else mean), explanation

@@ -1,0 +1,136 @@
+"""Faithfulness (RAGAS §3): the share of the answer's statements that the context supports.
+
+1. The judge breaks the answer into short, self-contained statements.
+2. The judge gives each statement a verdict against the context, with a brief reason first.
+3. F = supported / total.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ragmeter.metrics.base import Metric
+from ragmeter.prompts import Prompt
+from ragmeter.sample import Sample
+from ragmeter.score import Unscorable
+from ragmeter.session import JudgeSession
+
+
+class Statements(BaseModel):
+    statements: list[str] = Field(max_length=24)
+
+
+class Verdict(BaseModel):
+    statement: str
+    reason: str
+    verdict: Literal["yes", "no"]
+
+
+class Verdicts(BaseModel):
+    verdicts: list[Verdict]
+
+
+STATEMENTS = Prompt(
+    name="faithfulness.statements",
+    instruction=(
+        "Given a question and an answer, create one or more statements from each sentence of the "
+        "answer. Each statement must be a short, self-contained claim that can be understood "
+        "without the rest of the answer: replace pronouns with the names they refer to. Keep "
+        "every claim the answer makes; add nothing."
+    ),
+    output=Statements,
+    examples=[
+        (
+            {
+                "question": "Who was Albert Einstein and what is he best known for?",
+                "answer": "He was a German-born theoretical physicist, widely acknowledged to be "
+                "one of the greatest physicists of all time. He was best known for developing "
+                "the theory of relativity.",
+            },
+            Statements(
+                statements=[
+                    "Albert Einstein was a German-born theoretical physicist.",
+                    "Albert Einstein is recognized as one of the greatest physicists of all time.",
+                    "Albert Einstein was best known for developing the theory of relativity.",
+                ]
+            ),
+        )
+    ],
+)
+
+VERDICTS = Prompt(
+    name="faithfulness.verdicts",
+    instruction=(
+        "Consider the given context and the numbered statements, then determine whether each "
+        "statement is supported by the information present in the context. Give a brief reason "
+        "for each statement before arriving at the verdict: 'yes' if the context supports it, "
+        "'no' if the context contradicts it or does not contain the information. Give one "
+        "verdict per statement, in order."
+    ),
+    output=Verdicts,
+    examples=[
+        (
+            {
+                "context": "John is a student at XYZ University. He is pursuing a degree in "
+                "Computer Science. He is enrolled in several courses this semester.",
+                "statements": "1. John is majoring in Biology.\n"
+                "2. John is a student at XYZ University.",
+            },
+            Verdicts(
+                verdicts=[
+                    Verdict(
+                        statement="John is majoring in Biology.",
+                        reason="The context says John studies Computer Science, not Biology.",
+                        verdict="no",
+                    ),
+                    Verdict(
+                        statement="John is a student at XYZ University.",
+                        reason="The context states this directly.",
+                        verdict="yes",
+                    ),
+                ]
+            ),
+        )
+    ],
+)
+
+
+class Faithfulness(Metric):
+    name = "faithfulness"
+
+    @property
+    def prompts(self) -> list[Prompt[Any]]:
+        return [STATEMENTS, VERDICTS]
+
+    def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
+        if not sample.contexts:
+            raise Unscorable("the sample has no retrieved context to check the answer against")
+        statements = session.ask(
+            STATEMENTS, {"question": sample.question, "answer": sample.answer}, max_tokens=768
+        ).statements
+        statements = [s.strip() for s in statements if s.strip()]
+        if not statements:
+            raise Unscorable("the answer yields no statements to verify")
+
+        def right_count(reply: Verdicts) -> str | None:
+            if len(reply.verdicts) != len(statements):
+                return f"expected {len(statements)} verdicts, got {len(reply.verdicts)}"
+            return None
+
+        numbered = "\n".join(f"{i}. {s}" for i, s in enumerate(statements, 1))
+        verdicts = session.ask(
+            VERDICTS,
+            {"context": sample.contexts, "statements": numbered},
+            max_tokens=96 + 96 * len(statements),
+            check=right_count,
+        ).verdicts
+        supported = sum(v.verdict == "yes" for v in verdicts)
+        explanation = {
+            "statements": [
+                {"statement": s, "verdict": v.verdict, "reason": v.reason}
+                for s, v in zip(statements, verdicts, strict=True)
+            ]
+        }
+        return supported / len(statements), explanation

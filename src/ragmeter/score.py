@@ -1,0 +1,55 @@
+"""What a metric produces for one sample: a value, or the reason there is none."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ragmeter.judges.base import Message
+
+
+class Exchange(BaseModel):
+    """One call to the judge, kept with the score so a verdict can be inspected."""
+
+    prompt: str
+    messages: list[Message]
+    reply: str | None = None
+    error: str | None = None
+    cached: bool = False
+
+
+class Usage(BaseModel):
+    model_calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    embedding_calls: int = 0
+
+    def add(self, other: Usage) -> None:
+        for name in Usage.model_fields:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+class Score(BaseModel):
+    sample_id: str
+    metric: str
+    value: float | None
+    unscored_reason: str | None = None
+    explanation: dict[str, Any] = Field(default_factory=dict)
+    exchanges: list[Exchange] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    seconds: float = 0.0
+
+    @property
+    def scored(self) -> bool:
+        return self.value is not None
+
+
+class Unscorable(Exception):
+    """Raised inside a metric when no honest value can be given; becomes an unscored Score."""
+
+    def __init__(self, reason: str, explanation: dict[str, Any] | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.explanation = explanation or {}

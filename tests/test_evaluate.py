@@ -1,0 +1,141 @@
+"""evaluate() end to end on the scripted judge: values, unscored accounting, resume and cache."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from ragmeter import evaluate
+from ragmeter.judges.base import JudgeError
+from ragmeter.judges.fake import FakeJudge, HashingEmbedder
+from ragmeter.sample import Sample
+
+from .conftest import routed
+
+SAMPLES = [
+    Sample(id="a", question="alpha beta", contexts=["One fact. Two fact."], answer="x y."),
+    Sample(id="b", question="alpha beta", contexts=["Three fact. Four fact."], answer="z."),
+]
+
+REPLIES = {
+    "statements": {"statements": ["x", "y"]},
+    "verdicts": {
+        "verdicts": [
+            {"statement": "x", "reason": "r", "verdict": "yes"},
+            {"statement": "y", "reason": "r", "verdict": "no"},
+        ]
+    },
+    "questions": {"questions": ["alpha beta", "alpha gamma", "alpha beta"], "noncommittal": False},
+    "extract": {"sentences": ["One fact."]},
+}
+
+
+def run(judge, tmp_path, **kwargs):
+    kwargs.setdefault("cache", tmp_path / "cache.sqlite")
+    return evaluate(SAMPLES, judge=judge, embedder=HashingEmbedder(), **kwargs)
+
+
+def test_evaluate_scores_every_sample_and_summarises(tmp_path):
+    result = run(FakeJudge(responder=routed(REPLIES)), tmp_path)
+    frame = result.to_pandas()
+    assert list(frame["id"]) == ["a", "b"]
+    assert list(frame["faithfulness"]) == [0.5, 0.5]
+    # (1 + 0.5 + 1) / 3
+    assert frame["answer_relevance"].tolist() == pytest.approx([5 / 6, 5 / 6])
+    # "One fact." is 1 of 2 sentences in sample a; it is not in sample b's context.
+    assert frame["context_relevance"].tolist() == [0.5, 0.0]
+    summary = {row.metric: row for row in result.summary()}
+    assert summary["faithfulness"].mean == 0.5
+    assert (summary["faithfulness"].ci_low, summary["faithfulness"].ci_high) == (0.5, 0.5)
+    assert summary["context_relevance"].mean == 0.25
+    assert summary["context_relevance"].scored == 2 and summary["context_relevance"].unscored == 0
+    assert result.usage().model_calls == 8  # 2 faithfulness + 1 + 1 per sample
+
+
+def test_unscored_items_are_counted_not_averaged(tmp_path):
+    def responder(request):
+        if "x y." in request.messages[-1].content or "One fact." in request.messages[-1].content:
+            return routed(REPLIES)(request)
+        raise JudgeError("connection reset")
+
+    result = run(FakeJudge(responder=responder), tmp_path, metrics=["faithfulness"], retries=0)
+    summary = result.summary()[0]
+    assert (summary.scored, summary.unscored, summary.mean) == (1, 1, 0.5)
+    assert summary.unscored_reasons == {
+        "faithfulness.statements: judge call failed: connection reset (after 1 attempts)": 1
+    }
+    frame = result.to_pandas()
+    assert frame.loc[1, "faithfulness"] is pd.NA
+    assert "connection reset" in frame.loc[1, "faithfulness_unscored_reason"]
+
+
+def test_rerun_with_the_same_out_dir_resumes_without_calls(tmp_path):
+    first = run(FakeJudge(responder=routed(REPLIES)), tmp_path, out_dir=tmp_path / "out",
+                cache=False)
+    silent = FakeJudge()  # any call would raise: nothing should reach it
+    second = evaluate(SAMPLES, judge=silent, embedder=HashingEmbedder(), cache=False,
+                      out_dir=tmp_path / "out")
+    assert silent.history == []
+    assert second.to_pandas().equals(first.to_pandas())
+
+
+def test_rerun_after_a_crash_judges_only_what_is_missing(tmp_path):
+    calls = {"n": 0}
+
+    def flaky(request):
+        calls["n"] += 1
+        if calls["n"] > 3:
+            raise JudgeError("process died")
+        return routed(REPLIES)(request)
+
+    partial = evaluate(SAMPLES, ["faithfulness", "context_relevance"], judge=FakeJudge(
+        responder=flaky), cache=False, out_dir=tmp_path / "out", retries=0)
+    assert sum(s.scored for s in partial.scores) == 2  # faithfulness(a), context_relevance(a)
+    resumed_judge = FakeJudge(responder=routed(REPLIES))
+    resumed = evaluate(SAMPLES, ["faithfulness", "context_relevance"], judge=resumed_judge,
+                       cache=False, out_dir=tmp_path / "out")
+    assert len(resumed_judge.history) == 3  # faithfulness(b): 2 calls, context_relevance(b): 1
+    assert [s.value for s in resumed.scores] == [0.5, 0.5, 0.5, 0.0]
+
+
+def test_call_cache_makes_a_repeat_run_free(tmp_path):
+    run(FakeJudge(responder=routed(REPLIES)), tmp_path)
+    silent = FakeJudge()
+    again = run(silent, tmp_path)
+    assert silent.history == []
+    assert again.usage().model_calls == 0
+    assert again.usage().cached_calls == 8
+
+
+def test_a_changed_prompt_or_model_is_not_served_from_the_store(tmp_path):
+    run(FakeJudge(responder=routed(REPLIES)), tmp_path, out_dir=tmp_path / "out", cache=False)
+    other = FakeJudge(responder=routed(REPLIES), model="other")
+    run(other, tmp_path, out_dir=tmp_path / "out", cache=False)
+    assert len(other.history) == 8
+
+
+def test_duplicate_ids_are_rejected_with_the_row():
+    twice = [SAMPLES[0], SAMPLES[0]]
+    with pytest.raises(ValueError, match=r"row 2, field 'id': 'a' was already used by row 1"):
+        evaluate(twice, judge=FakeJudge(), embedder=HashingEmbedder(), cache=False)
+
+
+def test_evaluate_reads_ragas_style_records(tmp_path):
+    rows = [
+        {"user_input": "alpha beta", "retrieved_contexts": ["One fact. Two fact."],
+         "response": "x y.", "reference": "x"}
+    ]
+    result = evaluate(rows, ["context_relevance"], judge=FakeJudge(responder=routed(REPLIES)),
+                      cache=False)
+    assert result.samples[0].reference == "x"
+    assert result.to_pandas()["context_relevance"].tolist() == [0.5]
+
+
+def test_run_record_names_models_and_metric_versions(tmp_path):
+    result = run(FakeJudge(responder=routed(REPLIES)), tmp_path)
+    assert result.run["judge"] == "fake:scripted"
+    assert result.run["embedder"] == "fake:hashing-4096"
+    assert result.run["metrics"]["answer_relevance"]["config"] == {"n": 3}
+    json.dumps(result.run)  # serialisable as is

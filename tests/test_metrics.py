@@ -1,0 +1,173 @@
+"""Each metric on the scripted judge, against values worked out by hand."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from ragmeter.judges.base import JudgeError
+from ragmeter.judges.fake import FakeJudge, HashingEmbedder
+from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness
+from ragmeter.sample import Sample
+from ragmeter.session import JudgeSession
+
+SAMPLE = Sample(
+    id="s1",
+    question="alpha beta",
+    contexts=["Paris is the capital of France. It has 2.1 million inhabitants."],
+    answer="Paris is the capital of France. It has 9 million inhabitants. It is in Europe.",
+)
+
+
+def verdicts(*flags: str) -> str:
+    return json.dumps(
+        {"verdicts": [{"statement": f"s{i}", "reason": "r", "verdict": f} for i, f in
+                      enumerate(flags)]}
+    )
+
+
+STATEMENTS = json.dumps(
+    {
+        "statements": [
+            "Paris is the capital of France.",
+            "Paris has 9 million inhabitants.",
+            "Paris is in Europe.",
+        ]
+    }
+)
+
+
+def test_faithfulness_is_supported_over_total():
+    judge = FakeJudge([STATEMENTS, verdicts("yes", "no", "no")])
+    score = Faithfulness().score(SAMPLE, JudgeSession(judge))
+    assert score.value == pytest.approx(1 / 3)
+    assert [s["verdict"] for s in score.explanation["statements"]] == ["yes", "no", "no"]
+    assert score.explanation["statements"][1]["statement"] == "Paris has 9 million inhabitants."
+    # The verification prompt carries the context as tagged data and the numbered statements.
+    verify = judge.history[1].messages[-1].content
+    assert "<context>\nParis is the capital of France." in verify
+    assert "2. Paris has 9 million inhabitants." in verify
+    assert score.usage.model_calls == 2
+
+
+def test_faithfulness_repairs_a_wrong_verdict_count():
+    judge = FakeJudge([STATEMENTS, verdicts("yes", "yes"), verdicts("yes", "yes", "no")])
+    score = Faithfulness().score(SAMPLE, JudgeSession(judge))
+    assert score.value == pytest.approx(2 / 3)
+    assert len(judge.history) == 3
+    repair = judge.history[2].messages[-1].content
+    assert "expected 3 verdicts, got 2" in repair
+    assert score.exchanges[1].error is not None and score.exchanges[2].error is None
+
+
+def test_unparseable_replies_become_unscored_with_the_reason():
+    judge = FakeJudge(["not json", "still not json", "{\"statements\": 5}"])
+    score = Faithfulness().score(SAMPLE, JudgeSession(judge, retries=2))
+    assert score.value is None
+    assert score.unscored_reason is not None
+    assert "unreadable reply" in score.unscored_reason
+    assert "after 3 attempts" in score.unscored_reason
+    assert [e.reply for e in score.exchanges] == ["not json", "still not json", "{\"statements\": 5}"]
+
+
+def test_failed_calls_become_unscored_not_zero():
+    judge = FakeJudge([JudgeError("HTTP 500"), JudgeError("HTTP 500")])
+    score = Faithfulness().score(SAMPLE, JudgeSession(judge, retries=1))
+    assert score.value is None
+    assert score.unscored_reason == (
+        "faithfulness.statements: judge call failed: HTTP 500 (after 2 attempts)"
+    )
+
+
+def test_faithfulness_without_context_is_unscored():
+    sample = SAMPLE.model_copy(update={"contexts": []})
+    score = Faithfulness().score(sample, JudgeSession(FakeJudge()))
+    assert score.value is None and "no retrieved context" in (score.unscored_reason or "")
+
+
+def test_hashing_embedder_cosines_are_word_overlap():
+    vectors = HashingEmbedder().embed(["alpha beta", "alpha beta", "alpha gamma", "delta epsilon"])
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    assert unit[0] @ unit[1] == pytest.approx(1.0)
+    assert unit[0] @ unit[2] == pytest.approx(0.5)
+    assert unit[0] @ unit[3] == pytest.approx(0.0)
+
+
+def test_answer_relevance_is_mean_cosine():
+    reply = {"questions": ["alpha beta", "alpha gamma", "delta epsilon"], "noncommittal": False}
+    judge = FakeJudge([json.dumps(reply)])
+    score = AnswerRelevance().score(SAMPLE, JudgeSession(judge, HashingEmbedder()))
+    # cosines with "alpha beta": 1, 1/2, 0 -> mean 1/2
+    assert score.value == pytest.approx(0.5)
+    sims = [q["similarity"] for q in score.explanation["generated_questions"]]
+    assert sims == pytest.approx([1.0, 0.5, 0.0])
+    # The judge never sees the real question: questions are generated from the answer alone.
+    assert "alpha beta" not in judge.history[0].messages[-1].content
+
+
+def test_noncommittal_answer_scores_zero_with_similarity_kept():
+    reply = {"questions": ["alpha beta", "alpha beta", "alpha beta"], "noncommittal": True}
+    score = AnswerRelevance().score(
+        SAMPLE, JudgeSession(FakeJudge([json.dumps(reply)]), HashingEmbedder())
+    )
+    assert score.value == 0.0
+    assert score.explanation["mean_similarity"] == pytest.approx(1.0)
+    assert score.explanation["noncommittal"] is True
+
+
+def test_answer_relevance_n_is_configurable():
+    reply = {"questions": ["alpha beta", "alpha gamma"], "noncommittal": False}
+    score = AnswerRelevance(n=2).score(
+        SAMPLE, JudgeSession(FakeJudge([json.dumps(reply)]), HashingEmbedder())
+    )
+    assert score.value == pytest.approx(0.75)
+    # Too few questions for n=3 is a reply to repair, then unscored.
+    short = FakeJudge([json.dumps(reply)] * 3)
+    unscored = AnswerRelevance(n=3).score(SAMPLE, JudgeSession(short, HashingEmbedder()))
+    assert unscored.value is None and "expected 3 questions" in (unscored.unscored_reason or "")
+
+
+CONTEXT_SAMPLE = Sample(
+    id="c1",
+    question="What is the capital of Australia?",
+    contexts=[
+        "Australia is in the Southern Hemisphere. Canberra is the capital of Australia.",
+        "Sydney is the largest city.\nIt hosted the 2000 Olympics.",
+    ],
+    answer="Canberra.",
+)
+
+
+def test_context_relevance_counts_verbatim_extractions_over_all_sentences():
+    reply = {
+        "sentences": [
+            "Canberra is the capital  of Australia.",  # whitespace differs: still the sentence
+            "sydney is the largest city.",  # case differs
+            "Melbourne was the capital until 1927.",  # not in the context: not counted
+        ]
+    }
+    score = ContextRelevance().score(CONTEXT_SAMPLE, JudgeSession(FakeJudge([json.dumps(reply)])))
+    # 4 context sentences (two per passage; the newline ends a sentence), 2 extracted.
+    assert score.explanation["context_sentences"] == 4
+    assert score.value == pytest.approx(2 / 4)
+    assert score.explanation["not_found_in_context"] == ["Melbourne was the capital until 1927."]
+
+
+def test_context_relevance_counts_each_sentence_once():
+    reply = {"sentences": ["Canberra is the capital of Australia.", "Canberra is the capital of Australia."]}
+    score = ContextRelevance().score(CONTEXT_SAMPLE, JudgeSession(FakeJudge([json.dumps(reply)])))
+    assert score.value == pytest.approx(1 / 4)
+
+
+def test_insufficient_information_scores_zero():
+    reply = {"sentences": ["Insufficient Information"]}
+    score = ContextRelevance().score(CONTEXT_SAMPLE, JudgeSession(FakeJudge([json.dumps(reply)])))
+    assert score.value == 0.0
+    assert score.explanation["insufficient_information"] is True
+
+
+def test_prompt_versions_change_with_configuration():
+    assert AnswerRelevance(n=3).version != AnswerRelevance(n=4).version
+    assert Faithfulness().version == Faithfulness().version
