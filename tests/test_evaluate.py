@@ -28,7 +28,7 @@ REPLIES = {
         ]
     },
     "questions": {"questions": ["alpha beta", "alpha gamma", "alpha beta"], "noncommittal": False},
-    "extract": {"sentences": ["One fact."]},
+    "extract": {"sentences": [1]},
 }
 
 
@@ -44,19 +44,19 @@ def test_evaluate_scores_every_sample_and_summarises(tmp_path):
     assert list(frame["faithfulness"]) == [0.5, 0.5]
     # (1 + 0.5 + 1) / 3
     assert frame["answer_relevance"].tolist() == pytest.approx([5 / 6, 5 / 6])
-    # "One fact." is 1 of 2 sentences in sample a; it is not in sample b's context.
-    assert frame["context_relevance"].tolist() == [0.5, 0.0]
+    # sentence 1 of 2 in each sample
+    assert frame["context_relevance"].tolist() == [0.5, 0.5]
     summary = {row.metric: row for row in result.summary()}
     assert summary["faithfulness"].mean == 0.5
     assert (summary["faithfulness"].ci_low, summary["faithfulness"].ci_high) == (0.5, 0.5)
-    assert summary["context_relevance"].mean == 0.25
+    assert summary["context_relevance"].mean == 0.5
     assert summary["context_relevance"].scored == 2 and summary["context_relevance"].unscored == 0
     assert result.usage().model_calls == 8  # 2 faithfulness + 1 + 1 per sample
 
 
 def test_unscored_items_are_counted_not_averaged(tmp_path):
     def responder(request):
-        if "x y." in request.messages[-1].content or "One fact." in request.messages[-1].content:
+        if "x y." in request.messages[-1].content or "One fact" in request.messages[-1].content:
             return routed(REPLIES)(request)
         raise JudgeError("connection reset")
 
@@ -72,11 +72,13 @@ def test_unscored_items_are_counted_not_averaged(tmp_path):
 
 
 def test_rerun_with_the_same_out_dir_resumes_without_calls(tmp_path):
-    first = run(FakeJudge(responder=routed(REPLIES)), tmp_path, out_dir=tmp_path / "out",
-                cache=False)
+    first = run(
+        FakeJudge(responder=routed(REPLIES)), tmp_path, out_dir=tmp_path / "out", cache=False
+    )
     silent = FakeJudge()  # any call would raise: nothing should reach it
-    second = evaluate(SAMPLES, judge=silent, embedder=HashingEmbedder(), cache=False,
-                      out_dir=tmp_path / "out")
+    second = evaluate(
+        SAMPLES, judge=silent, embedder=HashingEmbedder(), cache=False, out_dir=tmp_path / "out"
+    )
     assert silent.history == []
     assert second.to_pandas().equals(first.to_pandas())
 
@@ -90,14 +92,25 @@ def test_rerun_after_a_crash_judges_only_what_is_missing(tmp_path):
             raise JudgeError("process died")
         return routed(REPLIES)(request)
 
-    partial = evaluate(SAMPLES, ["faithfulness", "context_relevance"], judge=FakeJudge(
-        responder=flaky), cache=False, out_dir=tmp_path / "out", retries=0)
+    partial = evaluate(
+        SAMPLES,
+        ["faithfulness", "context_relevance"],
+        judge=FakeJudge(responder=flaky),
+        cache=False,
+        out_dir=tmp_path / "out",
+        retries=0,
+    )
     assert sum(s.scored for s in partial.scores) == 2  # faithfulness(a), context_relevance(a)
     resumed_judge = FakeJudge(responder=routed(REPLIES))
-    resumed = evaluate(SAMPLES, ["faithfulness", "context_relevance"], judge=resumed_judge,
-                       cache=False, out_dir=tmp_path / "out")
+    resumed = evaluate(
+        SAMPLES,
+        ["faithfulness", "context_relevance"],
+        judge=resumed_judge,
+        cache=False,
+        out_dir=tmp_path / "out",
+    )
     assert len(resumed_judge.history) == 3  # faithfulness(b): 2 calls, context_relevance(b): 1
-    assert [s.value for s in resumed.scores] == [0.5, 0.5, 0.5, 0.0]
+    assert [s.value for s in resumed.scores] == [0.5, 0.5, 0.5, 0.5]
 
 
 def test_call_cache_makes_a_repeat_run_free(tmp_path):
@@ -124,11 +137,16 @@ def test_duplicate_ids_are_rejected_with_the_row():
 
 def test_evaluate_reads_ragas_style_records(tmp_path):
     rows = [
-        {"user_input": "alpha beta", "retrieved_contexts": ["One fact. Two fact."],
-         "response": "x y.", "reference": "x"}
+        {
+            "user_input": "alpha beta",
+            "retrieved_contexts": ["One fact. Two fact."],
+            "response": "x y.",
+            "reference": "x",
+        }
     ]
-    result = evaluate(rows, ["context_relevance"], judge=FakeJudge(responder=routed(REPLIES)),
-                      cache=False)
+    result = evaluate(
+        rows, ["context_relevance"], judge=FakeJudge(responder=routed(REPLIES)), cache=False
+    )
     assert result.samples[0].reference == "x"
     assert result.to_pandas()["context_relevance"].tolist() == [0.5]
 

@@ -2,11 +2,11 @@
 
 __version__ = "0.1.0"
 
-from ragmeter.evaluate import evaluate  # noqa: E402
-from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness  # noqa: E402
-from ragmeter.result import Result  # noqa: E402
-from ragmeter.sample import Sample  # noqa: E402
-from ragmeter.score import Score  # noqa: E402
+from ragmeter.evaluate import evaluate
+from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness
+from ragmeter.result import Result
+from ragmeter.sample import Sample
+from ragmeter.score import Score
 
 __all__ = [
     "AnswerRelevance",

@@ -97,9 +97,9 @@ def evaluate(
     judge_model = get_judge(judge) if isinstance(judge, str) else judge
     embed_model: Embedder | None = None
     if any(m.needs_embedder for m in chosen):
-        embed_model = get_embedder(embedder or "minilm") if not isinstance(
-            embedder, Embedder
-        ) else embedder
+        embed_model = (
+            get_embedder(embedder or "minilm") if not isinstance(embedder, Embedder) else embedder
+        )
     if cache is not False:
         call_cache = CallCache(None if cache is True else Path(cache))
         judge_model = CachedJudge(judge_model, call_cache)

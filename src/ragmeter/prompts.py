@@ -78,7 +78,9 @@ class Prompt(Generic[Out]):
         return hashlib.sha256(material.encode()).hexdigest()[:12]
 
     def render(self, inputs: Inputs) -> tuple[Message, ...]:
-        system = f"{self.instruction}\n\n{DATA_NOTICE}\nReply with one JSON object and nothing else."
+        system = (
+            f"{self.instruction}\n\n{DATA_NOTICE}\nReply with one JSON object and nothing else."
+        )
         messages = [Message(role="system", content=system)]
         for example_inputs, example_output in self.examples:
             messages.append(Message(role="user", content=render_inputs(example_inputs)))

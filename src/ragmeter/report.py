@@ -22,18 +22,15 @@ def summary_table(result: Result, title: str = "ragmeter") -> Table:
     return table
 
 
-def samples_table(result: Result, width: int = 48) -> Table:
+def samples_table(result: Result, width: int = 40) -> Table:
     table = Table(title="per sample")
-    table.add_column("id")
-    table.add_column("question", max_width=width)
+    table.add_column("id", no_wrap=True, max_width=24, overflow="ellipsis")
+    table.add_column("question", no_wrap=True, max_width=width, overflow="ellipsis")
     for metric in result.metrics:
         table.add_column(metric, justify="right")
     frame = result.to_pandas()
     for _, row in frame.iterrows():
-        cells = [
-            "unscored" if row[m] is pd.NA else f"{row[m]:.2f}"
-            for m in result.metrics
-        ]
+        cells = ["unscored" if row[m] is pd.NA else f"{row[m]:.2f}" for m in result.metrics]
         table.add_row(str(row["id"]), str(row["question"]), *cells)
     return table
 

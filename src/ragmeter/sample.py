@@ -1,4 +1,4 @@
-"""The unit of evaluation: one question put to a RAG system, what it retrieved and what it answered."""
+"""The unit of evaluation: a question put to a RAG system, what it retrieved and answered."""
 
 from __future__ import annotations
 

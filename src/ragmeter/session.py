@@ -59,9 +59,11 @@ class JudgeSession:
                     raise ReplyError(rejection)
                 return parsed
             except ReplyError as exc:
-                cut = " (the reply was cut off at the token limit)" if (
-                    response.finish_reason == "length"
-                ) else ""
+                cut = (
+                    " (the reply was cut off at the token limit)"
+                    if (response.finish_reason == "length")
+                    else ""
+                )
                 problem = f"unreadable reply: {exc}{cut}"
                 exchange.error = problem
                 messages = (

@@ -1,12 +1,8 @@
-"""Sentence splitting and loose matching of quoted text, shared by the metrics."""
+"""Sentence splitting shared by the metrics."""
 
 from __future__ import annotations
 
-import difflib
-import re
 from functools import lru_cache
-
-_SPACE = re.compile(r"\s+")
 
 
 @lru_cache(maxsize=1)
@@ -24,21 +20,3 @@ def split_sentences(text: str) -> list[str]:
         if block.strip():
             sentences.extend(s.strip() for s in _segmenter().segment(block) if s.strip())
     return sentences
-
-
-def normalize(text: str) -> str:
-    return _SPACE.sub(" ", text).strip().strip("\"'").lower()
-
-
-def best_match(quote: str, candidates: list[str], threshold: float = 0.85) -> int | None:
-    """Index of the candidate that ``quote`` reproduces (near-)verbatim, or None."""
-    target = normalize(quote)
-    best_index, best_ratio = None, threshold
-    for index, candidate in enumerate(candidates):
-        candidate = normalize(candidate)
-        if candidate == target:
-            return index
-        ratio = difflib.SequenceMatcher(None, target, candidate, autojunk=False).ratio()
-        if ratio >= best_ratio:
-            best_index, best_ratio = index, ratio
-    return best_index

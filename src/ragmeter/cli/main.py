@@ -1,13 +1,15 @@
-"""The ``ragmeter`` command. Each subcommand lives in its own module and calls one public function."""
+"""The `ragmeter` command. Each subcommand lives in its own module and calls a public function."""
 
 from __future__ import annotations
 
 import typer
 
+from ragmeter.cli.arena import app as arena_app
 from ragmeter.cli.evaluate import evaluate_command
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 app.command("evaluate")(evaluate_command)
+app.add_typer(arena_app, name="arena")
 
 
 @app.callback()

@@ -119,7 +119,9 @@ class LocalJudge:
         first = llm.detokenize([int(best[0])]).decode(errors="replace")
         return ChatResponse(
             text=first,
-            logprobs=[TokenLogprobs(token=first, logprob=float(logprobs[best[0]]), top=alternatives)],
+            logprobs=[
+                TokenLogprobs(token=first, logprob=float(logprobs[best[0]]), top=alternatives)
+            ],
             prompt_tokens=len(tokens) - shared,
             completion_tokens=1,
             finish_reason="length",

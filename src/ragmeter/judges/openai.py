@@ -102,7 +102,11 @@ class OpenAIClient:
 
 class OpenAIJudge:
     def __init__(
-        self, model: str, *, json_mode: JsonMode = "schema", client: OpenAIClient | None = None,
+        self,
+        model: str,
+        *,
+        json_mode: JsonMode = "schema",
+        client: OpenAIClient | None = None,
         **client_options: Any,
     ) -> None:
         if not model:
@@ -164,7 +168,9 @@ def _read_logprobs(block: dict[str, Any] | None) -> list[TokenLogprobs] | None:
 class OpenAIEmbedder:
     def __init__(self, model: str, *, client: OpenAIClient | None = None, **options: Any) -> None:
         if not model:
-            raise ValueError("the openai embedder needs a model name, e.g. openai:text-embedding-3-small")
+            raise ValueError(
+                "the openai embedder needs a model name, e.g. openai:text-embedding-3-small"
+            )
         self.model = model
         self.client = client or OpenAIClient(**options)
 

@@ -45,7 +45,9 @@ def get_judge(spec: str, **options: Any) -> Judge:
     provider, model = split_spec(spec)
     factories = _factories("ragmeter.judges", _BUILTIN_JUDGES)
     if provider not in factories:
-        raise ValueError(f"unknown judge provider {provider!r}; known: {', '.join(sorted(factories))}")
+        raise ValueError(
+            f"unknown judge provider {provider!r}; known: {', '.join(sorted(factories))}"
+        )
     judge: Judge = _load(factories[provider])(model, **options)
     return judge
 

@@ -19,4 +19,11 @@ def metric_by_name(name: str) -> Metric:
         raise ValueError(f"unknown metric {name!r}; known: {', '.join(METRICS)}") from None
 
 
-__all__ = ["METRICS", "AnswerRelevance", "ContextRelevance", "Faithfulness", "Metric", "metric_by_name"]
+__all__ = [
+    "METRICS",
+    "AnswerRelevance",
+    "ContextRelevance",
+    "Faithfulness",
+    "Metric",
+    "metric_by_name",
+]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, create_model
 
 from ragmeter.judges.base import cosine_similarity
 from ragmeter.metrics.base import Metric
@@ -25,6 +25,12 @@ class GeneratedQuestions(BaseModel):
 
 
 def questions_prompt(n: int) -> Prompt[GeneratedQuestions]:
+    # Exactly n items in the schema: a grammar-constrained judge then cannot loop on the list.
+    output = create_model(
+        "GeneratedQuestions",
+        __base__=GeneratedQuestions,
+        questions=(list[str], Field(min_length=n, max_length=n)),
+    )
     return Prompt(
         name="answer_relevance.questions",
         instruction=(
@@ -33,11 +39,11 @@ def questions_prompt(n: int) -> Prompt[GeneratedQuestions]:
             "is noncommittal: true if it is evasive, vague or ambiguous (for example 'I don't "
             "know' or 'I'm not sure'), false if it commits to an answer."
         ),
-        output=GeneratedQuestions,
+        output=output,
         examples=[
             (
                 {"answer": "Albert Einstein was born in Germany."},
-                GeneratedQuestions(
+                output(
                     questions=[
                         "Where was Albert Einstein born?",
                         "In which country was Albert Einstein born?",
@@ -52,7 +58,7 @@ def questions_prompt(n: int) -> Prompt[GeneratedQuestions]:
                     "answer": "I don't know about the groundbreaking feature of the smartphone "
                     "invented in 2023, as I lack information beyond that date."
                 },
-                GeneratedQuestions(
+                output(
                     questions=[
                         "What was the groundbreaking feature of the smartphone invented in 2023?",
                         "Which new feature did the 2023 smartphone introduce?",

@@ -1,8 +1,10 @@
 """Context relevance (RAGAS §3): how much of the retrieved context is needed for the question.
 
-The judge extracts, verbatim, the context sentences that help answer the question, or says
-"Insufficient Information". CR = extracted sentences / sentences in the context. Only extractions
-that match a real context sentence count, so a paraphrase or an invention cannot inflate the score.
+The context is split into sentences and shown to the judge numbered; the judge extracts the
+sentences that help answer the question by their numbers, or none ("Insufficient Information").
+CR = extracted sentences / sentences in the context. Extracting by number rather than by copying
+text keeps the count exact: a small judge that paraphrases a sentence (or resolves its pronouns)
+while copying it would otherwise lose it, and an invented sentence cannot be counted at all.
 """
 
 from __future__ import annotations
@@ -16,36 +18,38 @@ from ragmeter.prompts import Prompt
 from ragmeter.sample import Sample
 from ragmeter.score import Unscorable
 from ragmeter.session import JudgeSession
-from ragmeter.text import best_match, normalize, split_sentences
-
-INSUFFICIENT = "Insufficient Information"
+from ragmeter.text import split_sentences
 
 
 class Extraction(BaseModel):
-    sentences: list[str]
+    sentences: list[int]
 
 
 EXTRACT = Prompt(
     name="context_relevance.extract",
     instruction=(
-        "Extract the sentences from the provided context that can potentially help answer the "
-        "question. If no relevant sentences are found, or if you believe the question cannot be "
-        f'answered from the given context, return the single item "{INSUFFICIENT}". While '
-        "extracting candidate sentences you are not allowed to make any changes to sentences "
-        "from the given context: copy them exactly."
+        "The context below is split into numbered sentences. Extract the sentences that can "
+        "potentially help answer the question, by listing their numbers. If no sentence is "
+        "relevant, or if you believe the question cannot be answered from the given context "
+        "(insufficient information), return an empty list. Do not list sentences that are only "
+        "about the same topic but do not help answer this question."
     ),
     output=Extraction,
     examples=[
         (
             {
                 "question": "What is the capital of Australia?",
-                "context": "Australia is a country in the Southern Hemisphere. Canberra is the "
-                "capital city of Australia. Sydney is its largest city.",
+                "context": "[1] Australia is a country in the Southern Hemisphere.\n"
+                "[2] Its capital city is Canberra.\n[3] Sydney is its largest city.",
             },
-            Extraction(sentences=["Canberra is the capital city of Australia."]),
+            Extraction(sentences=[2]),
         )
     ],
 )
+
+
+def numbered(sentences: list[str]) -> str:
+    return "\n".join(f"[{i}] {s}" for i, s in enumerate(sentences, 1))
 
 
 class ContextRelevance(Metric):
@@ -56,29 +60,19 @@ class ContextRelevance(Metric):
         return [EXTRACT]
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
-        context_sentences = [s for passage in sample.contexts for s in split_sentences(passage)]
-        if not context_sentences:
+        sentences = [s for passage in sample.contexts for s in split_sentences(passage)]
+        if not sentences:
             raise Unscorable("the sample has no retrieved context")
-        extracted = session.ask(
+        chosen = session.ask(
             EXTRACT,
-            {"question": sample.question, "context": sample.contexts},
-            max_tokens=1024,
+            {"question": sample.question, "context": numbered(sentences)},
+            max_tokens=16 + 4 * len(sentences),
         ).sentences
-        insufficient = any(normalize(s) == normalize(INSUFFICIENT) for s in extracted)
-        matched: set[int] = set()
-        unmatched: list[str] = []
-        if not insufficient:
-            for item in extracted:
-                for piece in split_sentences(item):
-                    index = best_match(piece, context_sentences)
-                    if index is None:
-                        unmatched.append(piece)
-                    else:
-                        matched.add(index)
+        valid = sorted({n for n in chosen if 1 <= n <= len(sentences)})
         explanation = {
-            "extracted_sentences": [context_sentences[i] for i in sorted(matched)],
-            "not_found_in_context": unmatched,
-            "insufficient_information": insufficient,
-            "context_sentences": len(context_sentences),
+            "extracted_sentences": [sentences[n - 1] for n in valid],
+            "insufficient_information": not valid,
+            "context_sentences": len(sentences),
+            "out_of_range_numbers": sorted({n for n in chosen if not 1 <= n <= len(sentences)}),
         }
-        return len(matched) / len(context_sentences), explanation
+        return len(valid) / len(sentences), explanation

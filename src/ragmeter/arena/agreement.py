@@ -1,0 +1,191 @@
+"""How well the judge agrees with people: Cohen's kappa, Pearson, and accuracy on decided pairs.
+
+Labels are -1 (A preferred), 0 (tie / not sure) and 1 (B preferred), for the judge and the humans
+alike. The paper reports Pearson and kappa on these three values (Table 4); accuracy is taken on
+the pairs the humans did not tie, where a judge tie counts as a miss (the judge failed to pick the
+side people picked), and again on the pairs where neither tied.
+
+The report compares the both-order verdict with the first order alone, which is what a single
+presentation would have given, and reports the flip rate: how often the two orders disagree. A
+high flip rate with a first-order preference far from one half is position bias.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel
+from rich.table import Table
+
+from ragmeter.arena.battles import Battle
+from ragmeter.arena.data import load_pairs
+from ragmeter.arena.judge import MAX_TOKENS, Orders, judge_pairs
+from ragmeter.judges.base import Judge
+
+AGREEMENT_FILE = "agreement.json"
+
+CATEGORIES = (-1, 0, 1)
+
+
+class AgreementStats(BaseModel):
+    pairs: int
+    """Pairs with both a judge label and a human label."""
+    kappa: float | None
+    pearson: float | None
+    accuracy: float | None
+    """On pairs the humans did not tie; a judge tie there counts as wrong."""
+    accuracy_pairs: int
+    decided_accuracy: float | None
+    """On pairs where neither the judge nor the humans tied."""
+    decided_pairs: int
+    judge_tie_rate: float | None
+    human_tie_rate: float | None
+
+
+class AgreementReport(BaseModel):
+    pairs: int
+    labelled: int
+    unscored: int
+    unscored_reasons: dict[str, int]
+    verdict: AgreementStats
+    """The pair's verdict: both orders combined (or the single order in random mode)."""
+    first_order: AgreementStats
+    """The first presentation alone (A shown first in both-order mode)."""
+    both_orders: int
+    """Pairs whose two orders were both scored."""
+    flips: int
+    flip_rate: float | None
+    reversals: int
+    """Flips in which the orders picked opposite answers (not one answer against a tie)."""
+    first_position_rate: float | None
+    """Share of scored presentations in which the answer shown first won."""
+    second_position_rate: float | None
+
+
+def cohen_kappa(judge: Sequence[int], human: Sequence[int]) -> float | None:
+    """Agreement beyond chance on the three labels; None when chance agreement is already 1
+    (both raters always gave the same single label), where kappa is undefined."""
+    x, y = np.asarray(judge), np.asarray(human)
+    if x.size == 0:
+        return None
+    observed = float(np.mean(x == y))
+    chance = float(sum(np.mean(x == c) * np.mean(y == c) for c in CATEGORIES))
+    if chance >= 1.0:
+        return None
+    return (observed - chance) / (1.0 - chance)
+
+
+def pearson(judge: Sequence[int], human: Sequence[int]) -> float | None:
+    """Pearson correlation of the labels as numbers; None when either side is constant."""
+    x, y = np.asarray(judge, dtype=float), np.asarray(human, dtype=float)
+    if x.size < 2 or x.std() == 0 or y.std() == 0:
+        return None
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def agreement(judge: Sequence[int], human: Sequence[int]) -> AgreementStats:
+    """All agreement statistics for paired label lists."""
+    if len(judge) != len(human):
+        raise ValueError("judge and human labels differ in length")
+    x, y = np.asarray(judge), np.asarray(human)
+    human_decided = y != 0
+    both_decided = human_decided & (x != 0)
+    return AgreementStats(
+        pairs=int(x.size),
+        kappa=cohen_kappa(judge, human),
+        pearson=pearson(judge, human),
+        accuracy=_mean(x[human_decided] == y[human_decided]),
+        accuracy_pairs=int(human_decided.sum()),
+        decided_accuracy=_mean(x[both_decided] == y[both_decided]),
+        decided_pairs=int(both_decided.sum()),
+        judge_tie_rate=_mean(x == 0),
+        human_tie_rate=_mean(y == 0),
+    )
+
+
+def agreement_report(battles: Sequence[Battle]) -> AgreementReport:
+    """Agreement of the verdicts and of the first orders with the human labels, and flips."""
+    labelled = [b for b in battles if b.label is not None]
+    verdict = [(b.verdict, b.label) for b in labelled if b.verdict is not None]
+    first = [
+        (b.orders[0].preference, b.label)
+        for b in labelled
+        if b.orders and b.orders[0].preference is not None
+    ]
+    both = [b for b in battles if b.flipped is not None]
+    flips = [b for b in both if b.flipped]
+    reversals = [b for b in flips if {o.preference for o in b.orders} == {-1, 1}]
+    ratings = [o.rating for b in battles for o in b.orders if o.rating is not None]
+    return AgreementReport(
+        pairs=len(battles),
+        labelled=len(labelled),
+        unscored=sum(not b.scored for b in battles),
+        unscored_reasons=dict(Counter(b.unscored_reason or "" for b in battles if not b.scored)),
+        verdict=agreement([v for v, _ in verdict], [h for _, h in verdict]),  # type: ignore[misc]
+        first_order=agreement([v for v, _ in first], [h for _, h in first]),  # type: ignore[misc]
+        both_orders=len(both),
+        flips=len(flips),
+        flip_rate=len(flips) / len(both) if both else None,
+        reversals=len(reversals),
+        first_position_rate=_mean(np.asarray(ratings) == 1) if ratings else None,
+        second_position_rate=_mean(np.asarray(ratings) == 2) if ratings else None,
+    )
+
+
+def measure_agreement(
+    pairs_path: str | Path,
+    *,
+    judge: str | Judge = "local",
+    out_dir: str | Path,
+    orders: Orders = "both",
+    limit: int | None = None,
+    seed: int = 0,
+    retries: int = 2,
+    max_tokens: int = MAX_TOKENS,
+    cache: bool | str | Path = True,
+    on_battle: Callable[[Battle], None] | None = None,
+) -> AgreementReport:
+    """Judge the first ``limit`` pairs of a labelled pairs file (resumably, in ``out_dir``) and
+    report the agreement with the labels; the report is also written to ``agreement.json``."""
+    pairs = load_pairs(pairs_path)
+    if limit is not None:
+        pairs = pairs[:limit]
+    if not any(p.label is not None for p in pairs):
+        raise ValueError(f"{pairs_path} has no human labels (label / overall_preference)")
+    battles = judge_pairs(
+        pairs, judge=judge, out_dir=out_dir, orders=orders, seed=seed, retries=retries,
+        max_tokens=max_tokens, cache=cache, on_battle=on_battle,
+    )
+    report = agreement_report(battles)
+    (Path(out_dir) / AGREEMENT_FILE).write_text(report.model_dump_json(indent=2))
+    return report
+
+
+def agreement_table(report: AgreementReport, title: str = "judge vs human labels") -> Table:
+    table = Table(title=title)
+    table.add_column("judge label")
+    for column in ("pairs", "Cohen's κ", "Pearson", "accuracy (human non-tie)",
+                   "accuracy (both non-tie)", "judge ties"):
+        table.add_column(column, justify="right")
+    for name, stats in (("verdict", report.verdict), ("first order alone", report.first_order)):
+        table.add_row(
+            name,
+            str(stats.pairs),
+            _num(stats.kappa),
+            _num(stats.pearson),
+            f"{_num(stats.accuracy)} (n={stats.accuracy_pairs})",
+            f"{_num(stats.decided_accuracy)} (n={stats.decided_pairs})",
+            _num(stats.judge_tie_rate),
+        )
+    return table
+
+
+def _mean(values: np.ndarray) -> float | None:
+    return float(np.mean(values)) if values.size else None
+
+
+def _num(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"

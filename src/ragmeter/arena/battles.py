@@ -1,0 +1,93 @@
+"""The arena's run record: one ``Battle`` per judged pair, and where judgements are committed.
+
+Each presentation of a pair to the judge (answer A first, or answer B first) is committed to the
+core :class:`~ragmeter.store.ScoreStore` as a :class:`~ragmeter.score.Score` the moment it
+completes, so an interrupted run loses at most the call in flight and a rerun judges only what is
+missing or was unscored. The battles file is an export of those judgements; the leaderboard and
+the agreement report are pure functions of it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from ragmeter.arena.data import Label
+from ragmeter.score import Usage
+
+SCHEMA_VERSION = 1
+BATTLES_FILE = "battles.jsonl"
+JUDGEMENTS_DB = "judgements.sqlite"
+RUN_FILE = "arena_run.json"
+
+Order = Literal["ab", "ba"]
+"""Which answer the judge saw first: ``ab`` shows answer A as <answer 1>."""
+
+
+class OrderVerdict(BaseModel):
+    """One presentation of the pair to the judge."""
+
+    order: Order
+    preference: Label | None
+    """In the pair's terms: -1 prefers A, 1 prefers B, 0 not sure; None when unscored."""
+    rating: Literal[0, 1, 2] | None = None
+    """The judge's raw rating in its own terms: 1 = <answer 1>, 2 = <answer 2>, 0 = not sure."""
+    reasoning: str | None = None
+    unscored_reason: str | None = None
+    cached: bool = False
+    """Taken from the judgement store (a resumed run) rather than judged in this run."""
+    usage: Usage = Field(default_factory=Usage)
+    """What this judgement cost when it was made (calls and tokens, retries included)."""
+
+
+class Battle(BaseModel):
+    """A judged pair: the verdict that counts, and every presentation behind it."""
+
+    schema_version: int = SCHEMA_VERSION
+    pair_id: str
+    question_id: str | None = None
+    domain: str | None = None
+    design: str = "pairs"
+    system_a: str
+    system_b: str
+    verdict: Label | None
+    """-1 A wins, 1 B wins, 0 tie (including the two orders disagreeing); None when unscored."""
+    unscored_reason: str | None = None
+    flipped: bool | None = None
+    """Both orders scored and disagreed; None unless both orders were judged and scored."""
+    orders: list[OrderVerdict]
+    label: Label | None = None
+    """The human preference, when the pairs file has one."""
+    no_answer_a: bool = False
+    no_answer_b: bool = False
+
+    @property
+    def scored(self) -> bool:
+        return self.verdict is not None
+
+
+def write_battles(battles: Iterable[Battle], out_dir: Path) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / BATTLES_FILE
+    tmp = path.with_suffix(".jsonl.tmp")
+    tmp.write_text("".join(b.model_dump_json() + "\n" for b in battles), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def read_battles(path: str | Path) -> list[Battle]:
+    """Battles from a battles file, or from the folder of a judging run."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / BATTLES_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"no battles file at {path}: run 'ragmeter arena judge' first")
+    return [
+        Battle.model_validate(json.loads(line))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]

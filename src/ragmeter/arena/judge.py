@@ -1,0 +1,373 @@
+"""The pairwise judge: the paper's rubric, our few-shot examples, and both presentation orders.
+
+The rubric is the paper's (Tables 13-14): truthfulness first, then helpfulness, then completeness,
+with "not sure" allowed. The judge thinks in at most two sentences, then rates 1 (<answer 1>),
+2 (<answer 2>) or 0 (not sure), as one JSON object.
+
+Small judges prefer whichever answer they read first (ours picked "A" whether A was the good or the
+bad answer), so by default each pair is judged in both orders: when the two agree, that is the
+verdict; when they disagree, the verdict is a tie and the pair counts as a flip. A single random
+order per pair (seeded, so a rerun shows the same order) halves the cost. A reply that stays
+unreadable after the session's retries makes the pair unscored, never a tie.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ragmeter import __version__
+from ragmeter.arena.battles import (
+    JUDGEMENTS_DB,
+    RUN_FILE,
+    Battle,
+    Order,
+    OrderVerdict,
+    write_battles,
+)
+from ragmeter.arena.data import Label, Pair, is_no_answer
+from ragmeter.judges.base import Judge
+from ragmeter.judges.cache import CachedJudge, CallCache
+from ragmeter.judges.registry import get_judge
+from ragmeter.prompts import Prompt
+from ragmeter.score import Score, Unscorable, Usage
+from ragmeter.session import JudgeSession
+from ragmeter.store import ScoreStore
+
+Orders = Literal["both", "random"]
+MAX_TOKENS = 200
+"""Enough for two sentences of reasoning and the rating; a small local model writes ~20 tokens/s."""
+
+
+class PairwiseRating(BaseModel):
+    reasoning: str = Field(description="At most two short sentences.")
+    rating: Literal[0, 1, 2]
+
+
+_INSTRUCTION = """\
+We will show you a query and a pair of answers to the query. You need to provide your preference \
+over this pair of answers.
+First, try your best to determine whether the information in an answer can help truthfully \
+answer the query. Then rate your preference based on Helpfulness and Truthfulness.
+- Helpfulness: information that is helpful/relevant to answer the query. An ideal answer consists \
+of only information that is helpful/relevant to answer the query.
+- Truthfulness: information that you believe is correct to answer the query. By our definition, \
+truthful information should be helpful information. If you find it difficult to determine the \
+truthfulness of some information, consider it untruthful. Often time, this is due to not enough \
+context provided in the answer. Another source of untruthfulness is when conflicting information \
+is presented, and the answer does not reconcile them in a coherent way.
+<rubric>
+Here is how you judge (in the order of importance),
+- If one answer has all truthful information while the other has some untruthful information, \
+prefer the all truthful one.
+- If both have some untruthful information, prefer the one with less untruthful information.
+- If both have all truthful information, prefer the one with more truthful or helpful information.
+- If two answers look equally good, or it is too hard to judge using the 3 cases above, then you \
+are "not sure" which one is better.
+</rubric>
+Query is in the <query></query> tags. Answer 1 is in <answer 1></answer 1>, and Answer 2 is in \
+<answer 2></answer 2>.
+Review the rubric in <rubric> tags: if you prefer <answer 1>, the rating is 1; if you prefer \
+<answer 2>, the rating is 2; if you are not sure, the rating is 0.
+First, think step by step and put your thinking in "reasoning": at most two short sentences, \
+under 40 words. Then give your "rating", which must be 0, 1 or 2."""
+
+# Our own examples, one per rating; kept short because every call pays for them.
+_EXAMPLES: list[tuple[dict[str, str], PairwiseRating]] = [
+    (
+        {
+            "query": "why does bread go stale faster in the fridge?",
+            "answer 1": "Staling is mostly starch retrogradation: starch that softened during "
+            "baking slowly recrystallises and traps water, so the crumb turns firm and dry. It "
+            "runs fastest just above freezing, so a fridge speeds it up, while a freezer almost "
+            "stops it.",
+            "answer 2": "The cold air in a fridge is very dry, so it pulls the water out of the "
+            "bread.",
+        },
+        PairwiseRating(
+            reasoning="Answer 1 gives the real cause, starch recrystallising fastest at fridge "
+            "temperatures, and adds the freezer contrast; Answer 2 blames dryness alone, which is "
+            "not the main cause.",
+            rating=1,
+        ),
+    ),
+    (
+        {
+            "query": "can I use baking soda instead of baking powder?",
+            "answer 1": "Yes, swap them one for one; they are the same leavening agent.",
+            "answer 2": "Only with changes. Baking powder already contains an acid, but baking "
+            "soda needs one from the recipe, such as buttermilk or lemon juice. Soda is also "
+            "three to four times stronger, so use about a quarter of the amount.",
+        },
+        PairwiseRating(
+            reasoning="Answer 1 is untruthful: the two are not the same and a one-for-one swap "
+            "fails. Answer 2 is correct and explains how to substitute.",
+            rating=2,
+        ),
+    ),
+    (
+        {
+            "query": "is it better to run in the morning or in the evening?",
+            "answer 1": "Either works; the best time is the one you can keep up. Morning runs fit "
+            "in before the day gets busy, while in the evening the body is warm and some people "
+            "feel stronger.",
+            "answer 2": "There is no single best time. Evening runs can feel easier because the "
+            "muscles are warm, but running in the morning helps some people keep a habit. "
+            "Consistency matters more than the hour.",
+        },
+        PairwiseRating(
+            reasoning="Both answers are truthful and make the same points about habit and body "
+            "temperature. Neither is clearly more helpful, so I am not sure.",
+            rating=0,
+        ),
+    ),
+]
+
+PAIRWISE = Prompt(
+    name="arena.pairwise",
+    instruction=_INSTRUCTION,
+    output=PairwiseRating,
+    examples=_EXAMPLES,
+)
+
+_POSITION = {1: -1, 2: 1, 0: 0}
+"""Rating -> preference in presentation terms: -1 for the answer shown first, 1 for the second."""
+
+
+# --- orders -------------------------------------------------------------------------------------
+
+
+def presentation_orders(pair: Pair, orders: Orders, seed: int = 0) -> list[Order]:
+    """``["ab", "ba"]`` for both orders; for one random order, a coin derived from the seed and
+    the pair id, so the same pair gets the same order whatever else is in the run."""
+    if orders == "both":
+        return ["ab", "ba"]
+    if orders != "random":
+        raise ValueError(f"orders must be 'both' or 'random', not {orders!r}")
+    coin = hashlib.sha256(f"{seed}:{pair.id}".encode()).digest()[0] & 1
+    return ["ab"] if coin == 0 else ["ba"]
+
+
+def preference_in_pair(rating: int, order: Order) -> Label:
+    """Turn a rating (which answer *position* won) into a preference between A and B."""
+    position = _POSITION[rating]
+    return position if order == "ab" else -position  # type: ignore[return-value]
+
+
+def combine(verdicts: Sequence[OrderVerdict]) -> tuple[Label | None, bool | None, str | None]:
+    """The pair's verdict, whether the orders flipped, and why it is unscored if it is.
+
+    Agreement is the verdict; disagreement is a tie (and a flip); any unscored order leaves the
+    pair unscored rather than guessing from the other order.
+    """
+    missing = [v for v in verdicts if v.preference is None]
+    if missing:
+        reasons = "; ".join(f"order {v.order}: {v.unscored_reason}" for v in missing)
+        return None, None, reasons
+    preferences = {v.preference for v in verdicts}
+    if len(verdicts) < 2:
+        return verdicts[0].preference, None, None
+    if len(preferences) == 1:
+        return verdicts[0].preference, False, None
+    return 0, True, None
+
+
+# --- judging ------------------------------------------------------------------------------------
+
+
+def open_judge(judge: str | Judge, cache: bool | str | Path = True) -> Judge:
+    """A judge from a spec or object, behind the call cache unless ``cache`` is False."""
+    model = get_judge(judge) if isinstance(judge, str) else judge
+    if cache is False:
+        return model
+    return CachedJudge(model, CallCache(None if cache is True else Path(cache)))
+
+
+def judgement_key(pair: Pair, order: Order, judge: Judge, max_tokens: int) -> str:
+    """Keyed by what the judge is shown, not by the pair's id: the same two answers in the same
+    positions are one judgement, whichever design or file they came from."""
+    first, second = (pair.answer_a, pair.answer_b) if order == "ab" else (
+        pair.answer_b, pair.answer_a
+    )
+    material = json.dumps(
+        [PAIRWISE.version, judge.name, max_tokens, pair.question, first, second]
+    )
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+def judge_order(
+    pair: Pair, order: Order, judge: Judge, *, retries: int = 2, max_tokens: int = MAX_TOKENS
+) -> Score:
+    """One presentation; ``value`` is -1 when the answer shown first wins, 1 for the second, 0
+    not sure, None when unscored (with the reason)."""
+    first, second = (pair.answer_a, pair.answer_b) if order == "ab" else (
+        pair.answer_b, pair.answer_a
+    )
+    session = JudgeSession(judge, retries=retries)
+    started = time.perf_counter()
+    try:
+        reply = session.ask(
+            PAIRWISE,
+            {"query": pair.question, "answer 1": first, "answer 2": second},
+            max_tokens=max_tokens,
+        )
+        value: float | None = float(_POSITION[reply.rating])
+        reason, explanation = None, {"rating": reply.rating, "reasoning": reply.reasoning}
+    except Unscorable as exc:
+        value, reason, explanation = None, exc.reason, {}
+    return Score(
+        sample_id=pair.id,
+        metric=f"{PAIRWISE.name}.{order}",
+        value=value,
+        unscored_reason=reason,
+        explanation=explanation,
+        exchanges=session.exchanges,
+        usage=session.usage,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _order_verdict(order: Order, score: Score, cached: bool) -> OrderVerdict:
+    if score.value is None:
+        return OrderVerdict(
+            order=order, preference=None, unscored_reason=score.unscored_reason, cached=cached,
+            usage=score.usage,
+        )
+    rating = int(score.explanation["rating"])
+    return OrderVerdict(
+        order=order,
+        preference=preference_in_pair(rating, order),
+        rating=rating,  # type: ignore[arg-type]
+        reasoning=score.explanation.get("reasoning"),
+        cached=cached,
+        usage=score.usage,
+    )
+
+
+def judge_pair(
+    pair: Pair,
+    judge: Judge,
+    store: ScoreStore | None = None,
+    *,
+    orders: Orders = "both",
+    seed: int = 0,
+    retries: int = 2,
+    max_tokens: int = MAX_TOKENS,
+) -> Battle:
+    """Judge a pair in its presentation order(s), reusing scored judgements from ``store`` and
+    committing each new one to it as soon as it completes."""
+    verdicts: list[OrderVerdict] = []
+    for order in presentation_orders(pair, orders, seed):
+        key = judgement_key(pair, order, judge, max_tokens)
+        stored = store.get(key) if store else None
+        if stored is not None and stored.scored:
+            score, cached = stored, True
+        else:
+            score, cached = judge_order(
+                pair, order, judge, retries=retries, max_tokens=max_tokens
+            ), False
+            if store:
+                store.put(key, score)
+        verdicts.append(_order_verdict(order, score, cached))
+    verdict, flipped, reason = combine(verdicts)
+    return Battle(
+        pair_id=pair.id,
+        question_id=pair.question_id,
+        domain=pair.domain,
+        design=pair.design,
+        system_a=pair.system_a,
+        system_b=pair.system_b,
+        verdict=verdict,
+        unscored_reason=reason,
+        flipped=flipped,
+        orders=verdicts,
+        label=pair.label,
+        no_answer_a=is_no_answer(pair.answer_a),
+        no_answer_b=is_no_answer(pair.answer_b),
+    )
+
+
+def judge_pairs(
+    pairs: Sequence[Pair],
+    *,
+    judge: str | Judge = "local",
+    out_dir: str | Path,
+    orders: Orders = "both",
+    seed: int = 0,
+    retries: int = 2,
+    max_tokens: int = MAX_TOKENS,
+    cache: bool | str | Path = True,
+    workers: int = 1,
+    on_battle: Callable[[Battle], None] | None = None,
+) -> list[Battle]:
+    """Judge every pair, resumably, and write ``battles.jsonl`` and ``arena_run.json``.
+
+    Args:
+        pairs: what to judge (see ``designs`` for building them from systems' answers).
+        judge: a ``Judge`` or a spec such as ``"local"`` or ``"openai:gpt-4o-mini"``.
+        out_dir: judgements are committed here as they complete; rerunning with the same folder
+            judges only what is missing or was unscored.
+        orders: ``"both"`` (agreement is the verdict, disagreement a tie) or ``"random"`` (one
+            seeded order per pair, half the calls).
+        seed: picks the random orders.
+        retries: further attempts after a failed call or an unreadable reply.
+        max_tokens: the judge's budget per call.
+        cache: the call cache: True for the user cache folder, a path, or False.
+        workers: pairs judged at once (useful for remote endpoints; a local model serialises).
+        on_battle: called with each battle as it completes (e.g. for a progress bar).
+    """
+    ids = [p.id for p in pairs]
+    if len(set(ids)) != len(ids):
+        raise ValueError("pair ids must be unique within a run")
+    model = open_judge(judge, cache)
+    out = Path(out_dir)
+    store = ScoreStore(out / JUDGEMENTS_DB)
+    started, clock = datetime.now(UTC), time.perf_counter()
+
+    def run_one(pair: Pair) -> Battle:
+        battle = judge_pair(
+            pair, model, store, orders=orders, seed=seed, retries=retries, max_tokens=max_tokens
+        )
+        if on_battle:
+            on_battle(battle)
+        return battle
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            battles = list(pool.map(run_one, pairs))
+    finally:
+        store.close()
+    write_battles(battles, out)
+    _write_run(out, battles, model, started, time.perf_counter() - clock, orders=orders,
+               seed=seed, retries=retries, max_tokens=max_tokens)
+    return battles
+
+
+def _write_run(
+    out: Path, battles: list[Battle], judge: Judge, started: datetime, seconds: float,
+    **config: Any,
+) -> None:
+    fresh = Usage()
+    for order in (o for b in battles for o in b.orders if not o.cached):
+        fresh.add(order.usage)
+    run = {
+        "ragmeter_version": __version__,
+        "judge": judge.name,
+        "prompt": {"name": PAIRWISE.name, "version": PAIRWISE.version},
+        **config,
+        "pairs": len(battles),
+        "scored": sum(b.scored for b in battles),
+        "unscored": sum(not b.scored for b in battles),
+        "usage_this_run": fresh.model_dump(),
+        "started": started.isoformat(),
+        "seconds": round(seconds, 3),
+    }
+    (out / RUN_FILE).write_text(json.dumps(run, indent=2))

@@ -1,0 +1,302 @@
+"""The leaderboard: a pure function of the battles, shown as a rich table and written as CSV/JSON.
+
+Per system: the Bradley-Terry Elo rating with its bootstrap interval, the win and win+tie rates
+against the reference (the paper's Table 3) with bootstrap intervals, overall and per domain, and
+the share of its answers that declined ("I couldn't find an answer."), which the paper reports
+beside the win rates because a declining system loses battles for a different reason than a wrong
+one. Unscored battles are counted and their reasons listed; they never enter a rate.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel
+from rich.table import Table
+
+from ragmeter.arena.battles import Battle, read_battles
+from ragmeter.arena.designs import REFERENCE
+from ragmeter.arena.ratings import battle_arrays, elo_ratings
+from ragmeter.stats import bootstrap_mean_ci
+
+SCHEMA_VERSION = 1
+OVERALL = "overall"
+DEFAULT_PRIOR = 0.5
+"""Half a virtual game per pair of systems that met, split as a tie: it keeps a winless system's
+rating finite on a small run and is negligible against hundreds of battles per pair."""
+
+
+class WinRate(BaseModel):
+    system: str
+    domain: str
+    battles: int
+    unscored: int
+    win: float | None
+    win_low: float | None
+    win_high: float | None
+    win_tie: float | None
+    win_tie_low: float | None
+    win_tie_high: float | None
+
+
+class SystemRow(BaseModel):
+    system: str
+    rating: float | None
+    rating_low: float | None
+    rating_high: float | None
+    battles: int
+    wins: float
+    ties: float
+    losses: float
+    win: float | None = None
+    win_low: float | None = None
+    win_high: float | None = None
+    win_tie: float | None = None
+    win_tie_low: float | None = None
+    win_tie_high: float | None = None
+    no_answer: float | None = None
+    answers: int = 0
+
+
+class Leaderboard(BaseModel):
+    schema_version: int = SCHEMA_VERSION
+    reference: str
+    anchor: str
+    rounds: int
+    prior: float
+    battles: int
+    scored: int
+    unscored: int
+    unscored_reasons: dict[str, int]
+    both_orders: int
+    flips: int
+    flip_rate: float | None
+    systems: list[SystemRow]
+    win_rates: list[WinRate]
+
+
+def win_rates(
+    battles: Sequence[Battle], reference: str = REFERENCE, *, rounds: int = 2000, seed: int = 0
+) -> list[WinRate]:
+    """Win and win+tie rates of each system against ``reference``, overall and per domain."""
+    outcomes: dict[tuple[str, str], list[int]] = defaultdict(list)
+    unscored: Counter[tuple[str, str]] = Counter()
+    for battle in battles:
+        if reference not in (battle.system_a, battle.system_b):
+            continue
+        system = battle.system_b if battle.system_a == reference else battle.system_a
+        groups = [(system, OVERALL)] + ([(system, battle.domain)] if battle.domain else [])
+        for group in groups:
+            if battle.verdict is None:
+                unscored[group] += 1
+                continue
+            # Seen from the system: +1 win, 0 tie, -1 loss.
+            outcomes[group].append(battle.verdict * (1 if battle.system_b == system else -1))
+    rows = []
+    for system, domain in sorted(set(outcomes) | set(unscored)):
+        values = outcomes.get((system, domain), [])
+        win = bootstrap_mean_ci([v > 0 for v in values], rounds=rounds, seed=seed)
+        win_tie = bootstrap_mean_ci([v >= 0 for v in values], rounds=rounds, seed=seed)
+        rows.append(
+            WinRate(
+                system=system,
+                domain=domain,
+                battles=len(values),
+                unscored=unscored[(system, domain)],
+                win=win[0] if win else None,
+                win_low=win[1] if win else None,
+                win_high=win[2] if win else None,
+                win_tie=win_tie[0] if win_tie else None,
+                win_tie_low=win_tie[1] if win_tie else None,
+                win_tie_high=win_tie[2] if win_tie else None,
+            )
+        )
+    rows.sort(key=lambda r: (r.domain != OVERALL, r.domain, r.system))
+    return rows
+
+
+def no_answer_ratios(battles: Sequence[Battle]) -> dict[str, tuple[float, int]]:
+    """Share of each system's distinct answers that decline, and how many answers were seen.
+
+    An answer is counted once however many battles it took part in (one per question)."""
+    seen: dict[tuple[str, str], bool] = {}
+    for battle in battles:
+        question = battle.question_id or battle.pair_id
+        seen[(battle.system_a, question)] = battle.no_answer_a
+        seen[(battle.system_b, question)] = battle.no_answer_b
+    flags: dict[str, list[bool]] = defaultdict(list)
+    for (system, _), flag in seen.items():
+        flags[system].append(flag)
+    return {s: (sum(f) / len(f), len(f)) for s, f in flags.items()}
+
+
+def build_leaderboard(
+    battles: Sequence[Battle],
+    *,
+    reference: str = REFERENCE,
+    anchor: str = "mean",
+    rounds: int = 1000,
+    seed: int = 0,
+    prior: float = DEFAULT_PRIOR,
+) -> Leaderboard:
+    """Everything the leaderboard shows, from the battles alone."""
+    arrays = battle_arrays(battles)
+    rows: dict[str, SystemRow] = {}
+    if arrays.systems:
+        elo = elo_ratings(arrays, anchor=anchor, rounds=rounds, seed=seed, prior=prior)
+        for n, system in enumerate(elo.systems):
+            rows[system] = SystemRow(
+                system=system,
+                rating=float(elo.rating[n]),
+                rating_low=_finite(elo.ci_low[n]),
+                rating_high=_finite(elo.ci_high[n]),
+                **_record(system, battles),
+            )
+    rates = win_rates(battles, reference, seed=seed)
+    for rate in rates:
+        if rate.domain == OVERALL:
+            row = rows.setdefault(rate.system, _empty_row(rate.system, battles))
+            for name in ("win", "win_low", "win_high", "win_tie", "win_tie_low", "win_tie_high"):
+                setattr(row, name, getattr(rate, name))
+    for system, (ratio, count) in no_answer_ratios(battles).items():
+        row = rows.setdefault(system, _empty_row(system, battles))
+        row.no_answer, row.answers = ratio, count
+    both = [b for b in battles if b.flipped is not None]
+    flips = sum(bool(b.flipped) for b in both)
+    return Leaderboard(
+        reference=reference,
+        anchor=anchor,
+        rounds=rounds,
+        prior=prior,
+        battles=len(battles),
+        scored=sum(b.scored for b in battles),
+        unscored=sum(not b.scored for b in battles),
+        unscored_reasons=dict(Counter(b.unscored_reason or "" for b in battles if not b.scored)),
+        both_orders=len(both),
+        flips=flips,
+        flip_rate=flips / len(both) if both else None,
+        systems=sorted(rows.values(), key=lambda r: -(r.rating if r.rating is not None else -1e9)),
+        win_rates=rates,
+    )
+
+
+def _record(system: str, battles: Sequence[Battle]) -> dict[str, float | int]:
+    wins = ties = losses = 0.0
+    for b in battles:
+        if b.verdict is None or system not in (b.system_a, b.system_b):
+            continue
+        side = -1 if b.system_a == system else 1
+        if b.verdict == 0:
+            ties += 1
+        elif b.verdict == side:
+            wins += 1
+        else:
+            losses += 1
+    return {"battles": int(wins + ties + losses), "wins": wins, "ties": ties, "losses": losses}
+
+
+def _empty_row(system: str, battles: Sequence[Battle]) -> SystemRow:
+    return SystemRow(system=system, rating=None, rating_low=None, rating_high=None,
+                     **_record(system, battles))
+
+
+def _finite(value: float) -> float | None:
+    return None if value != value else float(value)  # NaN when no bootstrap was run
+
+
+# --- presentation -------------------------------------------------------------------------------
+
+
+def _pct(value: float | None, low: float | None = None, high: float | None = None) -> str:
+    if value is None:
+        return "—"
+    text = f"{100 * value:.1f}"
+    if low is not None and high is not None:
+        text += f" [{100 * low:.1f}, {100 * high:.1f}]"
+    return text
+
+
+def leaderboard_table(board: Leaderboard, title: str = "RAG-QA arena") -> Table:
+    table = Table(title=title)
+    table.add_column("#", justify="right")
+    table.add_column("system")
+    for column in ("Elo", "95% CI", "battles", "W/T/L", f"win % vs {board.reference}",
+                   "win+tie %", "no answer %"):
+        table.add_column(column, justify="right")
+    for rank, row in enumerate(board.systems, 1):
+        ci = "—" if row.rating_low is None else f"[{row.rating_low:.0f}, {row.rating_high:.0f}]"
+        table.add_row(
+            str(rank),
+            row.system,
+            "—" if row.rating is None else f"{row.rating:.0f}",
+            ci,
+            str(row.battles),
+            f"{row.wins:g}/{row.ties:g}/{row.losses:g}",
+            "" if row.system == board.reference else _pct(row.win, row.win_low, row.win_high),
+            "" if row.system == board.reference else _pct(
+                row.win_tie, row.win_tie_low, row.win_tie_high
+            ),
+            _pct(row.no_answer),
+        )
+    return table
+
+
+def domain_table(board: Leaderboard) -> Table | None:
+    """Win / win+tie per domain against the reference; None when the battles have no domains."""
+    domains = sorted({r.domain for r in board.win_rates if r.domain != OVERALL})
+    if not domains:
+        return None
+    table = Table(title=f"win % / win+tie % against {board.reference}, by domain")
+    table.add_column("system")
+    for domain in [*domains, OVERALL]:
+        table.add_column(domain, justify="right")
+    by_key = {(r.system, r.domain): r for r in board.win_rates}
+    for system in sorted({r.system for r in board.win_rates}):
+        cells = []
+        for domain in [*domains, OVERALL]:
+            rate = by_key.get((system, domain))
+            cells.append("—" if rate is None or rate.win is None else
+                         f"{_pct(rate.win)} / {_pct(rate.win_tie)}")
+        table.add_row(system, *cells)
+    return table
+
+
+def write_leaderboard(board: Leaderboard, out_dir: str | Path) -> list[Path]:
+    """``leaderboard.json`` (everything), ``leaderboard.csv`` (a row per system) and
+    ``win_rates.csv`` (a row per system and domain)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    json_path = out / "leaderboard.json"
+    json_path.write_text(board.model_dump_json(indent=2))
+    csv_path = out / "leaderboard.csv"
+    _write_csv(csv_path, [row.model_dump() for row in board.systems], SystemRow)
+    rates_path = out / "win_rates.csv"
+    _write_csv(rates_path, [rate.model_dump() for rate in board.win_rates], WinRate)
+    return [json_path, csv_path, rates_path]
+
+
+def _write_csv(path: Path, rows: list[dict[str, object]], model: type[BaseModel]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(model.model_fields))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def leaderboard_from_file(
+    path: str | Path,
+    *,
+    reference: str = REFERENCE,
+    anchor: str = "mean",
+    rounds: int = 1000,
+    seed: int = 0,
+    prior: float = DEFAULT_PRIOR,
+) -> Leaderboard:
+    """The leaderboard of a judging run's folder (or of a battles file)."""
+    return build_leaderboard(
+        read_battles(path), reference=reference, anchor=anchor, rounds=rounds, seed=seed,
+        prior=prior,
+    )
+

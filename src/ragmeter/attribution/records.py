@@ -1,0 +1,123 @@
+"""What a KaLMA run writes: one JSON line per generated answer and per scored answer.
+
+Each record is appended and flushed as soon as it is complete, so an interrupted run loses at
+most the item in progress, and a rerun with the same folder skips every record whose key is
+already there (a failed generation is retried). Keys hash everything that changes the outcome:
+the item, the condition, the models' names and the prompt versions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ragmeter.attribution.graph import Entity, Triple
+from ragmeter.attribution.metrics import AlignmentResult, NAResult
+from ragmeter.attribution.retrieval import Retrieval
+from ragmeter.score import Exchange, Score, Usage
+
+SCHEMA_VERSION = 1
+
+
+def digest(*parts: Any) -> str:
+    material = json.dumps(parts, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(material.encode()).hexdigest()[:20]
+
+
+class Condition(BaseModel):
+    """The setting an answer is generated under.
+
+    ``removed``: minimum-set triples taken out of the graph (conscious incompetence);
+    ``accuracy``: share of the item's graphs left correct (retrieval ablation);
+    ``retrieval``: ``gold`` graphs, or ``retrieve`` them from the store by the question.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = "main"
+    removed: int = 0
+    accuracy: float = 1.0
+    retrieval: str = "gold"
+
+
+class Keyed(BaseModel):
+    """A record filed under ``key`` in a :class:`RecordLog`."""
+
+    schema_version: int = SCHEMA_VERSION
+    key: str
+
+
+class GenerationRecord(Keyed):
+    item_id: str
+    condition: Condition
+    question: str
+    minimum: list[Triple] | None
+    absent: list[Triple] = Field(default_factory=list)
+    """Minimum-set triples removed from the graph: the [NA] ground truth."""
+    graph: list[Entity]
+    """The knowledge the generator was given (after retrieval, removal or replacement)."""
+    names: dict[str, str] = Field(default_factory=dict)
+    """Names of the item's own entities, to show absent triples to the judge by name."""
+    retrieval: Retrieval | None = None
+    generator: str
+    answer: str | None = None
+    error: str | None = None
+    seconds: float = 0.0
+    usage: Usage = Field(default_factory=Usage)
+    exchanges: list[Exchange] = Field(default_factory=list)
+
+
+class ScoreRecord(Keyed):
+    generation_key: str
+    item_id: str
+    condition: Condition
+    judge: str
+    alignment: AlignmentResult | None = None
+    na: NAResult | None = None
+    quality: dict[str, Score] = Field(default_factory=dict)
+    seconds: float = 0.0
+    usage: Usage = Field(default_factory=Usage)
+
+
+R = TypeVar("R", bound=Keyed)
+
+
+class RecordLog(Generic[R]):
+    """An append-only JSONL file of records of one type, indexed by their ``key``.
+
+    A torn last line (the process was killed mid-write) is ignored, and a later line with the
+    same key replaces an earlier one, so the file can be appended to across reruns.
+    """
+
+    def __init__(self, path: Path, model: type[R]) -> None:
+        self.path = path
+        self.model = model
+        self._records: dict[str, R] = {}
+        if path.exists():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                try:
+                    record = model.model_validate_json(line)
+                except ValidationError:
+                    continue
+                self._records[record.key] = record
+
+    def get(self, key: str) -> R | None:
+        return self._records.get(key)
+
+    def append(self, record: R) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(record.model_dump_json() + "\n")
+            handle.flush()
+        self._records[record.key] = record
+
+    def __iter__(self) -> Iterator[R]:
+        return iter(self._records.values())
+
+    def __len__(self) -> int:
+        return len(self._records)

@@ -1,0 +1,281 @@
+"""``ragmeter arena``: generate answers, judge pairs, rank systems, check the judge on humans."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ragmeter.arena.agreement import agreement_table, measure_agreement
+from ragmeter.arena.battles import Battle
+from ragmeter.arena.data import (
+    SystemAnswers,
+    load_answers,
+    load_corpus,
+    load_pairs,
+    load_questions,
+)
+from ragmeter.arena.designs import REFERENCE, design_pairs
+from ragmeter.arena.generate import generate_answers
+from ragmeter.arena.judge import MAX_TOKENS, Orders, judge_pairs
+from ragmeter.arena.leaderboard import (
+    DEFAULT_PRIOR,
+    Leaderboard,
+    build_leaderboard,
+    domain_table,
+    leaderboard_from_file,
+    leaderboard_table,
+    write_leaderboard,
+)
+from ragmeter.arena.retrieval import DEFAULT_K
+from ragmeter.data import DatasetError
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="RAG-QA Arena: pairwise judging against reference answers, win rates and Elo.",
+)
+
+JudgeOption = Annotated[str, typer.Option(help="'local', 'openai:MODEL', 'fake:FILE', ...")]
+OrdersOption = Annotated[
+    str, typer.Option(help="'both' (agreement is the verdict) or 'random' (one seeded order).")
+]
+CacheOption = Annotated[bool, typer.Option(help="Reuse cached judge calls.")]
+
+
+@contextmanager
+def _progress(console: Console, description: str, total: int) -> Iterator[Progress]:
+    progress = Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    )
+    with progress:
+        progress.add_task(description, total=total)
+        yield progress
+
+
+def _fail(console: Console, exc: Exception) -> typer.Exit:
+    console.print(f"[red]error:[/red] {exc}")
+    return typer.Exit(2)
+
+
+def _check_orders(orders: str) -> Orders:
+    if orders not in ("both", "random"):
+        raise typer.BadParameter("use 'both' or 'random'", param_hint="--orders")
+    return orders  # type: ignore[return-value]
+
+
+@app.command("generate")
+def generate_command(
+    questions: Annotated[Path, typer.Argument(help="Questions: our JSONL or LFRQA files.")],
+    corpus: Annotated[Path, typer.Option(help="Corpus: {id, text} rows or a folder of .txt.")],
+    out: Annotated[Path, typer.Option(help="Answers file (JSONL); rerun with it to resume.")],
+    judge: JudgeOption = "local",
+    system: Annotated[str | None, typer.Option(help="Name for the answers. [MODEL@kK]")] = None,
+    k: Annotated[int, typer.Option(help="Passages per question (paper: 5, or 10).")] = DEFAULT_K,
+    cot: Annotated[bool, typer.Option(help="Short thinking step before answering.")] = True,
+    max_words: Annotated[int, typer.Option(help="Words per passage at most.")] = 100,
+    max_tokens: Annotated[int, typer.Option(help="Generation budget per answer.")] = 512,
+    limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
+    retries: Annotated[int, typer.Option(help="Further attempts per call.")] = 2,
+    cache: CacheOption = True,
+) -> None:
+    """Answer QUESTIONS from BM25 top-k passages of the corpus, as a system under test."""
+    console = Console()
+    try:
+        chosen = load_questions(questions)[:limit]
+        documents = load_corpus(corpus)
+    except (DatasetError, OSError, ValueError) as exc:
+        raise _fail(console, exc) from exc
+    with _progress(console, "answering", len(chosen)) as progress:
+        try:
+            answers = generate_answers(
+                chosen, documents, generator=judge, system=system, out_path=out, k=k, cot=cot,
+                max_words=max_words, max_tokens=max_tokens, retries=retries, cache=cache,
+                on_answer=lambda _a: progress.advance(progress.task_ids[0]),
+            )
+        except (ImportError, ValueError) as exc:
+            raise _fail(console, exc) from exc
+    failed = [a for a in answers if a.answer is None]
+    declined = sum(a.no_answer for a in answers)
+    console.print(
+        f"{len(answers) - len(failed)} answers by {answers[0].system if answers else system} "
+        f"written to {out}; 'no answer' {declined}/{len(answers)}; failed {len(failed)}"
+    )
+    for answer in failed:
+        console.print(f"[yellow]{answer.id}: no answer[/yellow] — {answer.unscored_reason}")
+
+
+def _parse_answers(specs: list[str]) -> list[SystemAnswers]:
+    systems = []
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        systems.append(load_answers(path, name) if sep else load_answers(spec))
+    return systems
+
+
+@app.command("judge")
+def judge_command(
+    questions: Annotated[
+        Path | None, typer.Argument(help="Questions with reference answers (or use --pairs).")
+    ] = None,
+    answers: Annotated[
+        list[str] | None,
+        typer.Option("--answers", help="A system's answers file, as PATH or NAME=PATH; repeat."),
+    ] = None,
+    pairs: Annotated[
+        Path | None, typer.Option(help="Judge a pairs file instead of systems' answers.")
+    ] = None,
+    design: Annotated[str, typer.Option(help="reference, complete or both.")] = "reference",
+    per_domain: Annotated[int, typer.Option(help="Questions per domain, complete design.")] = 100,
+    reference_name: Annotated[str, typer.Option(help="The reference's name.")] = REFERENCE,
+    judge: JudgeOption = "local",
+    orders: OrdersOption = "both",
+    seed: Annotated[int, typer.Option(help="Seeds random orders and sampling.")] = 0,
+    limit: Annotated[int | None, typer.Option(help="Only the first N questions or pairs.")] = None,
+    out: Annotated[Path, typer.Option(help="Results folder; rerun with it to resume.")] = Path(
+        "runs/arena"
+    ),
+    max_tokens: Annotated[int, typer.Option(help="Judge budget per call.")] = MAX_TOKENS,
+    retries: Annotated[int, typer.Option(help="Further attempts per call.")] = 2,
+    workers: Annotated[int, typer.Option(help="Pairs judged at once.")] = 1,
+    cache: CacheOption = True,
+    rounds: Annotated[int, typer.Option(help="Bootstrap rounds for the intervals.")] = 1000,
+) -> None:
+    """Judge systems' answers pairwise (or a pairs file) and print the leaderboard."""
+    console = Console()
+    chosen_orders = _check_orders(orders)
+    try:
+        if pairs is not None:
+            to_judge = load_pairs(pairs)[:limit]
+        elif questions is not None and answers:
+            if design not in ("reference", "complete", "both"):
+                raise ValueError(f"--design must be reference, complete or both, not {design!r}")
+            plan = design_pairs(
+                load_questions(questions)[:limit], _parse_answers(answers),
+                design,  # type: ignore[arg-type]
+                per_domain=per_domain, seed=seed, reference_name=reference_name,
+            )
+            for system, count in sorted(plan.missing.items()):
+                console.print(f"[yellow]{system}: no answer to {count} questions, skipped[/]")
+            if plan.without_reference:
+                console.print(f"[yellow]{plan.without_reference} questions have no reference, "
+                              "skipped[/]")
+            to_judge = plan.pairs
+        else:
+            raise ValueError("give QUESTIONS with --answers, or --pairs")
+    except (DatasetError, OSError, ValueError) as exc:
+        raise _fail(console, exc) from exc
+
+    with _progress(console, "judging", len(to_judge)) as progress:
+        battles = judge_pairs(
+            to_judge, judge=judge, out_dir=out, orders=chosen_orders, seed=seed,
+            retries=retries, max_tokens=max_tokens, cache=cache, workers=workers,
+            on_battle=lambda _b: progress.advance(progress.task_ids[0]),
+        )
+    _show_leaderboard(console, battles, out, reference_name=reference_name, rounds=rounds,
+                      seed=seed)
+
+
+def _show_leaderboard(
+    console: Console, battles: list[Battle], out: Path, *, reference_name: str, rounds: int,
+    seed: int,
+) -> None:
+    try:
+        board = build_leaderboard(battles, reference=reference_name, rounds=rounds, seed=seed)
+    except ValueError as exc:
+        raise _fail(console, exc) from exc
+    _print_board(console, board, out)
+
+
+def _print_board(console: Console, board: Leaderboard, out: Path) -> None:
+    console.print(leaderboard_table(board))
+    by_domain = domain_table(board)
+    if by_domain is not None:
+        console.print(by_domain)
+    for reason, count in board.unscored_reasons.items():
+        console.print(f"[yellow]{count} unscored[/yellow] — {reason}")
+    if board.flip_rate is not None:
+        console.print(f"orders disagreed on {board.flips}/{board.both_orders} pairs "
+                      f"(flip rate {board.flip_rate:.3f})")
+    written = write_leaderboard(board, out)
+    console.print(f"written: {', '.join(str(p) for p in written)}")
+
+
+@app.command("leaderboard")
+def leaderboard_command(
+    run: Annotated[Path, typer.Argument(help="A judging run's folder (or its battles.jsonl).")],
+    reference_name: Annotated[str, typer.Option(help="The reference's name.")] = REFERENCE,
+    anchor: Annotated[
+        str, typer.Option(help="'mean' (mean Elo 1000) or a system put at 1000.")
+    ] = "mean",
+    rounds: Annotated[int, typer.Option(help="Bootstrap rounds for the intervals.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    prior: Annotated[
+        float, typer.Option(help="Virtual tied games per pair of systems (0: plain MLE).")
+    ] = DEFAULT_PRIOR,
+    out: Annotated[Path | None, typer.Option(help="Where to write CSV/JSON. [RUN]")] = None,
+) -> None:
+    """Rank the systems of a judging run: Elo with 95% CIs, win rates, 'no answer' ratios."""
+    console = Console()
+    try:
+        board = leaderboard_from_file(
+            run, reference=reference_name, anchor=anchor, rounds=rounds, seed=seed, prior=prior
+        )
+    except (OSError, ValueError) as exc:
+        raise _fail(console, exc) from exc
+    _print_board(console, board, out or (run if run.is_dir() else run.parent))
+
+
+@app.command("agreement")
+def agreement_command(
+    pairs: Annotated[Path, typer.Argument(help="Pairs with human labels (-1 A, 0 tie, 1 B).")],
+    judge: JudgeOption = "local",
+    orders: OrdersOption = "both",
+    limit: Annotated[int | None, typer.Option(help="Only the first N pairs.")] = None,
+    out: Annotated[Path, typer.Option(help="Results folder; rerun with it to resume.")] = Path(
+        "runs/agreement"
+    ),
+    seed: Annotated[int, typer.Option(help="Seeds the random orders.")] = 0,
+    max_tokens: Annotated[int, typer.Option(help="Judge budget per call.")] = MAX_TOKENS,
+    retries: Annotated[int, typer.Option(help="Further attempts per call.")] = 2,
+    cache: CacheOption = True,
+) -> None:
+    """Judge labelled pairs and report Cohen's kappa, Pearson, accuracy and the flip rate."""
+    console = Console()
+    chosen_orders = _check_orders(orders)
+    try:
+        total = len(load_pairs(pairs)[:limit])
+    except (DatasetError, OSError, ValueError) as exc:
+        raise _fail(console, exc) from exc
+    with _progress(console, "judging", total) as progress:
+        try:
+            report = measure_agreement(
+                pairs, judge=judge, out_dir=out, orders=chosen_orders, limit=limit, seed=seed,
+                retries=retries, max_tokens=max_tokens, cache=cache,
+                on_battle=lambda _b: progress.advance(progress.task_ids[0]),
+            )
+        except ValueError as exc:
+            raise _fail(console, exc) from exc
+    console.print(agreement_table(report, title=f"judge vs human labels ({pairs.name})"))
+    if report.flip_rate is not None:
+        console.print(
+            f"flip rate {report.flip_rate:.3f} ({report.flips}/{report.both_orders} pairs; "
+            f"{report.reversals} picked opposite answers)"
+        )
+    if report.first_position_rate is not None:
+        console.print(
+            f"answer shown first won {report.first_position_rate:.3f} of presentations, "
+            f"second {report.second_position_rate:.3f}"
+        )
+    for reason, count in report.unscored_reasons.items():
+        console.print(f"[yellow]{count} unscored[/yellow] — {reason}")
+    console.print(f"results in {out}/")
