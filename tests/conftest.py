@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 
 import pytest
 
-from ragmeter.judges.base import ChatRequest
+from ragmeter.judges.base import ChatRequest, ChatResponse, TokenLogprobs
 from ragmeter.judges.fake import FakeJudge
 
 
@@ -17,17 +18,34 @@ def prompt_name(request: ChatRequest) -> str:
         ("determine whether each statement", "verdicts"),
         ("questions that the given answer answers", "questions"),
         ("Extract the sentences", "extract"),
+        ("whether a statement is supported", "supported"),
+        ("which sentences of a retrieved context are needed", "needed"),
     ]:
         if marker in system:
             return name
     raise AssertionError(f"unrecognised prompt: {system[:80]}")
 
 
-def routed(replies: dict[str, object]) -> Callable[[ChatRequest], str]:
-    """A responder that answers each prompt kind with a fixed JSON reply."""
+def yes_no(p_yes: float) -> ChatResponse:
+    """A one-token reply whose alternatives give P(yes) = p_yes, as a local judge returns it."""
+    top = {"Yes": math.log(p_yes) if p_yes else -100.0,
+           "No": math.log(1 - p_yes) if p_yes < 1 else -100.0}
+    first = max(top, key=top.__getitem__)
+    return ChatResponse(
+        text=first,
+        logprobs=[TokenLogprobs(token=first, logprob=top[first], top=top)],
+        prompt_tokens=10,
+        completion_tokens=1,
+    )
 
-    def respond(request: ChatRequest) -> str:
-        return json.dumps(replies[prompt_name(request)])
+
+def routed(replies: dict[str, object]) -> Callable[[ChatRequest], str | ChatResponse]:
+    """A responder that answers each prompt kind with a fixed reply: JSON for structured
+    prompts, a probability of yes for yes/no prompts."""
+
+    def respond(request: ChatRequest) -> str | ChatResponse:
+        reply = replies[prompt_name(request)]
+        return yes_no(reply) if isinstance(reply, float) else json.dumps(reply)
 
     return respond
 

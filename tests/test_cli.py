@@ -12,7 +12,8 @@ runner = CliRunner()
 
 
 def write_script(path, replies):
-    path.write_text("".join(json.dumps(json.dumps(r)) + "\n" for r in replies))
+    lines = [json.dumps(r if isinstance(r, str) else json.dumps(r)) for r in replies]
+    path.write_text("".join(line + "\n" for line in lines))
     return path
 
 
@@ -26,8 +27,9 @@ def test_evaluate_writes_scores_and_prints_a_summary(tmp_path, no_user_cache):
         tmp_path / "replies.jsonl",
         [
             {"statements": ["A b."]},
-            {"verdicts": [{"statement": "A b.", "reason": "stated", "verdict": "yes"}]},
-            {"sentences": [1]},
+            "Yes",  # a judge without log-probabilities: the word is read
+            "Yes",
+            "No",
         ],
     )
     out = tmp_path / "out"
@@ -51,7 +53,7 @@ def test_evaluate_writes_scores_and_prints_a_summary(tmp_path, no_user_cache):
         ("faithfulness", 1.0),
         ("context_relevance", 0.5),
     ]
-    assert scores[0]["explanation"]["statements"][0]["reason"] == "stated"
+    assert scores[0]["explanation"]["statements"][0]["p_supported"] == 1.0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["metrics"][1]["mean"] == 0.5
     assert (out / "samples.csv").exists() and (out / "run.json").exists()

@@ -29,6 +29,8 @@ REPLIES = {
     },
     "questions": {"questions": ["alpha beta", "alpha gamma", "alpha beta"], "noncommittal": False},
     "extract": {"sentences": [1]},
+    "supported": 0.75,
+    "needed": 0.25,
 }
 
 
@@ -41,17 +43,19 @@ def test_evaluate_scores_every_sample_and_summarises(tmp_path):
     result = run(FakeJudge(responder=routed(REPLIES)), tmp_path)
     frame = result.to_pandas()
     assert list(frame["id"]) == ["a", "b"]
-    assert list(frame["faithfulness"]) == [0.5, 0.5]
+    # each of the 2 statements is supported with probability 0.75
+    assert list(frame["faithfulness"]) == [0.75, 0.75]
     # (1 + 0.5 + 1) / 3
     assert frame["answer_relevance"].tolist() == pytest.approx([5 / 6, 5 / 6])
-    # sentence 1 of 2 in each sample
-    assert frame["context_relevance"].tolist() == [0.5, 0.5]
+    # each of the 2 sentences is needed with probability 0.25
+    assert frame["context_relevance"].tolist() == [0.25, 0.25]
     summary = {row.metric: row for row in result.summary()}
-    assert summary["faithfulness"].mean == 0.5
-    assert (summary["faithfulness"].ci_low, summary["faithfulness"].ci_high) == (0.5, 0.5)
-    assert summary["context_relevance"].mean == 0.5
+    assert summary["faithfulness"].mean == 0.75
+    assert (summary["faithfulness"].ci_low, summary["faithfulness"].ci_high) == (0.75, 0.75)
+    assert summary["context_relevance"].mean == 0.25
     assert summary["context_relevance"].scored == 2 and summary["context_relevance"].unscored == 0
-    assert result.usage().model_calls == 8  # 2 faithfulness + 1 + 1 per sample
+    # per sample: faithfulness 1 + 2 statements, answer relevance 1, context relevance 2
+    assert result.usage().model_calls == 12
 
 
 def test_unscored_items_are_counted_not_averaged(tmp_path):
@@ -62,7 +66,7 @@ def test_unscored_items_are_counted_not_averaged(tmp_path):
 
     result = run(FakeJudge(responder=responder), tmp_path, metrics=["faithfulness"], retries=0)
     summary = result.summary()[0]
-    assert (summary.scored, summary.unscored, summary.mean) == (1, 1, 0.5)
+    assert (summary.scored, summary.unscored, summary.mean) == (1, 1, 0.75)
     assert summary.unscored_reasons == {
         "faithfulness.statements: judge call failed: connection reset (after 1 attempts)": 1
     }
@@ -100,7 +104,8 @@ def test_rerun_after_a_crash_judges_only_what_is_missing(tmp_path):
         out_dir=tmp_path / "out",
         retries=0,
     )
-    assert sum(s.scored for s in partial.scores) == 2  # faithfulness(a), context_relevance(a)
+    # faithfulness(a) takes calls 1-3; every later call fails
+    assert [s.scored for s in partial.scores] == [True, False, False, False]
     resumed_judge = FakeJudge(responder=routed(REPLIES))
     resumed = evaluate(
         SAMPLES,
@@ -109,8 +114,9 @@ def test_rerun_after_a_crash_judges_only_what_is_missing(tmp_path):
         cache=False,
         out_dir=tmp_path / "out",
     )
-    assert len(resumed_judge.history) == 3  # faithfulness(b): 2 calls, context_relevance(b): 1
-    assert [s.value for s in resumed.scores] == [0.5, 0.5, 0.5, 0.5]
+    # context_relevance(a): 2 calls, faithfulness(b): 3, context_relevance(b): 2
+    assert len(resumed_judge.history) == 7
+    assert [s.value for s in resumed.scores] == [0.75, 0.25, 0.75, 0.25]
 
 
 def test_call_cache_makes_a_repeat_run_free(tmp_path):
@@ -119,14 +125,14 @@ def test_call_cache_makes_a_repeat_run_free(tmp_path):
     again = run(silent, tmp_path)
     assert silent.history == []
     assert again.usage().model_calls == 0
-    assert again.usage().cached_calls == 8
+    assert again.usage().cached_calls == 12
 
 
 def test_a_changed_prompt_or_model_is_not_served_from_the_store(tmp_path):
     run(FakeJudge(responder=routed(REPLIES)), tmp_path, out_dir=tmp_path / "out", cache=False)
     other = FakeJudge(responder=routed(REPLIES), model="other")
     run(other, tmp_path, out_dir=tmp_path / "out", cache=False)
-    assert len(other.history) == 8
+    assert len(other.history) == 12
 
 
 def test_duplicate_ids_are_rejected_with_the_row():
@@ -148,7 +154,7 @@ def test_evaluate_reads_ragas_style_records(tmp_path):
         rows, ["context_relevance"], judge=FakeJudge(responder=routed(REPLIES)), cache=False
     )
     assert result.samples[0].reference == "x"
-    assert result.to_pandas()["context_relevance"].tolist() == [0.5]
+    assert result.to_pandas()["context_relevance"].tolist() == [0.25]
 
 
 def test_run_record_names_models_and_metric_versions(tmp_path):

@@ -13,6 +13,8 @@ from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness
 from ragmeter.sample import Sample
 from ragmeter.session import JudgeSession
 
+from .conftest import yes_no
+
 SAMPLE = Sample(
     id="s1",
     question="alpha beta",
@@ -44,7 +46,7 @@ STATEMENTS = json.dumps(
 
 def test_faithfulness_is_supported_over_total():
     judge = FakeJudge([STATEMENTS, verdicts("yes", "no", "no")])
-    score = Faithfulness().score(SAMPLE, JudgeSession(judge))
+    score = Faithfulness(verdicts="generate").score(SAMPLE, JudgeSession(judge))
     assert score.value == pytest.approx(1 / 3)
     assert [s["verdict"] for s in score.explanation["statements"]] == ["yes", "no", "no"]
     assert score.explanation["statements"][1]["statement"] == "Paris has 9 million inhabitants."
@@ -57,7 +59,7 @@ def test_faithfulness_is_supported_over_total():
 
 def test_faithfulness_repairs_a_wrong_verdict_count():
     judge = FakeJudge([STATEMENTS, verdicts("yes", "yes"), verdicts("yes", "yes", "no")])
-    score = Faithfulness().score(SAMPLE, JudgeSession(judge))
+    score = Faithfulness(verdicts="generate").score(SAMPLE, JudgeSession(judge))
     assert score.value == pytest.approx(2 / 3)
     assert len(judge.history) == 3
     repair = judge.history[2].messages[-1].content
@@ -67,7 +69,7 @@ def test_faithfulness_repairs_a_wrong_verdict_count():
 
 def test_unparseable_replies_become_unscored_with_the_reason():
     judge = FakeJudge(["not json", "still not json", '{"statements": 5}'])
-    score = Faithfulness().score(SAMPLE, JudgeSession(judge, retries=2))
+    score = Faithfulness(verdicts="generate").score(SAMPLE, JudgeSession(judge, retries=2))
     assert score.value is None
     assert score.unscored_reason is not None
     assert "unreadable reply" in score.unscored_reason
@@ -77,7 +79,7 @@ def test_unparseable_replies_become_unscored_with_the_reason():
 
 def test_failed_calls_become_unscored_not_zero():
     judge = FakeJudge([JudgeError("HTTP 500"), JudgeError("HTTP 500")])
-    score = Faithfulness().score(SAMPLE, JudgeSession(judge, retries=1))
+    score = Faithfulness(verdicts="generate").score(SAMPLE, JudgeSession(judge, retries=1))
     assert score.value is None
     assert score.unscored_reason == (
         "faithfulness.statements: judge call failed: HTTP 500 (after 2 attempts)"
@@ -86,7 +88,7 @@ def test_failed_calls_become_unscored_not_zero():
 
 def test_faithfulness_without_context_is_unscored():
     sample = SAMPLE.model_copy(update={"contexts": []})
-    score = Faithfulness().score(sample, JudgeSession(FakeJudge()))
+    score = Faithfulness(verdicts="generate").score(sample, JudgeSession(FakeJudge()))
     assert score.value is None and "no retrieved context" in (score.unscored_reason or "")
 
 
@@ -147,7 +149,7 @@ CONTEXT_SAMPLE = Sample(
 def test_context_relevance_is_extracted_over_all_sentences():
     reply = {"sentences": [2, 3, 3, 9]}  # a repeat counts once; 9 is not a sentence number
     judge = FakeJudge([json.dumps(reply)])
-    score = ContextRelevance().score(CONTEXT_SAMPLE, JudgeSession(judge))
+    score = ContextRelevance(mode="select").score(CONTEXT_SAMPLE, JudgeSession(judge))
     # 4 context sentences (two per passage; the newline ends a sentence), 2 extracted.
     assert score.explanation["context_sentences"] == 4
     assert score.value == pytest.approx(2 / 4)
@@ -162,7 +164,7 @@ def test_context_relevance_is_extracted_over_all_sentences():
 
 
 def test_insufficient_information_scores_zero():
-    score = ContextRelevance().score(
+    score = ContextRelevance(mode="select").score(
         CONTEXT_SAMPLE, JudgeSession(FakeJudge([json.dumps({"sentences": []})]))
     )
     assert score.value == 0.0
@@ -171,10 +173,57 @@ def test_insufficient_information_scores_zero():
 
 def test_context_relevance_without_context_is_unscored():
     sample = CONTEXT_SAMPLE.model_copy(update={"contexts": []})
-    score = ContextRelevance().score(sample, JudgeSession(FakeJudge()))
+    score = ContextRelevance(mode="select").score(sample, JudgeSession(FakeJudge()))
     assert score.value is None and score.unscored_reason == "the sample has no retrieved context"
+
+
+def test_faithfulness_by_probability_soft_and_thresholded():
+    replies = [yes_no(0.9), yes_no(0.2), yes_no(0.6)]
+    soft = Faithfulness().score(SAMPLE, JudgeSession(FakeJudge([STATEMENTS, *replies])))
+    assert soft.value == pytest.approx((0.9 + 0.2 + 0.6) / 3)
+    assert [s["p_supported"] for s in soft.explanation["statements"]] == [0.9, 0.2, 0.6]
+    assert [s["verdict"] for s in soft.explanation["statements"]] == ["yes", "no", "yes"]
+    hard = Faithfulness(soft=False).score(SAMPLE, JudgeSession(FakeJudge([STATEMENTS, *replies])))
+    assert hard.value == pytest.approx(2 / 3)
+    strict = Faithfulness(soft=False, threshold=0.7)
+    judge = FakeJudge([STATEMENTS, *replies])
+    assert strict.score(SAMPLE, JudgeSession(judge)).value == pytest.approx(1 / 3)
+    # One forward pass per statement, the context first (a shared prefix), the statement last.
+    question = judge.history[2].messages[-1].content
+    assert question.startswith("<context>\nParis is the capital of France.")
+    assert "<statement>\nParis has 9 million inhabitants.\n</statement>" in question
+    assert (judge.history[2].max_tokens, judge.history[2].top_logprobs) == (1, 10)
+
+
+def test_yes_no_without_logprobs_reads_the_word():
+    judge = FakeJudge([STATEMENTS, "Yes", "no", "maybe", "No, it is not"])
+    score = Faithfulness().score(SAMPLE, JudgeSession(judge))
+    # "maybe" is neither: the judge is asked again (3 tokens) and says "No, it is not".
+    assert score.value == pytest.approx(1 / 3)
+    assert judge.history[4].max_tokens == 3
+
+
+def test_context_relevance_by_probability():
+    replies = [yes_no(0.9), yes_no(0.1), yes_no(0.8), yes_no(0.3)]
+    judge = FakeJudge(replies)
+    score = ContextRelevance().score(CONTEXT_SAMPLE, JudgeSession(judge))
+    assert score.value == pytest.approx((0.9 + 0.1 + 0.8 + 0.3) / 4)
+    assert score.explanation["extracted_sentences"] == [
+        "Australia is in the Southern Hemisphere.",
+        "Sydney is the largest city.",
+    ]
+    hard = ContextRelevance(soft=False).score(CONTEXT_SAMPLE, JudgeSession(FakeJudge(replies)))
+    assert hard.value == pytest.approx(2 / 4)
+    asked = [r.messages[-1].content.rsplit("\n", 1)[-1] for r in judge.history]
+    assert asked[0] == "Is sentence [1] needed to answer the question? Answer Yes or No."
+    assert asked[3].startswith("Is sentence [4] needed")
+    # Everything before the closing question is identical: a prefix the judge can reuse.
+    prefixes = {r.messages[-1].content.rsplit("\n", 1)[0] for r in judge.history}
+    assert len(prefixes) == 1
 
 
 def test_prompt_versions_change_with_configuration():
     assert AnswerRelevance(n=3).version != AnswerRelevance(n=4).version
     assert Faithfulness().version == Faithfulness().version
+    assert Faithfulness().version != Faithfulness(verdicts="generate").version
+    assert ContextRelevance().version != ContextRelevance(soft=False).version

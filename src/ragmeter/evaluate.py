@@ -55,6 +55,29 @@ def _check_unique_keys(samples: Iterable[Sample]) -> None:
         seen[sample.key] = row
 
 
+def resolve_models(
+    judge: str | Judge,
+    embedder: str | Embedder | None,
+    cache: bool | str | Path,
+    *,
+    needs_embedder: bool = True,
+) -> tuple[Judge, Embedder | None]:
+    """Build the judge and (if needed) embedder from specs, behind the call cache if asked."""
+    judge_model = get_judge(judge) if isinstance(judge, str) else judge
+    embed_model: Embedder | None = None
+    if needs_embedder:
+        embed_model = (
+            embedder if isinstance(embedder, Embedder) else get_embedder(embedder or "minilm")
+        )
+    if cache is False:
+        return judge_model, embed_model
+    call_cache = CallCache(None if cache is True else Path(cache))
+    judge_model = CachedJudge(judge_model, call_cache)
+    if embed_model is not None:
+        embed_model = CachedEmbedder(embed_model, call_cache)
+    return judge_model, embed_model
+
+
 def result_key(sample: Sample, metric: Metric, judge: Judge, embedder: Embedder | None) -> str:
     models = [judge.name, embedder.name if (embedder and metric.needs_embedder) else ""]
     material = json.dumps([sample.key, metric.name, metric.version, models])
@@ -94,17 +117,9 @@ def evaluate(
     _check_unique_keys(loaded.samples)
     chosen = _resolve_metrics(metrics)
 
-    judge_model = get_judge(judge) if isinstance(judge, str) else judge
-    embed_model: Embedder | None = None
-    if any(m.needs_embedder for m in chosen):
-        embed_model = (
-            get_embedder(embedder or "minilm") if not isinstance(embedder, Embedder) else embedder
-        )
-    if cache is not False:
-        call_cache = CallCache(None if cache is True else Path(cache))
-        judge_model = CachedJudge(judge_model, call_cache)
-        if embed_model is not None:
-            embed_model = CachedEmbedder(embed_model, call_cache)
+    judge_model, embed_model = resolve_models(
+        judge, embedder, cache, needs_embedder=any(m.needs_embedder for m in chosen)
+    )
 
     store = ScoreStore(Path(out_dir) / SCORES_DB) if out_dir is not None else None
     started = datetime.now(UTC)

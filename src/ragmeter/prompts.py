@@ -96,3 +96,28 @@ class Prompt(Generic[Out]):
                 f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in exc.errors()[:3]
             )
             raise ReplyError(problems) from exc
+
+
+@dataclass(frozen=True)
+class YesNoPrompt:
+    """A question the judge answers with one word, Yes or No.
+
+    Read from the next-token distribution where the judge gives log-probabilities, this yields a
+    calibrated probability in a single forward pass. The inputs are rendered in the order given,
+    so long shared text (a context) placed first is a prefix the judge can reuse.
+    """
+
+    name: str
+    instruction: str
+    question: str
+    """The closing question; may use ``{placeholders}`` filled from the inputs."""
+
+    @property
+    def version(self) -> str:
+        material = json.dumps([self.instruction, self.question, DATA_NOTICE])
+        return hashlib.sha256(material.encode()).hexdigest()[:12]
+
+    def render(self, inputs: Inputs, **fields: str) -> tuple[Message, ...]:
+        system = f"{self.instruction}\n\n{DATA_NOTICE}\nAnswer with one word: Yes or No."
+        user = f"{render_inputs(inputs)}\n\n{self.question.format(**fields)} Answer Yes or No."
+        return (Message(role="system", content=system), Message(role="user", content=user))

@@ -17,6 +17,8 @@ class Exchange(BaseModel):
     reply: str | None = None
     error: str | None = None
     cached: bool = False
+    probability: float | None = None
+    """For a yes/no question: the judge's probability of yes."""
 
 
 class Usage(BaseModel):

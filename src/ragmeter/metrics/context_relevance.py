@@ -1,20 +1,25 @@
 """Context relevance (RAGAS §3): how much of the retrieved context is needed for the question.
 
-The context is split into sentences and shown to the judge numbered; the judge extracts the
-sentences that help answer the question by their numbers, or none ("Insufficient Information").
-CR = extracted sentences / sentences in the context. Extracting by number rather than by copying
-text keeps the count exact: a small judge that paraphrases a sentence (or resolves its pronouns)
-while copying it would otherwise lose it, and an invented sentence cannot be counted at all.
+The context is split into sentences and shown to the judge numbered. CR = extracted sentences /
+sentences in the context, where the sentences needed to answer are found by
+
+- ``mode="select"``: the judge lists the numbers of the needed sentences in one reply (empty for
+  "Insufficient Information"). Extracting by number rather than by copying text keeps the count
+  exact: a small judge that paraphrases a sentence while copying it would otherwise lose it;
+- ``mode="logprob"``: one Yes/No question per sentence ("is sentence [k] needed?"), read from the
+  next-token probabilities. The question and context form a prefix shared by every sentence's
+  question, so a local judge reads them once. With ``soft=True`` each sentence counts by its
+  probability of being needed, otherwise when it reaches ``threshold``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from ragmeter.metrics.base import Metric
-from ragmeter.prompts import Prompt
+from ragmeter.prompts import Prompt, YesNoPrompt
 from ragmeter.sample import Sample
 from ragmeter.score import Unscorable
 from ragmeter.session import JudgeSession
@@ -52,17 +57,68 @@ def numbered(sentences: list[str]) -> str:
     return "\n".join(f"[{i}] {s}" for i, s in enumerate(sentences, 1))
 
 
+NEEDED = YesNoPrompt(
+    name="context_relevance.needed",
+    instruction=(
+        "You judge which sentences of a retrieved context are needed to answer a question. A "
+        "sentence is needed only if it gives information that the answer to this question "
+        "must use; a sentence that is merely about the same subject is not needed."
+    ),
+    question="Is sentence [{number}] needed to answer the question?",
+)
+
+
 class ContextRelevance(Metric):
     name = "context_relevance"
 
+    def __init__(
+        self,
+        mode: Literal["logprob", "select"] = "logprob",
+        soft: bool = True,
+        threshold: float = 0.5,
+    ) -> None:
+        self.mode = mode
+        self.soft = soft
+        self.threshold = threshold
+
+    def config(self) -> dict[str, Any]:
+        config: dict[str, Any] = {"mode": self.mode}
+        if self.mode == "logprob":
+            config |= {"soft": self.soft, "threshold": self.threshold}
+        return config
+
     @property
-    def prompts(self) -> list[Prompt[Any]]:
-        return [EXTRACT]
+    def prompts(self) -> list[Any]:
+        return [NEEDED if self.mode == "logprob" else EXTRACT]
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         sentences = [s for passage in sample.contexts for s in split_sentences(passage)]
         if not sentences:
             raise Unscorable("the sample has no retrieved context")
+        if self.mode == "logprob":
+            return self._by_probability(sample, sentences, session)
+        return self._by_selection(sample, sentences, session)
+
+    def _by_probability(
+        self, sample: Sample, sentences: list[str], session: JudgeSession
+    ) -> tuple[float, dict[str, Any]]:
+        inputs = {"question": sample.question, "context": numbered(sentences)}
+        probabilities = [
+            session.ask_yes_no(NEEDED, inputs, number=str(n)) for n in range(1, len(sentences) + 1)
+        ]
+        needed = [p >= self.threshold for p in probabilities]
+        value = sum(probabilities) if self.soft else sum(needed)
+        explanation = {
+            "extracted_sentences": [s for s, ok in zip(sentences, needed, strict=True) if ok],
+            "insufficient_information": not any(needed),
+            "context_sentences": len(sentences),
+            "p_needed": [round(p, 4) for p in probabilities],
+        }
+        return value / len(sentences), explanation
+
+    def _by_selection(
+        self, sample: Sample, sentences: list[str], session: JudgeSession
+    ) -> tuple[float, dict[str, Any]]:
         chosen = session.ask(
             EXTRACT,
             {"question": sample.question, "context": numbered(sentences)},

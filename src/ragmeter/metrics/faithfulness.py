@@ -1,8 +1,14 @@
 """Faithfulness (RAGAS §3): the share of the answer's statements that the context supports.
 
 1. The judge breaks the answer into short, self-contained statements.
-2. The judge gives each statement a verdict against the context, with a brief reason first.
-3. F = supported / total.
+2. Each statement gets a verdict against the context:
+   - ``verdicts="generate"`` (the paper): one call, a brief reason then yes/no per statement;
+   - ``verdicts="logprob"``: one Yes/No question per statement, read from the judge's next-token
+     probabilities. The context comes first in every question, so a local judge evaluates it
+     once and reuses it for each statement; no reasons are generated, which is most of the cost.
+3. F = supported / total. With log-probabilities, ``soft=True`` counts each statement by its
+   probability of being supported (an expected |V|), which separates answers that a hard count
+   would tie; ``soft=False`` counts statements whose probability reaches ``threshold``.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ragmeter.metrics.base import Metric
-from ragmeter.prompts import Prompt
+from ragmeter.prompts import Prompt, YesNoPrompt
 from ragmeter.sample import Sample
 from ragmeter.score import Unscorable
 from ragmeter.session import JudgeSession
@@ -97,12 +103,39 @@ VERDICTS = Prompt(
 )
 
 
+SUPPORTED = YesNoPrompt(
+    name="faithfulness.supported",
+    instruction=(
+        "You check whether a statement is supported by a context. Say Yes only if the context "
+        "states or directly implies the statement. Say No if the context contradicts it or "
+        "does not contain the information, even if the statement is true in general."
+    ),
+    question="Is the statement supported by the context?",
+)
+
+
 class Faithfulness(Metric):
     name = "faithfulness"
 
+    def __init__(
+        self,
+        verdicts: Literal["logprob", "generate"] = "logprob",
+        soft: bool = True,
+        threshold: float = 0.5,
+    ) -> None:
+        self.verdicts = verdicts
+        self.soft = soft
+        self.threshold = threshold
+
+    def config(self) -> dict[str, Any]:
+        config: dict[str, Any] = {"verdicts": self.verdicts}
+        if self.verdicts == "logprob":
+            config |= {"soft": self.soft, "threshold": self.threshold}
+        return config
+
     @property
-    def prompts(self) -> list[Prompt[Any]]:
-        return [STATEMENTS, VERDICTS]
+    def prompts(self) -> list[Any]:
+        return [STATEMENTS, SUPPORTED if self.verdicts == "logprob" else VERDICTS]
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         if not sample.contexts:
@@ -113,6 +146,30 @@ class Faithfulness(Metric):
         statements = [s.strip() for s in statements if s.strip()]
         if not statements:
             raise Unscorable("the answer yields no statements to verify")
+        if self.verdicts == "logprob":
+            return self._by_probability(sample, statements, session)
+        return self._by_generation(sample, statements, session)
+
+    def _by_probability(
+        self, sample: Sample, statements: list[str], session: JudgeSession
+    ) -> tuple[float, dict[str, Any]]:
+        probabilities = [
+            session.ask_yes_no(SUPPORTED, {"context": sample.contexts, "statement": statement})
+            for statement in statements
+        ]
+        supported = [p >= self.threshold for p in probabilities]
+        value = sum(probabilities) if self.soft else sum(supported)
+        explanation = {
+            "statements": [
+                {"statement": s, "verdict": "yes" if ok else "no", "p_supported": round(p, 4)}
+                for s, p, ok in zip(statements, probabilities, supported, strict=True)
+            ]
+        }
+        return value / len(statements), explanation
+
+    def _by_generation(
+        self, sample: Sample, statements: list[str], session: JudgeSession
+    ) -> tuple[float, dict[str, Any]]:
 
         def right_count(reply: Verdicts) -> str | None:
             if len(reply.verdicts) != len(statements):

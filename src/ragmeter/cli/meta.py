@@ -1,0 +1,84 @@
+"""``ragmeter meta``: agreement of ragmeter's judgments with human judgments."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ragmeter.meta.wikieval import DIMENSIONS, METHODS, PAPER_TABLE_4, load_wikieval, run_wikieval
+
+app = typer.Typer(no_args_is_help=True, help=__doc__)
+
+
+def _cell(accuracy: float | None, ties: int, unscored: int) -> str:
+    if accuracy is None:
+        return "—"
+    extra = [f"{ties} ties"] if ties else []
+    extra += [f"{unscored} unscored"] if unscored else []
+    return f"{accuracy:.2f}" + (f" ({', '.join(extra)})" if extra else "")
+
+
+@app.command("wikieval")
+def wikieval_command(
+    path: Annotated[Path, typer.Argument(help="WikiEval rows or pair records (JSONL).")],
+    judge: Annotated[str, typer.Option(help="'local', 'openai:MODEL', ...")] = "local",
+    embedder: Annotated[str, typer.Option(help="Embedder for answer relevance.")] = "minilm",
+    methods: Annotated[
+        str, typer.Option(help="Comma-separated subset of ragmeter,gpt_score,gpt_ranking.")
+    ] = ",".join(METHODS),
+    out: Annotated[Path, typer.Option(help="Results folder; rerun to resume.")] = Path(
+        "runs/meta-wikieval"
+    ),
+    limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
+    cache: Annotated[bool, typer.Option(help="Reuse cached judge calls.")] = True,
+) -> None:
+    """Reproduce RAGAS Table 4: pairwise accuracy per dimension, with the paper's baselines."""
+    console = Console()
+    pairs = load_wikieval(path)
+    if limit is not None:
+        keep = list(dict.fromkeys(p.id for p in pairs))[:limit]
+        pairs = [p for p in pairs if p.id in keep]
+    chosen = [m.strip() for m in methods.split(",") if m.strip()]
+    with console.status("judging") as status:
+        report = run_wikieval(
+            pairs,
+            judge=judge,
+            embedder=embedder,
+            methods=chosen,
+            out_dir=out,
+            cache=cache,
+            on_progress=lambda text: status.update(f"judging: {text}"),
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "pairs.jsonl").open("w") as handle:
+        for outcome in report.outcomes:
+            handle.write(outcome.model_dump_json() + "\n")
+    (out / "agreement.json").write_text(
+        json.dumps(report.model_dump(exclude={"outcomes"}), indent=2)
+    )
+
+    table = Table(title=f"WikiEval pairwise accuracy ({len(pairs)} pairs, judge {report.judge})")
+    table.add_column("method")
+    for dimension in DIMENSIONS:
+        table.add_column(dimension.replace("_", " "), justify="right")
+    for method in dict.fromkeys(a.method for a in report.agreements):
+        cells = {a.dimension: a for a in report.agreements if a.method == method}
+        table.add_row(
+            method,
+            *[
+                _cell(cells[d].accuracy, cells[d].ties, cells[d].unscored) if d in cells else "—"
+                for d in DIMENSIONS
+            ],
+        )
+    for method, row in PAPER_TABLE_4.items():
+        table.add_row(f"[dim]{method}[/dim]", *[f"[dim]{row[d]:.2f}[/dim]" for d in DIMENSIONS])
+    console.print(table)
+    if report.seconds_per_sample:
+        timing = ", ".join(f"{d} {s:.1f} s" for d, s in report.seconds_per_sample.items())
+        console.print(f"median seconds per sample (ragmeter metrics): {timing}")
+    console.print(f"per-pair details in {out / 'pairs.jsonl'}")

@@ -1,0 +1,1 @@
+"""Meta-evaluation: how often ragmeter's judgments agree with people's."""

@@ -1,0 +1,177 @@
+"""The two baselines of RAGAS Table 4, asked of the same judge as ragmeter's metrics.
+
+- GPT Score: a 0-10 rating of one item per dimension, from the paper's definition of the dimension.
+- GPT Ranking: the better of two items. Judged in both orders: agreement is the verdict and
+  disagreement a tie, so a judge that always picks the first position earns ties, not credit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ragmeter.judges.base import Judge
+from ragmeter.meta.pairs import Pair, PairOutcome
+from ragmeter.metrics.base import Metric
+from ragmeter.prompts import Prompt
+from ragmeter.sample import Sample
+from ragmeter.score import Score, Unscorable
+from ragmeter.session import JudgeSession
+from ragmeter.store import ScoreStore
+
+DEFINITIONS = {
+    "faithfulness": (
+        "Faithfulness measures the information consistency of the answer against the given "
+        "context. Any claims that are made in the answer that cannot be deduced from context "
+        "should be penalized."
+    ),
+    "answer_relevance": (
+        "Answer Relevancy measures the degree to which a response directly addresses and is "
+        "appropriate for a given question. It penalizes the presence of redundant information "
+        "or incomplete answers given a question."
+    ),
+    "context_relevance": (
+        "Context Relevancy measures the degree to which the retrieved context is focused on the "
+        "information needed to answer the question. It penalizes redundant information in the "
+        "context."
+    ),
+}
+
+# What each dimension shows the judge about an item.
+SHOWN = {
+    "faithfulness": ("context", "answer"),
+    "answer_relevance": ("question", "answer"),
+    "context_relevance": ("question", "context"),
+}
+
+
+def _field(sample: Sample, name: str) -> str | list[str]:
+    return {"question": sample.question, "answer": sample.answer, "context": sample.contexts}[name]
+
+
+class Rating(BaseModel):
+    score: int = Field(ge=0, le=10)
+
+
+class GPTScore(Metric):
+    """A 0-10 rating of one sample for one dimension (the paper's "GPT Score")."""
+
+    def __init__(self, dimension: str) -> None:
+        self.dimension = dimension
+        self.name = f"gpt_score.{dimension}"  # type: ignore[misc]
+        self._prompt = Prompt(
+            name=self.name,
+            instruction=f"{DEFINITIONS[dimension]} Given "
+            f"{' and '.join(SHOWN[dimension])}, assign a score for {dimension.replace('_', ' ')} "
+            "in the range 0-10.",
+            output=Rating,
+        )
+
+    @property
+    def prompts(self) -> list[Prompt[Any]]:
+        return [self._prompt]
+
+    def config(self) -> dict[str, Any]:
+        return {"dimension": self.dimension}
+
+    def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
+        inputs = {name: _field(sample, name) for name in SHOWN[self.dimension]}
+        rating = session.ask(self._prompt, inputs, max_tokens=16).score
+        return float(rating), {"rating": rating}
+
+
+class Choice(BaseModel):
+    better: Literal[1, 2]
+
+
+def ranking_prompt(dimension: str) -> Prompt[Choice]:
+    item = "context" if dimension == "context_relevance" else "answer"
+    return Prompt(
+        name=f"gpt_ranking.{dimension}",
+        instruction=f"{DEFINITIONS[dimension]} Given the inputs and two candidate {item}s, "
+        f"{item}_1 and {item}_2, rank them on {dimension.replace('_', ' ')}: reply with the "
+        f"number of the better {item}.",
+        output=Choice,
+    )
+
+
+def _ranking_inputs(dimension: str, first: Sample, second: Sample) -> dict[str, Any]:
+    if dimension == "context_relevance":
+        return {
+            "question": first.question,
+            "context_1": first.contexts,
+            "context_2": second.contexts,
+        }
+    inputs: dict[str, Any] = {"question": first.question}
+    if dimension == "faithfulness":
+        inputs["context"] = first.contexts
+    inputs |= {"answer_1": first.answer, "answer_2": second.answer}
+    return inputs
+
+
+def rank_pair(pair: Pair, judge: Judge, store: ScoreStore | None, retries: int = 2) -> PairOutcome:
+    """Judge the pair in both orders; returns 1 / 0 when both orders agree, 0.5 when not."""
+    prompt = ranking_prompt(pair.dimension)
+    picks = []
+    for order, (first, second) in enumerate(
+        [(pair.preferred, pair.rejected), (pair.rejected, pair.preferred)]
+    ):
+        key = hashlib.sha256(
+            json.dumps(
+                [
+                    pair.preferred.key,
+                    pair.rejected.key,
+                    pair.dimension,
+                    order,
+                    prompt.version,
+                    judge.name,
+                ]
+            ).encode()
+        ).hexdigest()
+        score = store.get(key) if store else None
+        if score is None or not score.scored:
+            session = JudgeSession(judge, retries=retries)
+            try:
+                value: float | None = float(
+                    session.ask(
+                        prompt, _ranking_inputs(pair.dimension, first, second), max_tokens=16
+                    ).better
+                )
+                reason = None
+            except Unscorable as exc:
+                value, reason = None, exc.reason
+            score = Score(
+                sample_id=f"{pair.id}:{order}",
+                metric=prompt.name,
+                value=value,
+                unscored_reason=reason,
+                exchanges=session.exchanges,
+                usage=session.usage,
+            )
+            if store:
+                store.put(key, score)
+        # Did this order pick the preferred item? (order 0 shows it first, order 1 second)
+        picks.append(None if score.value is None else score.value == (1 if order == 0 else 2))
+    if None in picks:
+        return PairOutcome(
+            pair_id=pair.id,
+            dimension=pair.dimension,
+            method="GPT Ranking",
+            preferred_value=None,
+            rejected_value=None,
+            outcome=None,
+            note="a ranking call was unscored",
+        )
+    outcome = 1.0 if all(picks) else 0.0 if not any(picks) else 0.5
+    return PairOutcome(
+        pair_id=pair.id,
+        dimension=pair.dimension,
+        method="GPT Ranking",
+        preferred_value=float(sum(bool(p) for p in picks)),
+        rejected_value=float(sum(not p for p in picks)),
+        outcome=outcome,
+        note=None if outcome != 0.5 else "the two orders disagreed",
+    )
