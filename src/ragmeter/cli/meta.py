@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +11,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from ragmeter.meta.attribution import (
+    calibrate_threshold,
+    load_attribution,
+    summary,
+    verify_claims,
+)
 from ragmeter.meta.wikieval import DIMENSIONS, METHODS, PAPER_TABLE_4, load_wikieval, run_wikieval
 
 app = typer.Typer(no_args_is_help=True, help=__doc__)
@@ -82,3 +89,79 @@ def wikieval_command(
         timing = ", ".join(f"{d} {s:.1f} s" for d, s in report.seconds_per_sample.items())
         console.print(f"median seconds per sample (ragmeter metrics): {timing}")
     console.print(f"per-pair details in {out / 'pairs.jsonl'}")
+
+
+@app.command("attribution")
+def attribution_command(
+    path: Annotated[Path, typer.Argument(help="AttributionBench-format JSONL (the test set).")],
+    judge: Annotated[str, typer.Option(help="'local', 'openai:MODEL', ...")] = "local",
+    calibrate: Annotated[
+        Path | None,
+        typer.Option(help="A development file: pick the threshold with the best macro-F1 there."),
+    ] = None,
+    calibrate_limit: Annotated[int, typer.Option(help="Rows of the development file used.")] = 200,
+    threshold: Annotated[float, typer.Option(help="P(supported) needed to say supported.")] = 0.5,
+    with_question: Annotated[
+        bool, typer.Option(help="Show the question with the claim (short claims need it).")
+    ] = True,
+    limit: Annotated[int | None, typer.Option(help="Only the first N rows.")] = None,
+    out: Annotated[Path, typer.Option(help="Results folder; rerun to resume.")] = Path(
+        "runs/meta-attribution"
+    ),
+    cache: Annotated[bool, typer.Option(help="Reuse cached judge calls.")] = True,
+) -> None:
+    """Accuracy and macro-F1 of the faithfulness statement verifier on human attribution labels."""
+    console = Console()
+    claims = load_attribution(path)[:limit]
+    if calibrate is not None:
+        dev = load_attribution(calibrate)[:calibrate_limit]
+        with console.status(f"calibrating on {len(dev)} development rows"):
+            dev_verdicts = verify_claims(
+                dev, judge, with_question=with_question, out_dir=out / "dev", cache=cache
+            )
+        threshold = calibrate_threshold(dev_verdicts)
+        console.print(f"calibrated threshold {threshold:.4f} on {len(dev)} rows of {calibrate}")
+    started = time.perf_counter()
+    with console.status("verifying") as status:
+        done = [0]
+
+        def tick(_: object) -> None:
+            done[0] += 1
+            status.update(f"verifying {done[0]}/{len(claims)}")
+
+        verdicts = verify_claims(
+            claims, judge, with_question=with_question, out_dir=out, cache=cache, on_verdict=tick
+        )
+    seconds = time.perf_counter() - started
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "verdicts.jsonl").open("w") as handle:
+        for verdict in verdicts:
+            handle.write(verdict.model_dump_json() + "\n")
+    report = summary(verdicts, threshold)
+    (out / "summary.json").write_text(json.dumps(report, indent=2))
+    result = report["classification"]
+    table = Table(title=f"AttributionBench: {path.name} ({len(claims)} claims)")
+    for column in (
+        "threshold",
+        "accuracy",
+        "macro-F1",
+        "F1 supported",
+        "F1 not",
+        "ROC AUC",
+        "unscored",
+    ):
+        table.add_column(column, justify="right")
+    table.add_row(
+        f"{result['threshold']:.3f}",
+        f"{result['accuracy']:.3f}",
+        f"{result['macro_f1']:.3f}",
+        f"{result['f1_supported']:.3f}",
+        f"{result['f1_unsupported']:.3f}",
+        "—" if result["roc_auc"] is None else f"{result['roc_auc']:.3f}",
+        str(result["unscored"]),
+    )
+    console.print(table)
+    console.print(
+        f"{report['truncated_references']} rows had references cut to fit; "
+        f"{seconds / max(1, len(claims)):.2f} s per claim this run (cached rows are free)"
+    )
