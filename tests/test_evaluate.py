@@ -31,6 +31,7 @@ REPLIES = {
     "extract": {"sentences": [1]},
     "supported": 0.75,
     "needed": 0.25,
+    "complete": 1.0,
 }
 
 
@@ -54,8 +55,8 @@ def test_evaluate_scores_every_sample_and_summarises(tmp_path):
     assert (summary["faithfulness"].ci_low, summary["faithfulness"].ci_high) == (0.75, 0.75)
     assert summary["context_relevance"].mean == 0.25
     assert summary["context_relevance"].scored == 2 and summary["context_relevance"].unscored == 0
-    # per sample: faithfulness 1 + 2 statements, answer relevance 1, context relevance 2
-    assert result.usage().model_calls == 12
+    # per sample: faithfulness 1 + 2 statements, answer relevance 1 + 1, context relevance 2
+    assert result.usage().model_calls == 14
 
 
 def test_unscored_items_are_counted_not_averaged(tmp_path):
@@ -125,14 +126,14 @@ def test_call_cache_makes_a_repeat_run_free(tmp_path):
     again = run(silent, tmp_path)
     assert silent.history == []
     assert again.usage().model_calls == 0
-    assert again.usage().cached_calls == 12
+    assert again.usage().cached_calls == 14
 
 
 def test_a_changed_prompt_or_model_is_not_served_from_the_store(tmp_path):
     run(FakeJudge(responder=routed(REPLIES)), tmp_path, out_dir=tmp_path / "out", cache=False)
     other = FakeJudge(responder=routed(REPLIES), model="other")
     run(other, tmp_path, out_dir=tmp_path / "out", cache=False)
-    assert len(other.history) == 12
+    assert len(other.history) == 14
 
 
 def test_duplicate_ids_are_rejected_with_the_row():
@@ -161,5 +162,8 @@ def test_run_record_names_models_and_metric_versions(tmp_path):
     result = run(FakeJudge(responder=routed(REPLIES)), tmp_path)
     assert result.run["judge"] == "fake:scripted"
     assert result.run["embedder"] == "fake:hashing-4096"
-    assert result.run["metrics"]["answer_relevance"]["config"] == {"n": 3}
+    assert result.run["metrics"]["answer_relevance"]["config"] == {
+        "n": 3,
+        "completeness": True,
+    }
     json.dumps(result.run)  # serialisable as is

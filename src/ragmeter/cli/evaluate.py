@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ragmeter.data import DatasetError, load_samples
 from ragmeter.evaluate import DEFAULT_METRICS, evaluate
+from ragmeter.metrics import metric_by_name, parse_metric_options
 from ragmeter.report import samples_table, summary_table, write_outputs
 
 
@@ -43,6 +44,10 @@ def evaluate_command(
     workers: Annotated[int, typer.Option(help="Items judged at once.")] = 1,
     cache: Annotated[bool, typer.Option(help="Reuse cached judge calls.")] = True,
     show_samples: Annotated[bool, typer.Option(help="Also print a row per sample.")] = True,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(help="Metric option METRIC.PARAM=VALUE, e.g. answer_relevance.n=5."),
+    ] = None,
 ) -> None:
     """Score FILE with reference-free RAG metrics and print a summary table."""
     console = Console()
@@ -58,6 +63,14 @@ def evaluate_command(
         console.print(f"[yellow]skipped row {row.row}, field {row.field!r}:[/yellow] {row.reason}")
 
     names = [m.strip() for m in metrics.split(",") if m.strip()]
+    try:
+        options = parse_metric_options(option or [])
+        chosen = [metric_by_name(name, **options.pop(name, {})) for name in names]
+        if options:
+            raise ValueError(f"options given for metrics not chosen: {', '.join(options)}")
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
     progress = Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
@@ -66,11 +79,11 @@ def evaluate_command(
         console=console,
     )
     with progress:
-        task = progress.add_task("judging", total=len(dataset.samples) * len(names))
+        task = progress.add_task("judging", total=len(dataset.samples) * len(chosen))
         try:
             result = evaluate(
                 dataset,
-                names,
+                chosen,
                 judge=judge,
                 embedder=embedder,
                 out_dir=out_dir,

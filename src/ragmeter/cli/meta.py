@@ -18,6 +18,7 @@ from ragmeter.meta.attribution import (
     verify_claims,
 )
 from ragmeter.meta.wikieval import DIMENSIONS, METHODS, PAPER_TABLE_4, load_wikieval, run_wikieval
+from ragmeter.metrics import metric_by_name, parse_metric_options
 
 app = typer.Typer(no_args_is_help=True, help=__doc__)
 
@@ -43,6 +44,10 @@ def wikieval_command(
     ),
     limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
     cache: Annotated[bool, typer.Option(help="Reuse cached judge calls.")] = True,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(help="Metric option METRIC.PARAM=VALUE, e.g. faithfulness.soft=false."),
+    ] = None,
 ) -> None:
     """Reproduce RAGAS Table 4: pairwise accuracy per dimension, with the paper's baselines."""
     console = Console()
@@ -51,9 +56,18 @@ def wikieval_command(
         keep = list(dict.fromkeys(p.id for p in pairs))[:limit]
         pairs = [p for p in pairs if p.id in keep]
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
+    try:
+        configured = {
+            name: metric_by_name(name, **params)
+            for name, params in parse_metric_options(option or []).items()
+        }
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
     with console.status("judging") as status:
         report = run_wikieval(
             pairs,
+            metrics=configured,
             judge=judge,
             embedder=embedder,
             methods=chosen,

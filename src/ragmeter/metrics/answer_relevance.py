@@ -3,6 +3,11 @@
 The judge writes n questions that the answer would answer (without seeing the real one) and says
 whether the answer is non-committal. AR is the mean cosine similarity between the real question and
 the generated ones; a non-committal answer ("I don't know", evasions) scores 0, as in ragas.
+
+With ``completeness=True`` the similarity is also weighted by the judge's probability that the
+answer addresses every part of the question. The paper's AR penalises incomplete answers only
+through the generated questions, which a partial answer on the right topic barely moves; asking
+directly catches an answer that covers one half of a two-part question.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from pydantic import BaseModel, Field, create_model
 
 from ragmeter.judges.base import cosine_similarity
 from ragmeter.metrics.base import Metric
-from ragmeter.prompts import Prompt
+from ragmeter.prompts import Prompt, YesNoPrompt
 from ragmeter.sample import Sample
 from ragmeter.score import Unscorable
 from ragmeter.session import JudgeSession
@@ -72,22 +77,35 @@ def questions_prompt(n: int) -> Prompt[GeneratedQuestions]:
     )
 
 
+COMPLETE = YesNoPrompt(
+    name="answer_relevance.complete",
+    instruction=(
+        "You judge whether an answer addresses its question. Say Yes only if the answer "
+        "responds directly to every part of the question. Say No if it leaves part of the "
+        "question unanswered, evades it, or answers a different question. Do not judge whether "
+        "the answer is true."
+    ),
+    question="Does the answer address every part of the question?",
+)
+
+
 class AnswerRelevance(Metric):
     name = "answer_relevance"
     needs_embedder = True
 
-    def __init__(self, n: int = 3) -> None:
+    def __init__(self, n: int = 3, completeness: bool = True) -> None:
         if n < 1:
             raise ValueError("answer_relevance needs n >= 1 generated questions")
         self.n = n
+        self.completeness = completeness
         self._prompt = questions_prompt(n)
 
     @property
-    def prompts(self) -> list[Prompt[Any]]:
-        return [self._prompt]
+    def prompts(self) -> list[Any]:
+        return [self._prompt, COMPLETE] if self.completeness else [self._prompt]
 
     def config(self) -> dict[str, Any]:
-        return {"n": self.n}
+        return {"n": self.n, "completeness": self.completeness}
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         if not sample.answer.strip():
@@ -112,4 +130,12 @@ class AnswerRelevance(Metric):
             "mean_similarity": round(mean, 4),
             "noncommittal": reply.noncommittal,
         }
-        return (0.0 if reply.noncommittal else mean), explanation
+        if reply.noncommittal:
+            return 0.0, explanation
+        if self.completeness:
+            complete = session.ask_yes_no(
+                COMPLETE, {"question": sample.question, "answer": sample.answer}
+            )
+            explanation["p_complete"] = round(complete, 4)
+            return mean * complete, explanation
+        return mean, explanation
