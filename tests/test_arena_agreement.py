@@ -120,3 +120,15 @@ def test_measure_agreement_refuses_a_file_without_labels(tmp_path):
     pairs.write_text(json.dumps({"question": "q", "answer_a": "a", "answer_b": "b"}) + "\n")
     with pytest.raises(ValueError, match="no human labels"):
         measure_agreement(pairs, judge=FakeJudge(), out_dir=tmp_path / "run", cache=False)
+
+
+def test_a_pair_labelled_by_several_humans_is_judged_once_and_scored_per_label(tmp_path):
+    pairs = tmp_path / "pairs.jsonl"
+    same = {"question": "q", "answer_a": "good", "answer_b": "bad"}
+    rows = [{**same, "overall_preference": -1}, {**same, "overall_preference": -1},
+            {**same, "overall_preference": 1}]
+    pairs.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    judge = FakeJudge(['{"reasoning": "r", "rating": 1}', '{"reasoning": "r", "rating": 2}'])
+    report = measure_agreement(pairs, judge=judge, out_dir=tmp_path / "run", cache=False)
+    assert len(judge.history) == 2  # one pair, two orders; the repeats come from the store
+    assert report.verdict.pairs == 3 and report.verdict.accuracy == pytest.approx(2 / 3)

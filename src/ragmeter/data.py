@@ -140,7 +140,7 @@ def load_samples(
         raise ValueError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
     samples: list[Sample] = []
     invalid: list[InvalidRow] = []
-    for row, record in _read_rows(source):
+    for row, record in read_rows(source):
         try:
             if isinstance(record, DatasetError):
                 raise record
@@ -344,7 +344,7 @@ def _type_name(value: object) -> str:
 # --- sources --------------------------------------------------------------------------------
 
 
-def _read_rows(source: object) -> Iterator[_Row]:
+def read_rows(source: object) -> Iterator[_Row]:
     """Number the rows of any supported source.
 
     Not a generator itself, so that a bad path or source type fails when load_samples is

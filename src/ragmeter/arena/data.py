@@ -21,13 +21,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ragmeter.data import DatasetError, _read_rows
+from ragmeter.data import DatasetError, read_rows
 
 Label = Literal[-1, 0, 1]
 """A preference between answers A and B: -1 prefers A, 1 prefers B, 0 is a tie / not sure."""
@@ -108,7 +109,10 @@ def load_lfrqa(path: str | Path, domains: list[str] | None = None) -> list[Quest
 
     The reference is the ``answer`` field (one sentence per line) joined into one paragraph: the
     paper removes the citations before judging, and so do we by not using
-    ``faithful_answer_w_citation``. Ids are ``<domain>-<qid>`` because qids repeat across domains.
+    ``faithful_answer_w_citation``. A few rows have an empty answer (4 in lifestyle); they get no
+    reference, and the reference design skips them. Ids are the qids where those are text (they
+    name the domain, e.g. ``lifestyle-forum-test-279``) and ``<domain>-<qid>`` where they are
+    numbers (FiQA's), because numbers repeat across domains.
     """
     path = Path(path)
     files = sorted(path.glob("annotations_*_with_citation.jsonl")) if path.is_dir() else [path]
@@ -121,13 +125,18 @@ def load_lfrqa(path: str | Path, domains: list[str] | None = None) -> list[Quest
         if domains is not None and domain not in domains:
             continue
         for row, record in _records(file):
-            qid = _text(row, record, "qid", str(record.get("qid", "")))
-            answer = _text(row, record, "answer", record.get("answer"))
+            qid = record.get("qid")
+            if qid is None or qid == "":
+                raise DatasetError(row, "qid", "missing")
+            answer = record.get("answer") or ""
+            if not isinstance(answer, str):
+                raise DatasetError(row, "answer", f"expected text, got {type(answer).__name__}")
+            reference = " ".join(ln.strip() for ln in answer.splitlines() if ln.strip())
             questions.append(
                 Question(
-                    id=f"{domain}-{qid}",
+                    id=qid if isinstance(qid, str) else f"{domain}-{qid}",
                     question=_text(row, record, "question", record.get("question")),
-                    reference=" ".join(ln.strip() for ln in answer.splitlines() if ln.strip()),
+                    reference=reference or None,
                     domain=domain,
                 )
             )
@@ -197,12 +206,24 @@ def load_answers(path: str | Path, system: str | None = None) -> SystemAnswers:
 
 
 def load_pairs(path: str | Path) -> list[Pair]:
-    """Pairs of answers, with human labels where the file has them (see the module docstring)."""
-    return [_to_pair(row, record) for row, record in _records(Path(path))]
+    """Pairs of answers, with human labels where the file has them (see the module docstring).
+
+    A pair without an id is named by its content. The same pair may appear on several rows, one
+    per human who judged it (the expert file has 140 pairs on 260 rows); such rows are numbered
+    (``sha-...``, ``sha-...-2``, ...) so that each human label is kept, while the judge sees
+    the pair once: judgements are stored by content.
+    """
+    pairs = [_to_pair(row, record) for row, record in _records(Path(path))]
+    seen: Counter[str] = Counter()
+    for n, pair in enumerate(pairs):
+        seen[pair.id] += 1
+        if seen[pair.id] > 1:
+            pairs[n] = pair.model_copy(update={"id": f"{pair.id}-{seen[pair.id]}"})
+    return pairs
 
 
 def load_expert_pairwise(path: str | Path) -> list[Pair]:
-    """The LFQA expert preferences (Xu et al., 2023): 260 pairs of ELI5 answers.
+    """The LFQA expert preferences (Xu et al., 2023): 260 judgements of 140 pairs of ELI5 answers.
 
     ``overall_preference`` is -1 when the expert preferred answer A and 1 for B (checked against
     the PRD code that repackaged the file), which is our label convention as it stands. The answer
@@ -242,7 +263,7 @@ def _to_pair(row: int, record: Mapping[str, Any]) -> Pair:
 
 
 def _records(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
-    for row, record in _read_rows(path):
+    for row, record in read_rows(path):
         if isinstance(record, DatasetError):
             raise record
         if not isinstance(record, Mapping):

@@ -150,7 +150,12 @@ def generate_answers(
     model = open_judge(generator, cache)
     name = system or f"{model.name}@k{k}"
     out = Path(out_path)
-    done = {a.id: a for a in read_generated(out) if a.answer is not None and a.system == name}
+    existing = read_generated(out)
+    others = {a.system for a in existing} - {name}
+    if others:
+        raise ValueError(f"{out} holds answers of {sorted(others)}, not {name!r}: one file per "
+                         "system, so that a system's answers are never mixed with another's")
+    done = {a.id: a for a in existing if a.answer is not None}
     retriever = BM25Retriever(build_passages(documents, max_words))
     out.parent.mkdir(parents=True, exist_ok=True)
     results: list[GeneratedAnswer] = []

@@ -5,8 +5,8 @@ the graph: the model extends the answer so that it states the triple, then write
 from the extended answer (answer first, question second: the paper's answer-to-question
 paradigm, which keeps the question answerable). The model writes only the added sentences, which
 are appended to the answer: the earlier answer is kept exactly, and a round costs a few dozen
-generated tokens instead of the whole paragraph again. The triples injected so far are the question's
-minimum knowledge set. With the paper's six rounds, the final question needs five triples.
+generated tokens instead of the whole paragraph again. The triples injected so far are the
+question's minimum knowledge set. With the paper's six rounds, the final question needs five.
 
 The added sentences must state the injected value (a date may be written another way; its year
 must appear); otherwise the reply is sent back for repair, and if it still does not, evolution
@@ -120,9 +120,10 @@ def mentions_value(text: str, value: str) -> bool:
     its year (the model writes "8 July 1596" for 1596-07-08)."""
     date = _ISO_DATE.match(value.strip())
     normalised = normalize(text)
-    if date:
-        return re.search(rf"(?<!\d){int(date.group(1))}(?!\d)", normalised) is not None
-    return normalize(value) in normalised
+    if normalize(value) in normalised:
+        return True
+    year = rf"(?<!\d)0*{int(date.group(1))}(?!\d)" if date else None
+    return year is not None and re.search(year, normalised) is not None
 
 
 def knowledge_line(triple: Triple, names: dict[str, str]) -> str:
@@ -169,11 +170,10 @@ def pick_triples(
         rng.shuffle(pool)
         pools.append(pool)
     links = [t for pool in pools for t in pool if normalize(t.value) in names]
-    chosen = links[:1]
+    chosen = links[:1] if count else []
+    pools = [[t for t in pool if t not in chosen] for pool in pools]
     while len(chosen) < count and any(pools):
         for pool in pools:
-            while pool and pool[0] in chosen:
-                pool.pop(0)
             if pool and len(chosen) < count:
                 chosen.append(pool.pop(0))
     return chosen

@@ -13,7 +13,7 @@ a ratio with nothing to count is None with the reason beside it, never 0.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -186,9 +186,9 @@ class EntailmentChecker:
         return result
 
 
-def knowledge_text(triple: Triple, graph: KnowledgeGraph) -> str:
+def knowledge_text(triple: Triple, names: Mapping[str, str]) -> str:
     """A triple as the judge reads it: the entity's name rather than its opaque id."""
-    return f"{graph.name_of(triple.entity)} | {triple.property}: {triple.value}"
+    return f"{names.get(triple.entity, triple.entity)} | {triple.property}: {triple.value}"
 
 
 class AlignmentResult(BaseModel):
@@ -215,13 +215,14 @@ def alignment(
     answer: ParsedAnswer, graph: KnowledgeGraph, checker: EntailmentChecker
 ) -> AlignmentResult:
     """Check every (sentence, cited triple) pair; a triple cited twice in a sentence once."""
+    names = {e.id: e.name for e in graph.entities}
     result = AlignmentResult()
     for sentence in answer.sentences:
         for triple in dict.fromkeys(sentence.triples):
             if not triple.complete:
                 result.incomplete += 1
                 continue
-            result.pairs.append(checker.check(sentence.text, knowledge_text(triple, graph)))
+            result.pairs.append(checker.check(sentence.text, knowledge_text(triple, names)))
     return result
 
 
@@ -257,21 +258,18 @@ class NAResult(BaseModel):
 def na_scores(
     answer: ParsedAnswer,
     absent: Sequence[Triple],
-    graph: KnowledgeGraph,
+    names: Mapping[str, str],
     checker: EntailmentChecker,
 ) -> NAResult:
-    """Check each [NA] sentence against each absent triple (the paper's Figure 3).
-
-    ``graph`` names the entities; pass the full graph, since the absent triples are not in the
-    reduced one.
-    """
+    """Check each [NA] sentence against each absent triple (the paper's Figure 3); ``names``
+    maps entity ids to the names the judge is shown."""
     sentences = [s.text for s in answer.sentences if s.na and s.text]
     result = NAResult(absent=list(absent), na_sentences=sentences)
     matrix: list[list[bool | None]] = []
     for sentence in sentences:
         row = []
         for triple in absent:
-            verdict = checker.check(sentence, knowledge_text(triple, graph))
+            verdict = checker.check(sentence, knowledge_text(triple, names))
             result.pairs.append(verdict)
             row.append(verdict.entailed)
         matrix.append(row)

@@ -114,6 +114,7 @@ def rating_prompt(criterion: Criterion) -> Prompt[Rating]:
 
 
 def rating_messages(criterion: Criterion, inputs: Mapping[str, str]) -> tuple[Message, ...]:
+    """The one-token form: the criterion after the data, so the four prompts share a prefix."""
     system = f"{SYSTEM}\n\n{DATA_NOTICE}\nReply with a single digit from 1 to 5."
     user = f"{render_inputs(inputs)}\n\n{criterion.text()}\n\nScore (1-5):"
     return Message(role="system", content=system), Message(role="user", content=user)

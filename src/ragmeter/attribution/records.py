@@ -82,6 +82,8 @@ class ScoreRecord(Keyed):
     quality: dict[str, Score] = Field(default_factory=dict)
     seconds: float = 0.0
     usage: Usage = Field(default_factory=Usage)
+    exchanges: list[Exchange] = Field(default_factory=list)
+    """The entailment calls (alignment and [NA]); quality scores carry their own."""
 
 
 R = TypeVar("R", bound=Keyed)

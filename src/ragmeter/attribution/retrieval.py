@@ -75,11 +75,12 @@ def _spacy_pipeline(model: str) -> Any:
 
 _POSSESSIVE = re.compile(r"(?:['\u2019]s|s['\u2019])$")
 _ARTICLE = re.compile(r"^the\s+", re.IGNORECASE)
+_POSSESSIVE_S = re.compile(r"['\u2019]s\b")
 
 
 def clean_mention(text: str) -> str:
     """A recognised span as the graph would name it: spaCy often keeps a possessive
-    ("Stephen Crane's") or a leading article in the span."""
+    ("Ada Quill's") or a leading article in the span."""
     text = _ARTICLE.sub("", text.strip())
     if _POSSESSIVE.search(text):
         text = text[:-1] if text[-1] in "'\u2019" else text[:-2]
@@ -109,7 +110,7 @@ class GazetteerRecognizer:
         self._patterns = [(n, re.compile(rf"(?<!\w){re.escape(n)}(?!\w)")) for n in names]
 
     def __call__(self, text: str) -> list[Mention]:
-        normalised = normalize(text)
+        normalised = normalize(_POSSESSIVE_S.sub("", text))
         taken: list[tuple[int, int]] = []
         found: list[tuple[int, Mention]] = []
         for name, pattern in self._patterns:
@@ -154,8 +155,9 @@ def _in_question(value: str, question: str) -> bool:
 
 
 def exact_matches(entity: Entity, question: str) -> list[str]:
-    """Neighbour values of ``entity`` that occur in the question (whole words, normalised)."""
-    normalised = normalize(question)
+    """Neighbour values of ``entity`` that occur in the question (whole words, normalised;
+    a possessive "'s" is dropped first, so "a ferryman's son" matches "ferryman")."""
+    normalised = normalize(_POSSESSIVE_S.sub("", question))
     return [
         v for values in entity.properties.values() for v in values if _in_question(v, normalised)
     ]

@@ -98,8 +98,17 @@ def generate_command(
     with _progress(console, "answering", len(chosen)) as progress:
         try:
             answers = generate_answers(
-                chosen, documents, generator=judge, system=system, out_path=out, k=k, cot=cot,
-                max_words=max_words, max_tokens=max_tokens, retries=retries, cache=cache,
+                chosen,
+                documents,
+                generator=judge,
+                system=system,
+                out_path=out,
+                k=k,
+                cot=cot,
+                max_words=max_words,
+                max_tokens=max_tokens,
+                retries=retries,
+                cache=cache,
                 on_answer=lambda _a: progress.advance(progress.task_ids[0]),
             )
         except (ImportError, ValueError) as exc:
@@ -160,15 +169,19 @@ def judge_command(
             if design not in ("reference", "complete", "both"):
                 raise ValueError(f"--design must be reference, complete or both, not {design!r}")
             plan = design_pairs(
-                load_questions(questions)[:limit], _parse_answers(answers),
+                load_questions(questions)[:limit],
+                _parse_answers(answers),
                 design,  # type: ignore[arg-type]
-                per_domain=per_domain, seed=seed, reference_name=reference_name,
+                per_domain=per_domain,
+                seed=seed,
+                reference_name=reference_name,
             )
             for system, count in sorted(plan.missing.items()):
                 console.print(f"[yellow]{system}: no answer to {count} questions, skipped[/]")
             if plan.without_reference:
-                console.print(f"[yellow]{plan.without_reference} questions have no reference, "
-                              "skipped[/]")
+                console.print(
+                    f"[yellow]{plan.without_reference} questions have no reference, skipped[/]"
+                )
             to_judge = plan.pairs
         else:
             raise ValueError("give QUESTIONS with --answers, or --pairs")
@@ -177,16 +190,29 @@ def judge_command(
 
     with _progress(console, "judging", len(to_judge)) as progress:
         battles = judge_pairs(
-            to_judge, judge=judge, out_dir=out, orders=chosen_orders, seed=seed,
-            retries=retries, max_tokens=max_tokens, cache=cache, workers=workers,
+            to_judge,
+            judge=judge,
+            out_dir=out,
+            orders=chosen_orders,
+            seed=seed,
+            retries=retries,
+            max_tokens=max_tokens,
+            cache=cache,
+            workers=workers,
             on_battle=lambda _b: progress.advance(progress.task_ids[0]),
         )
-    _show_leaderboard(console, battles, out, reference_name=reference_name, rounds=rounds,
-                      seed=seed)
+    _show_leaderboard(
+        console, battles, out, reference_name=reference_name, rounds=rounds, seed=seed
+    )
 
 
 def _show_leaderboard(
-    console: Console, battles: list[Battle], out: Path, *, reference_name: str, rounds: int,
+    console: Console,
+    battles: list[Battle],
+    out: Path,
+    *,
+    reference_name: str,
+    rounds: int,
     seed: int,
 ) -> None:
     try:
@@ -204,8 +230,10 @@ def _print_board(console: Console, board: Leaderboard, out: Path) -> None:
     for reason, count in board.unscored_reasons.items():
         console.print(f"[yellow]{count} unscored[/yellow] — {reason}")
     if board.flip_rate is not None:
-        console.print(f"orders disagreed on {board.flips}/{board.both_orders} pairs "
-                      f"(flip rate {board.flip_rate:.3f})")
+        console.print(
+            f"orders disagreed on {board.flips}/{board.both_orders} pairs "
+            f"(flip rate {board.flip_rate:.3f})"
+        )
     written = write_leaderboard(board, out)
     console.print(f"written: {', '.join(str(p) for p in written)}")
 
@@ -259,8 +287,15 @@ def agreement_command(
     with _progress(console, "judging", total) as progress:
         try:
             report = measure_agreement(
-                pairs, judge=judge, out_dir=out, orders=chosen_orders, limit=limit, seed=seed,
-                retries=retries, max_tokens=max_tokens, cache=cache,
+                pairs,
+                judge=judge,
+                out_dir=out,
+                orders=chosen_orders,
+                limit=limit,
+                seed=seed,
+                retries=retries,
+                max_tokens=max_tokens,
+                cache=cache,
                 on_battle=lambda _b: progress.advance(progress.task_ids[0]),
             )
         except ValueError as exc:

@@ -45,10 +45,13 @@ class LocalJudge:
                 raise JudgeError(f"no GGUF file at {path}")
             self._model_name = path.stem
         self.model_path = path
+        # RAGMETER_THREADS lets a user leave cores to other work: llama.cpp's threads wait for
+        # each other at every step, so sharing cores with another busy process is very slow.
+        threads = n_threads or int(os.environ.get("RAGMETER_THREADS", "0")) or os.cpu_count() or 2
         self._llm = Llama(
             model_path=str(path),
             n_ctx=n_ctx,
-            n_threads=n_threads or os.cpu_count() or 2,
+            n_threads=threads,
             seed=seed,
             verbose=False,
         )

@@ -1,0 +1,397 @@
+"""``ragmeter attribution ...``: KaLMA's retrieval, attributed generation, scoring, question
+evolution and experiments. Each command writes JSONL records as it goes (rerun with the same
+``--out`` to resume) and prints the paper-style tables."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ragmeter.attribution.benchmark import (
+    BenchmarkItem,
+    build_benchmark,
+    load_benchmark,
+    store_graph,
+    usable,
+)
+from ragmeter.attribution.experiments import (
+    EXPERIMENTS,
+    GENERATIONS_FILE,
+    SCORES_FILE,
+    ConditionRun,
+    ScoreOptions,
+    experiment_conditions,
+    run_conditions,
+    run_retrieval,
+    score_answers,
+)
+from ragmeter.attribution.graph import GraphError, KnowledgeGraph, load_graph
+from ragmeter.attribution.records import Condition, GenerationRecord, RecordLog, ScoreRecord
+from ragmeter.attribution.report import (
+    citation_table,
+    notes,
+    percent,
+    quality_table,
+    summarize,
+)
+from ragmeter.attribution.retrieval import ENTITY_TYPES, RetrievalError, recognizer_by_name
+from ragmeter.judges.base import Judge
+from ragmeter.judges.cache import CachedJudge, CallCache
+from ragmeter.judges.registry import get_judge
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+console = Console()
+
+Benchmark = Annotated[
+    Path, typer.Argument(help="Benchmark JSONL: our items (from 'evolve') or BioKaLMA rows.")
+]
+JudgeSpec = Annotated[str, typer.Option(help="Judge: 'local', 'openai:MODEL', 'fake:FILE'.")]
+GeneratorSpec = Annotated[
+    str | None, typer.Option(help="Model that writes the answers. [default: the judge]")
+]
+Out = Annotated[Path | None, typer.Option(help="Results folder; rerun with it to resume.")]
+Limit = Annotated[int | None, typer.Option("--limit", "--n", help="Use the first N questions.")]
+Seed = Annotated[int, typer.Option(help="Seed for every random choice (samples, removals).")]
+Field = Annotated[str, typer.Option(help="BioKaLMA question field to use.")]
+Cache = Annotated[bool, typer.Option(help="Reuse cached judge calls.")]
+Retries = Annotated[int, typer.Option(help="Further attempts per judge call.")]
+GraphOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--graph", help="Graph store to retrieve from. [default: all the benchmark's graphs]"
+    ),
+]
+RecognizerOption = Annotated[
+    str, typer.Option(help="'spacy' (NER, needs the 'attribution' extra) or 'names'.")
+]
+
+
+def _fail(message: str) -> typer.Exit:
+    console.print(f"[red]error:[/red] {message}")
+    return typer.Exit(2)
+
+
+def _items(path: Path, field: str, limit: int | None) -> list[BenchmarkItem]:
+    try:
+        items = usable(load_benchmark(path, field=field))
+    except (GraphError, OSError, ValueError) as exc:
+        raise _fail(str(exc)) from exc
+    return items[:limit] if limit else items
+
+
+def _store(graph: Path | None, benchmark: Path, field: str) -> KnowledgeGraph:
+    try:
+        return load_graph(graph) if graph else store_graph(load_benchmark(benchmark, field=field))
+    except (GraphError, OSError, ValueError) as exc:
+        raise _fail(str(exc)) from exc
+
+
+def _judges(judge: str, generator: str | None, cache: bool) -> tuple[Judge, Judge]:
+    """(generator, judge); one model instance when both specs are the same (a local model is
+    loaded once)."""
+    try:
+        judge_model = get_judge(judge)
+        generator_model = judge_model if generator in (None, judge) else get_judge(generator)
+    except Exception as exc:  # a provider can fail in many ways; all end the command
+        raise _fail(f"cannot start the judge: {exc}") from exc
+    if cache:
+        calls = CallCache()
+        wrapped = CachedJudge(judge_model, calls)
+        other = wrapped if generator_model is judge_model else CachedJudge(generator_model, calls)
+        return other, wrapped
+    return generator_model, judge_model
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    )
+
+
+def _print_runs(runs: list[ConditionRun], title: str, out_dir: Path) -> None:
+    """Print the tables and write them as ``summary.json`` beside the records."""
+    rows = [summarize(r.condition.name, r.generations, r.scores, dict(r.skipped)) for r in runs]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "summary.json").write_text(
+        json.dumps([row.model_dump() for row in rows], indent=2, ensure_ascii=False)
+    )
+    # Piped or captured output gets room for the wide tables instead of rich's 80 columns.
+    wide = console if console.is_terminal else Console(width=160)
+    wide.print(citation_table(rows, title=f"{title}: citation quality (%)"))
+    wide.print(quality_table(rows, title=f"{title}: text quality (1-5) and cost"))
+    for row in rows:
+        for line in notes(row):
+            console.print(f"[yellow]{line}[/yellow]")
+
+
+@app.command("retrieve")
+def retrieve_command(
+    benchmark: Benchmark,
+    graph: GraphOption = None,
+    recognizer: RecognizerOption = "spacy",
+    type_filter: Annotated[
+        bool, typer.Option(help="Match NER labels to entity types (PERSON -> human).")
+    ] = True,
+    field: Field = "question_complex",
+    limit: Limit = None,
+    out: Out = None,
+) -> None:
+    """Retrieve each question's sub-graphs and report retrieval accuracy against gold graphs."""
+    items = _items(benchmark, field, limit)
+    store = _store(graph, benchmark, field)
+    out_dir = out or Path("runs") / f"kalma-{benchmark.stem}"
+    try:
+        results, accuracy = run_retrieval(
+            items,
+            store,
+            recognizer_by_name(recognizer, store),
+            out_dir=out_dir,
+            types=ENTITY_TYPES if type_filter else {},
+        )
+    except (RetrievalError, ValueError) as exc:
+        raise _fail(str(exc)) from exc
+    table = Table(title=f"retrieval over {len(store)} entities ({recognizer})")
+    for column in ("questions", "accuracy", "precision", "exact set", "no entity found"):
+        table.add_column(column, justify="right")
+    table.add_row(
+        str(accuracy.scored),
+        percent(accuracy.accuracy),
+        percent(accuracy.precision),
+        percent(accuracy.exact),
+        str(sum(not r.selected for r in results)),
+    )
+    console.print(table)
+    for reason, count in accuracy.unscored.items():
+        console.print(f"[yellow]{count} unscored — {reason}[/yellow]")
+    console.print(f"per-question results in {out_dir}/")
+
+
+@app.command("generate")
+def generate_command(
+    benchmark: Benchmark,
+    retrieval: Annotated[
+        str, typer.Option(help="'gold' graphs, or 'retrieve' them from the store.")
+    ] = "gold",
+    removed: Annotated[int, typer.Option(help="Minimum-set triples to remove.")] = 0,
+    graph: GraphOption = None,
+    recognizer: RecognizerOption = "spacy",
+    judge: JudgeSpec = "local",
+    generator: GeneratorSpec = None,
+    field: Field = "question_complex",
+    limit: Limit = None,
+    out: Out = None,
+    seed: Seed = 0,
+    max_tokens: Annotated[int, typer.Option(help="Token limit of one answer.")] = 768,
+    retries: Retries = 2,
+    cache: Cache = True,
+) -> None:
+    """Write an attributed answer per question; prints the judge-free citation metrics."""
+    if retrieval not in {"gold", "retrieve"}:
+        raise _fail("--retrieval is 'gold' or 'retrieve'")
+    items = _items(benchmark, field, limit)
+    store = _store(graph, benchmark, field) if retrieval == "retrieve" else None
+    out_dir = out or Path("runs") / f"kalma-{benchmark.stem}"
+    name = f"{retrieval}, removed {removed}"
+    condition = Condition(name=name, removed=removed, retrieval=retrieval)
+    writer, _ = _judges(generator or judge, None, cache)
+    with _progress() as progress:
+        task = progress.add_task("generating", total=len(items))
+        try:
+            runs = run_conditions(
+                items,
+                [(condition, ScoreOptions())],
+                generator=writer,
+                judge=None,
+                out_dir=out_dir,
+                store=store,
+                recognizer=recognizer_by_name(recognizer, store) if store else None,
+                seed=seed,
+                retries=retries,
+                max_tokens=max_tokens,
+                on_generation=lambda _: progress.advance(task),
+            )
+        except (RetrievalError, ValueError) as exc:
+            raise _fail(str(exc)) from exc
+    _print_runs(runs, f"{benchmark.name} ({writer.name})", out_dir)
+    console.print(
+        f"answers in {out_dir / GENERATIONS_FILE}; judge them with "
+        f"'ragmeter attribution score {out_dir}'"
+    )
+
+
+@app.command("score")
+def score_command(
+    run: Annotated[Path, typer.Argument(help=f"Folder holding {GENERATIONS_FILE}.")],
+    judge: JudgeSpec = "local",
+    limit: Limit = None,
+    alignment: Annotated[bool, typer.Option(help="Text-citation alignment.")] = True,
+    na: Annotated[bool, typer.Option(help="[NA] precision/recall (removed knowledge).")] = True,
+    quality: Annotated[bool, typer.Option(help="G-Eval text quality.")] = True,
+    retries: Retries = 2,
+    cache: Cache = True,
+) -> None:
+    """Judge generated answers: alignment, [NA] and text quality, beside citation quality."""
+    path = run / GENERATIONS_FILE
+    if not path.is_file():
+        raise _fail(f"no {GENERATIONS_FILE} in {run}; run 'ragmeter attribution generate' first")
+    by_condition: dict[str, list[GenerationRecord]] = {}
+    for record in RecordLog(path, GenerationRecord):
+        by_condition.setdefault(record.condition.name, []).append(record)
+    _, judge_model = _judges(judge, None, cache)
+    log = RecordLog(run / SCORES_FILE, ScoreRecord)
+    options = ScoreOptions(alignment=alignment, na=na, quality=quality)
+    runs = []
+    with _progress() as progress:
+        for name, records in by_condition.items():
+            records = records[:limit] if limit else records
+            task = progress.add_task(
+                f"judging {name}", total=sum(r.answer is not None for r in records)
+            )
+            scores = score_answers(
+                records,
+                judge_model,
+                log,
+                options,
+                retries=retries,
+                on_record=lambda _, t=task: progress.advance(t),
+            )
+            runs.append(ConditionRun(records[0].condition, records, scores, Counter()))
+    _print_runs(runs, f"{run.name} (judge {judge_model.name})", run)
+    console.print(f"scores in {run / SCORES_FILE}")
+
+
+@app.command("evolve")
+def evolve_command(
+    data: Annotated[
+        Path,
+        typer.Argument(
+            help="BioKaLMA JSONL (read in place, never copied) or our items with entities."
+        ),
+    ],
+    judge: JudgeSpec = "local",
+    limit: Annotated[int, typer.Option("--limit", "--n", help="Questions to evolve.")] = 50,
+    rounds: Annotated[int, typer.Option(help="Rounds, the first without injection.")] = 6,
+    seed: Seed = 0,
+    out: Out = None,
+    retries: Retries = 2,
+    cache: Cache = True,
+) -> None:
+    """Evolve questions with minimum knowledge sets (one injected triple per round)."""
+    out_dir = out or Path("runs") / f"kalma-evolved-{data.stem}"
+    target = out_dir / "benchmark.jsonl"
+    writer, _ = _judges(judge, None, cache)
+    with _progress() as progress:
+        task = progress.add_task("evolving", total=limit)
+        try:
+            items = build_benchmark(
+                data,
+                target,
+                writer,
+                n=limit,
+                seed=seed,
+                rounds=rounds,
+                retries=retries,
+                on_item=lambda _: progress.advance(task),
+            )
+        except (GraphError, OSError, ValueError) as exc:
+            raise _fail(str(exc)) from exc
+    stopped = Counter(i.evolution.stopped for i in items if i.evolution and i.evolution.stopped)
+    sizes = [len(i.minimum or []) for i in usable(items)]
+    n = len(items) or 1
+    table = Table(title=f"evolved questions ({writer.name})")
+    for column in (
+        "questions",
+        "usable",
+        "complete",
+        "mean minimum set",
+        "s/question",
+        "calls/q",
+        "tokens in/q",
+        "tokens out/q",
+    ):
+        table.add_column(column, justify="right")
+    table.add_row(
+        str(len(items)),
+        str(len(sizes)),
+        str(len(items) - sum(stopped.values())),
+        f"{sum(sizes) / len(sizes):.2f}" if sizes else "—",
+        f"{sum(i.seconds for i in items) / n:.1f}",
+        f"{sum(i.usage.model_calls for i in items) / n:.1f}",
+        f"{sum(i.usage.prompt_tokens for i in items) / n:.0f}",
+        f"{sum(i.usage.completion_tokens for i in items) / n:.0f}",
+    )
+    console.print(table)
+    for reason, count in stopped.items():
+        console.print(f"[yellow]{count} stopped early — {reason}[/yellow]")
+    console.print(f"benchmark in {target}")
+
+
+@app.command("experiment")
+def experiment_command(
+    benchmark: Benchmark,
+    kind: Annotated[str, typer.Option(help=f"One of: {', '.join(EXPERIMENTS)}.")] = "all",
+    retrieval: Annotated[
+        str, typer.Option(help="'gold' graphs, or 'retrieve' them from the store.")
+    ] = "gold",
+    graph: GraphOption = None,
+    recognizer: RecognizerOption = "spacy",
+    judge: JudgeSpec = "local",
+    generator: GeneratorSpec = None,
+    field: Field = "question_complex",
+    limit: Limit = None,
+    out: Out = None,
+    seed: Seed = 0,
+    quality: Annotated[
+        bool, typer.Option(help="G-Eval text quality on the main condition.")
+    ] = True,
+    full: Annotated[bool, typer.Option(help="Alignment under every condition.")] = False,
+    max_tokens: Annotated[int, typer.Option(help="Token limit of one answer.")] = 768,
+    retries: Retries = 2,
+    cache: Cache = True,
+) -> None:
+    """Run a paper experiment: main, incompetence (remove 0-3 triples), retrieval (accuracy
+    100-20%), or all of them."""
+    try:
+        conditions = experiment_conditions(kind, retrieval, quality=quality, full=full)
+    except ValueError as exc:
+        raise _fail(str(exc)) from exc
+    items = _items(benchmark, field, limit)
+    store = _store(graph, benchmark, field)
+    out_dir = out or Path("runs") / f"kalma-{benchmark.stem}"
+    writer, judge_model = _judges(judge, generator, cache)
+    total = len(items) * len(conditions)
+    with _progress() as progress:
+        generating = progress.add_task("generating", total=total)
+        judging = progress.add_task("judging", total=total)
+        try:
+            runs = run_conditions(
+                items,
+                conditions,
+                generator=writer,
+                judge=judge_model,
+                out_dir=out_dir,
+                store=store,
+                recognizer=recognizer_by_name(recognizer, store)
+                if retrieval == "retrieve"
+                else None,
+                seed=seed,
+                retries=retries,
+                max_tokens=max_tokens,
+                on_generation=lambda _: progress.advance(generating),
+                on_score=lambda _: progress.advance(judging),
+            )
+        except (RetrievalError, ValueError) as exc:
+            raise _fail(str(exc)) from exc
+    _print_runs(runs, f"{benchmark.name} ({writer.name} / judge {judge_model.name})", out_dir)
+    console.print(f"records in {out_dir}/")

@@ -1,0 +1,184 @@
+"""``ragmeter arena`` end to end on the example arena, with a scripted judge registered through
+the real judge registry."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragmeter.cli.main import app
+from ragmeter.judges import registry
+from ragmeter.judges.base import ChatRequest
+from ragmeter.judges.fake import FakeJudge
+
+EXAMPLE = Path(__file__).parent.parent / "examples" / "arena"
+SYSTEMS = ("careful", "brief", "sloppy")
+runner = CliRunner()
+
+
+def _quality() -> dict[str, int]:
+    """Answer text -> how good the example says it is: the reference and 'careful' are equally
+    good, then 'brief', then 'sloppy'."""
+    scores = {}
+    for line in (EXAMPLE / "questions.jsonl").read_text().splitlines():
+        scores[json.loads(line)["reference"]] = 3
+    for system, score in zip(SYSTEMS, (3, 2, 1), strict=True):
+        for line in (EXAMPLE / "answers" / f"{system}.jsonl").read_text().splitlines():
+            scores[json.loads(line)["answer"]] = score
+    return scores
+
+
+def respond(request: ChatRequest) -> str:
+    text = request.messages[-1].content
+    if "Based on the passages" in request.messages[0].content:
+        first = re.search(r"<passage 1>\n(.*?)\n</passage 1>", text, re.S)
+        answer = first[1] if first else "I couldn't find an answer."
+        return json.dumps({"thinking": "Passage 1.", "answer": answer})
+    quality = _quality()
+    one, two = (quality.get(m[1], 0) for m in re.finditer(r"<answer \d>\n(.*?)\n</answer", text,
+                                                         re.S))
+    return json.dumps({"reasoning": "scripted", "rating": 0 if one == two else 1 if one > two
+                       else 2})
+
+
+def create_judge(model: str = "", **_: object) -> FakeJudge:
+    return FakeJudge(responder=respond, model="example-quality")
+
+
+def create_broken_judge(model: str = "", **_: object) -> FakeJudge:
+    """The same judge by name, but every call fails: only stored judgements can be used."""
+    return FakeJudge(model="example-quality")
+
+
+@pytest.fixture
+def quality_judge(monkeypatch, no_user_cache):
+    """Register the scripted judge as ``quality`` (and its failing twin), as plugins would be."""
+    monkeypatch.setitem(registry._BUILTIN_JUDGES, "quality", f"{__name__}:create_judge")
+    monkeypatch.setitem(registry._BUILTIN_JUDGES, "broken", f"{__name__}:create_broken_judge")
+
+
+def answers_args() -> list[str]:
+    return [arg for s in SYSTEMS for arg in ("--answers", str(EXAMPLE / "answers" / f"{s}.jsonl"))]
+
+
+def test_judge_then_leaderboard_on_the_example(tmp_path, quality_judge):
+    out = tmp_path / "arena"
+    args = ["arena", "judge", str(EXAMPLE / "questions.jsonl"), *answers_args(),
+            "--design", "both", "--per-domain", "2", "--judge", "quality", "--out", str(out),
+            "--rounds", "200"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    battles = [json.loads(line) for line in (out / "battles.jsonl").read_text().splitlines()]
+    # 3 systems x 6 questions against the reference, + 2 domains x 2 questions x 3 system pairs.
+    assert len(battles) == 18 + 12
+    assert all(b["flipped"] is False for b in battles)  # a consistent judge never flips
+    rows = {r["system"]: r for r in csv.DictReader((out / "leaderboard.csv").open())}
+    order = list(rows)
+    assert set(order[:2]) == {"reference", "careful"} and order[2:] == ["brief", "sloppy"]
+    # careful: 6 ties with the reference, and 8 wins over brief and sloppy on 4 sampled questions.
+    assert (rows["careful"]["wins"], rows["careful"]["ties"], rows["careful"]["losses"]) == (
+        "8.0", "6.0", "0.0"
+    )
+    # brief: loses 6 to the reference and 4 to careful, beats sloppy 4 times.
+    assert (rows["brief"]["wins"], rows["brief"]["losses"], rows["brief"]["battles"]) == (
+        "4.0", "10.0", "14"
+    )
+    assert float(rows["careful"]["win"]) == 0.0 and float(rows["careful"]["win_tie"]) == 1.0
+    assert float(rows["sloppy"]["no_answer"]) == pytest.approx(2 / 6)
+    assert float(rows["reference"]["no_answer"]) == 0.0
+    assert "RAG-QA arena" in result.output and "by domain" in result.output
+
+    # Rerun with a judge that fails on every call: the run resumes from the folder.
+    again = runner.invoke(app, [*args[:-6], "--judge", "broken", "--out", str(out), "--rounds",
+                                "200", "--no-cache"])
+    assert again.exit_code == 0, again.output
+    assert "unscored" not in again.output
+    assert [json.loads(line)["verdict"] for line in (out / "battles.jsonl").read_text()
+            .splitlines()] == [b["verdict"] for b in battles]
+
+    board = runner.invoke(app, ["arena", "leaderboard", str(out), "--anchor", "reference",
+                                "--rounds", "100"])
+    assert board.exit_code == 0, board.output
+    saved = json.loads((out / "leaderboard.json").read_text())
+    ratings = {r["system"]: r["rating"] for r in saved["systems"]}
+    assert ratings["reference"] == pytest.approx(1000.0)
+    assert ratings["careful"] > ratings["brief"] > ratings["sloppy"]
+    assert saved["anchor"] == "reference" and saved["rounds"] == 100
+
+
+def test_generate_writes_an_answers_file_the_judge_reads(tmp_path, quality_judge):
+    pytest.importorskip("bm25s", reason="BM25 retrieval needs the 'arena' extra")
+    answers = tmp_path / "bm25.jsonl"
+    result = runner.invoke(app, ["arena", "generate", str(EXAMPLE / "questions.jsonl"),
+                                 "--corpus", str(EXAMPLE / "corpus.jsonl"), "--judge", "quality",
+                                 "--system", "bm25-first-passage", "--out", str(answers),
+                                 "--limit", "3"])
+    assert result.exit_code == 0, result.output
+    assert "3 answers by bm25-first-passage" in result.output
+    lines = [json.loads(line) for line in answers.read_text().splitlines()]
+    assert [a["system"] for a in lines] == ["bm25-first-passage"] * 3
+    assert all(a["passages"] and a["answer"] for a in lines)
+
+    judged = runner.invoke(app, ["arena", "judge", str(EXAMPLE / "questions.jsonl"),
+                                 "--answers", f"first={answers}", "--judge", "quality",
+                                 "--out", str(tmp_path / "run"), "--rounds", "50",
+                                 "--orders", "random"])
+    assert judged.exit_code == 0, judged.output
+    battles = [json.loads(line) for line in (tmp_path / "run/battles.jsonl").read_text()
+               .splitlines()]
+    assert len(battles) == 3 and {b["system_a"] for b in battles} == {"first"}
+    assert all(len(b["orders"]) == 1 for b in battles)
+
+
+def test_agreement_command_prints_kappa_pearson_accuracy_and_flips(tmp_path, quality_judge):
+    reference = json.loads((EXAMPLE / "questions.jsonl").read_text().splitlines()[0])
+    careful = json.loads((EXAMPLE / "answers/careful.jsonl").read_text().splitlines()[0])
+    sloppy = json.loads((EXAMPLE / "answers/sloppy.jsonl").read_text().splitlines()[0])
+    rows = [
+        {"question": reference["question"], "answer_a": careful["answer"],
+         "answer_b": sloppy["answer"], "label": -1},
+        {"question": reference["question"], "answer_a": sloppy["answer"],
+         "answer_b": careful["answer"], "label": 1},
+        {"question": reference["question"], "answer_a": sloppy["answer"],
+         "answer_b": careful["answer"], "label": -1},  # a human who disagrees
+    ]
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = runner.invoke(app, ["arena", "agreement", str(pairs), "--judge", "quality",
+                                 "--out", str(tmp_path / "agree")])
+    assert result.exit_code == 0, result.output
+    assert "Cohen" in result.output and "flip rate 0.000" in result.output
+    report = json.loads((tmp_path / "agree/agreement.json").read_text())
+    assert report["verdict"]["accuracy"] == pytest.approx(2 / 3)
+    assert report["verdict"]["pairs"] == 3 and report["flips"] == 0
+
+
+def test_judge_without_input_is_a_clear_error(tmp_path, quality_judge):
+    result = runner.invoke(app, ["arena", "judge", "--judge", "quality", "--out", str(tmp_path)])
+    assert result.exit_code == 2 and "give QUESTIONS with --answers, or --pairs" in result.output
+    bad = runner.invoke(app, ["arena", "judge", "--pairs", str(tmp_path / "missing.jsonl")])
+    assert bad.exit_code == 2 and "no such file" in bad.output
+
+
+def test_judge_reads_a_pairs_file_with_system_names(tmp_path, quality_judge):
+    careful = [json.loads(line)["answer"] for line in
+               (EXAMPLE / "answers/careful.jsonl").read_text().splitlines()]
+    sloppy = [json.loads(line)["answer"] for line in
+              (EXAMPLE / "answers/sloppy.jsonl").read_text().splitlines()]
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(
+        json.dumps({"question": f"q{i}", "answer_a": s, "answer_b": c, "system_a": "sloppy",
+                    "system_b": "careful"}) + "\n"
+        for i, (c, s) in enumerate(zip(careful, sloppy, strict=True))
+    ))
+    result = runner.invoke(app, ["arena", "judge", "--pairs", str(pairs), "--judge", "quality",
+                                 "--out", str(tmp_path / "run"), "--rounds", "50"])
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader((tmp_path / "run/leaderboard.csv").open()))
+    assert [(r["system"], r["wins"]) for r in rows] == [("careful", "6.0"), ("sloppy", "0.0")]
+    assert rows[1]["no_answer"] == str(2 / 6)
