@@ -29,8 +29,10 @@ def prompt_name(request: ChatRequest) -> str:
 
 def yes_no(p_yes: float) -> ChatResponse:
     """A one-token reply whose alternatives give P(yes) = p_yes, as a local judge returns it."""
-    top = {"Yes": math.log(p_yes) if p_yes else -100.0,
-           "No": math.log(1 - p_yes) if p_yes < 1 else -100.0}
+    top = {
+        "Yes": math.log(p_yes) if p_yes else -100.0,
+        "No": math.log(1 - p_yes) if p_yes < 1 else -100.0,
+    }
     first = max(top, key=top.__getitem__)
     return ChatResponse(
         text=first,

@@ -44,8 +44,10 @@ def test_calibration_picks_the_best_macro_f1_nearest_one_half():
 
 
 def test_unscored_claims_count_as_wrong():
-    rows = [Verdict(id="a", label=True, p_supported=None, unscored_reason="x"),
-            Verdict(id="b", label=False, p_supported=0.1)]
+    rows = [
+        Verdict(id="a", label=True, p_supported=None, unscored_reason="x"),
+        Verdict(id="b", label=False, p_supported=0.1),
+    ]
     result = classify(rows)
     assert (result.accuracy, result.unscored) == (0.5, 1)
 
@@ -53,11 +55,20 @@ def test_unscored_claims_count_as_wrong():
 def test_loader_and_verifier_show_question_and_cut_long_references(tmp_path):
     path = tmp_path / "ab.jsonl"
     rows = [
-        {"id": "1", "question": "who walked on the moon first", "claim": "Neil Armstrong",
-         "references": ["Neil Armstrong was the first person to walk on the Moon."],
-         "attribution_label": "attributable"},
-        {"id": "2", "question": "q", "claim": "c", "references": ["x" * (MAX_REFERENCE_CHARS + 5)],
-         "attribution_label": "not attributable"},
+        {
+            "id": "1",
+            "question": "who walked on the moon first",
+            "claim": "Neil Armstrong",
+            "references": ["Neil Armstrong was the first person to walk on the Moon."],
+            "attribution_label": "attributable",
+        },
+        {
+            "id": "2",
+            "question": "q",
+            "claim": "c",
+            "references": ["x" * (MAX_REFERENCE_CHARS + 5)],
+            "attribution_label": "not attributable",
+        },
     ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     claims = load_attribution(path)

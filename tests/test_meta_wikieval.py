@@ -29,9 +29,7 @@ def test_rows_become_three_pairs_sharing_the_good_sample(tmp_path):
     path = tmp_path / "w.jsonl"
     path.write_text(json.dumps(ROW) + "\n")
     pairs = load_wikieval(path)
-    assert [p.dimension for p in pairs] == [
-        "faithfulness", "answer_relevance", "context_relevance"
-    ]
+    assert [p.dimension for p in pairs] == ["faithfulness", "answer_relevance", "context_relevance"]
     assert pairs[0].rejected.answer == "Bob founded Acme."
     assert pairs[1].rejected.answer == "Acme makes anvils."
     assert pairs[2].rejected.contexts == ROW["context_v2"]
@@ -40,8 +38,14 @@ def test_rows_become_three_pairs_sharing_the_good_sample(tmp_path):
 
 def test_pair_records_load_too(tmp_path):
     path = tmp_path / "p.jsonl"
-    record = {"id": 1, "dimension": "context_relevance", "question": "Q?", "answer": "A.",
-              "preferred": ["short"], "rejected": ["short", "long"]}
+    record = {
+        "id": 1,
+        "dimension": "context_relevance",
+        "question": "Q?",
+        "answer": "A.",
+        "preferred": ["short"],
+        "rejected": ["short", "long"],
+    }
     path.write_text(json.dumps(record) + "\n")
     (pair,) = load_wikieval(path)
     assert pair.preferred.contexts == ["short"] and pair.rejected.answer == "A."
@@ -52,11 +56,20 @@ def test_pair_records_load_too(tmp_path):
 
 def test_ties_count_half_and_unscored_pairs_count_as_ties():
     assert (compare(0.9, 0.1), compare(0.1, 0.9), compare(0.5, 0.5), compare(None, 1)) == (
-        1.0, 0.0, 0.5, None
+        1.0,
+        0.0,
+        0.5,
+        None,
     )
     outcomes = [
-        PairOutcome(pair_id=str(i), dimension="d", method="m", preferred_value=None,
-                    rejected_value=None, outcome=o)
+        PairOutcome(
+            pair_id=str(i),
+            dimension="d",
+            method="m",
+            preferred_value=None,
+            rejected_value=None,
+            outcome=o,
+        )
         for i, o in enumerate([1.0, 1.0, 0.5, 0.0, None])
     ]
     result = agreement("m", "d", outcomes)
@@ -89,8 +102,11 @@ def test_run_wikieval_counts_agreement_for_each_method(tmp_path):
     path = tmp_path / "w.jsonl"
     path.write_text(json.dumps(ROW) + "\n" + json.dumps(ROW | {"id": 8}) + "\n")
     report = run_wikieval(
-        load_wikieval(path), judge=FakeJudge(responder=judge_for_wikieval),
-        embedder=HashingEmbedder(), out_dir=tmp_path / "out", cache=False,
+        load_wikieval(path),
+        judge=FakeJudge(responder=judge_for_wikieval),
+        embedder=HashingEmbedder(),
+        out_dir=tmp_path / "out",
+        cache=False,
     )
     table = {(a.method, a.dimension): a for a in report.agreements}
     for dimension in ("faithfulness", "answer_relevance", "context_relevance"):
@@ -99,10 +115,12 @@ def test_run_wikieval_counts_agreement_for_each_method(tmp_path):
         assert table["GPT Score", dimension].accuracy == 0.5
         assert table["GPT Score", dimension].ties == 2
         assert table["GPT Ranking", dimension].accuracy == 0.5
-    faith = [o for o in report.outcomes if o.method == "ragmeter" and
-             o.dimension == "faithfulness"][0]
+    faith = next(
+        o for o in report.outcomes if o.method == "ragmeter" and o.dimension == "faithfulness"
+    )
     assert (faith.preferred_value, faith.rejected_value) == pytest.approx((0.9, 0.2))
     # context_v1 has 2 sentences (0.9 + 0.1) / 2; context_v2 has 4: (0.9 + 3 * 0.1) / 4
-    cr = [o for o in report.outcomes if o.method == "ragmeter" and
-          o.dimension == "context_relevance"][0]
+    cr = next(
+        o for o in report.outcomes if o.method == "ragmeter" and o.dimension == "context_relevance"
+    )
     assert (cr.preferred_value, cr.rejected_value) == pytest.approx((0.5, 0.3))

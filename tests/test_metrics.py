@@ -103,7 +103,9 @@ def test_hashing_embedder_cosines_are_word_overlap():
 def test_answer_relevance_is_mean_cosine():
     reply = {"questions": ["alpha beta", "alpha gamma", "delta epsilon"], "noncommittal": False}
     judge = FakeJudge([json.dumps(reply)])
-    score = AnswerRelevance(completeness=False).score(SAMPLE, JudgeSession(judge, HashingEmbedder()))
+    score = AnswerRelevance(completeness=False).score(
+        SAMPLE, JudgeSession(judge, HashingEmbedder())
+    )
     # cosines with "alpha beta": 1, 1/2, 0 -> mean 1/2
     assert score.value == pytest.approx(0.5)
     sims = [q["similarity"] for q in score.explanation["generated_questions"]]
