@@ -1,6 +1,6 @@
-"""``ragmeter attribution ...``: KaLMA's retrieval, attributed generation, scoring, question
-evolution and experiments. Each command writes JSONL records as it goes (rerun with the same
-``--out`` to resume) and prints the paper-style tables."""
+"""KaLMA attribution: knowledge-graph retrieval, attributed generation, scoring, question
+evolution and experiments. Each command writes records as it goes (rerun with the same --out to
+resume) and prints the paper-style tables."""
 
 from __future__ import annotations
 

@@ -1,11 +1,12 @@
-"""``ragmeter meta``: agreement of ragmeter's judgments with human judgments."""
+"""ragmeter meta: agreement of ragmeter's judgments with human judgments."""
 
 from __future__ import annotations
 
 import json
+import random
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 from rich.console import Console
@@ -19,6 +20,8 @@ from ragmeter.meta.attribution import (
 )
 from ragmeter.meta.wikieval import DIMENSIONS, METHODS, PAPER_TABLE_4, load_wikieval, run_wikieval
 from ragmeter.metrics import metric_by_name, parse_metric_options
+
+T = TypeVar("T")
 
 app = typer.Typer(no_args_is_help=True, help=__doc__)
 
@@ -105,6 +108,15 @@ def wikieval_command(
     console.print(f"per-pair details in {out / 'pairs.jsonl'}")
 
 
+def _subsample(rows: list[T], limit: int | None, seed: int = 0) -> list[T]:
+    """A seeded random subset in file order: the files are grouped by source data set, so the
+    first N rows would measure one source only."""
+    if limit is None or limit >= len(rows):
+        return rows
+    keep = sorted(random.Random(seed).sample(range(len(rows)), limit))
+    return [rows[i] for i in keep]
+
+
 @app.command("attribution")
 def attribution_command(
     path: Annotated[Path, typer.Argument(help="AttributionBench-format JSONL (the test set).")],
@@ -118,7 +130,10 @@ def attribution_command(
     with_question: Annotated[
         bool, typer.Option(help="Show the question with the claim (short claims need it).")
     ] = True,
-    limit: Annotated[int | None, typer.Option(help="Only the first N rows.")] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(help="A seeded random sample of N rows (files are sorted by source)."),
+    ] = None,
     out: Annotated[Path, typer.Option(help="Results folder; rerun to resume.")] = Path(
         "runs/meta-attribution"
     ),
@@ -126,9 +141,9 @@ def attribution_command(
 ) -> None:
     """Accuracy and macro-F1 of the faithfulness statement verifier on human attribution labels."""
     console = Console()
-    claims = load_attribution(path)[:limit]
+    claims = _subsample(load_attribution(path), limit)
     if calibrate is not None:
-        dev = load_attribution(calibrate)[:calibrate_limit]
+        dev = _subsample(load_attribution(calibrate), calibrate_limit)
         with console.status(f"calibrating on {len(dev)} development rows"):
             dev_verdicts = verify_claims(
                 dev, judge, with_question=with_question, out_dir=out / "dev", cache=cache
