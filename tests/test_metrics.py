@@ -240,3 +240,11 @@ def test_prompt_versions_change_with_configuration():
     assert Faithfulness().version == Faithfulness().version
     assert Faithfulness().version != Faithfulness(verdicts="generate").version
     assert ContextRelevance().version != ContextRelevance(soft=False).version
+
+
+def test_repeated_statements_are_verified_once():
+    repeated = json.dumps({"statements": ["Paris is in France.", "Paris is in France.", "X."]})
+    judge = FakeJudge([repeated, yes_no(1.0), yes_no(0.0)])
+    score = Faithfulness().score(SAMPLE, JudgeSession(judge))
+    assert score.value == pytest.approx(1 / 2)
+    assert len(judge.history) == 3

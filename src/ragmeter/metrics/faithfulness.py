@@ -143,7 +143,8 @@ class Faithfulness(Metric):
         statements = session.ask(
             STATEMENTS, {"question": sample.question, "answer": sample.answer}, max_tokens=768
         ).statements
-        statements = [s.strip() for s in statements if s.strip()]
+        # A small judge sometimes repeats a statement; verifying it twice would weight it twice.
+        statements = list(dict.fromkeys(s.strip() for s in statements if s.strip()))
         if not statements:
             raise Unscorable("the answer yields no statements to verify")
         if self.verdicts == "logprob":
