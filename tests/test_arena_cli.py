@@ -40,10 +40,12 @@ def respond(request: ChatRequest) -> str:
         answer = first[1] if first else "I couldn't find an answer."
         return json.dumps({"thinking": "Passage 1.", "answer": answer})
     quality = _quality()
-    one, two = (quality.get(m[1], 0) for m in re.finditer(r"<answer \d>\n(.*?)\n</answer", text,
-                                                         re.S))
-    return json.dumps({"reasoning": "scripted", "rating": 0 if one == two else 1 if one > two
-                       else 2})
+    one, two = (
+        quality.get(m[1], 0) for m in re.finditer(r"<answer \d>\n(.*?)\n</answer", text, re.S)
+    )
+    return json.dumps(
+        {"reasoning": "scripted", "rating": 0 if one == two else 1 if one > two else 2}
+    )
 
 
 def create_judge(model: str = "", **_: object) -> FakeJudge:
@@ -68,9 +70,22 @@ def answers_args() -> list[str]:
 
 def test_judge_then_leaderboard_on_the_example(tmp_path, quality_judge):
     out = tmp_path / "arena"
-    args = ["arena", "judge", str(EXAMPLE / "questions.jsonl"), *answers_args(),
-            "--design", "both", "--per-domain", "2", "--judge", "quality", "--out", str(out),
-            "--rounds", "200"]
+    args = [
+        "arena",
+        "judge",
+        str(EXAMPLE / "questions.jsonl"),
+        *answers_args(),
+        "--design",
+        "both",
+        "--per-domain",
+        "2",
+        "--judge",
+        "quality",
+        "--out",
+        str(out),
+        "--rounds",
+        "200",
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     battles = [json.loads(line) for line in (out / "battles.jsonl").read_text().splitlines()]
@@ -82,11 +97,15 @@ def test_judge_then_leaderboard_on_the_example(tmp_path, quality_judge):
     assert set(order[:2]) == {"reference", "careful"} and order[2:] == ["brief", "sloppy"]
     # careful: 6 ties with the reference, and 8 wins over brief and sloppy on 4 sampled questions.
     assert (rows["careful"]["wins"], rows["careful"]["ties"], rows["careful"]["losses"]) == (
-        "8.0", "6.0", "0.0"
+        "8.0",
+        "6.0",
+        "0.0",
     )
     # brief: loses 6 to the reference and 4 to careful, beats sloppy 4 times.
     assert (rows["brief"]["wins"], rows["brief"]["losses"], rows["brief"]["battles"]) == (
-        "4.0", "10.0", "14"
+        "4.0",
+        "10.0",
+        "14",
     )
     assert float(rows["careful"]["win"]) == 0.0 and float(rows["careful"]["win_tie"]) == 1.0
     assert float(rows["sloppy"]["no_answer"]) == pytest.approx(2 / 6)
@@ -94,15 +113,18 @@ def test_judge_then_leaderboard_on_the_example(tmp_path, quality_judge):
     assert "RAG-QA arena" in result.output and "by domain" in result.output
 
     # Rerun with a judge that fails on every call: the run resumes from the folder.
-    again = runner.invoke(app, [*args[:-6], "--judge", "broken", "--out", str(out), "--rounds",
-                                "200", "--no-cache"])
+    again = runner.invoke(
+        app, [*args[:-6], "--judge", "broken", "--out", str(out), "--rounds", "200", "--no-cache"]
+    )
     assert again.exit_code == 0, again.output
     assert "unscored" not in again.output
-    assert [json.loads(line)["verdict"] for line in (out / "battles.jsonl").read_text()
-            .splitlines()] == [b["verdict"] for b in battles]
+    assert [
+        json.loads(line)["verdict"] for line in (out / "battles.jsonl").read_text().splitlines()
+    ] == [b["verdict"] for b in battles]
 
-    board = runner.invoke(app, ["arena", "leaderboard", str(out), "--anchor", "reference",
-                                "--rounds", "100"])
+    board = runner.invoke(
+        app, ["arena", "leaderboard", str(out), "--anchor", "reference", "--rounds", "100"]
+    )
     assert board.exit_code == 0, board.output
     saved = json.loads((out / "leaderboard.json").read_text())
     ratings = {r["system"]: r["rating"] for r in saved["systems"]}
@@ -114,23 +136,52 @@ def test_judge_then_leaderboard_on_the_example(tmp_path, quality_judge):
 def test_generate_writes_an_answers_file_the_judge_reads(tmp_path, quality_judge):
     pytest.importorskip("bm25s", reason="BM25 retrieval needs the 'arena' extra")
     answers = tmp_path / "bm25.jsonl"
-    result = runner.invoke(app, ["arena", "generate", str(EXAMPLE / "questions.jsonl"),
-                                 "--corpus", str(EXAMPLE / "corpus.jsonl"), "--judge", "quality",
-                                 "--system", "bm25-first-passage", "--out", str(answers),
-                                 "--limit", "3"])
+    result = runner.invoke(
+        app,
+        [
+            "arena",
+            "generate",
+            str(EXAMPLE / "questions.jsonl"),
+            "--corpus",
+            str(EXAMPLE / "corpus.jsonl"),
+            "--judge",
+            "quality",
+            "--system",
+            "bm25-first-passage",
+            "--out",
+            str(answers),
+            "--limit",
+            "3",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "3 answers by bm25-first-passage" in result.output
     lines = [json.loads(line) for line in answers.read_text().splitlines()]
     assert [a["system"] for a in lines] == ["bm25-first-passage"] * 3
     assert all(a["passages"] and a["answer"] for a in lines)
 
-    judged = runner.invoke(app, ["arena", "judge", str(EXAMPLE / "questions.jsonl"),
-                                 "--answers", f"first={answers}", "--judge", "quality",
-                                 "--out", str(tmp_path / "run"), "--rounds", "50",
-                                 "--orders", "random"])
+    judged = runner.invoke(
+        app,
+        [
+            "arena",
+            "judge",
+            str(EXAMPLE / "questions.jsonl"),
+            "--answers",
+            f"first={answers}",
+            "--judge",
+            "quality",
+            "--out",
+            str(tmp_path / "run"),
+            "--rounds",
+            "50",
+            "--orders",
+            "random",
+        ],
+    )
     assert judged.exit_code == 0, judged.output
-    battles = [json.loads(line) for line in (tmp_path / "run/battles.jsonl").read_text()
-               .splitlines()]
+    battles = [
+        json.loads(line) for line in (tmp_path / "run/battles.jsonl").read_text().splitlines()
+    ]
     assert len(battles) == 3 and {b["system_a"] for b in battles} == {"first"}
     assert all(len(b["orders"]) == 1 for b in battles)
 
@@ -140,17 +191,31 @@ def test_agreement_command_prints_kappa_pearson_accuracy_and_flips(tmp_path, qua
     careful = json.loads((EXAMPLE / "answers/careful.jsonl").read_text().splitlines()[0])
     sloppy = json.loads((EXAMPLE / "answers/sloppy.jsonl").read_text().splitlines()[0])
     rows = [
-        {"question": reference["question"], "answer_a": careful["answer"],
-         "answer_b": sloppy["answer"], "label": -1},
-        {"question": reference["question"], "answer_a": sloppy["answer"],
-         "answer_b": careful["answer"], "label": 1},
-        {"question": reference["question"], "answer_a": sloppy["answer"],
-         "answer_b": careful["answer"], "label": -1},  # a human who disagrees
+        {
+            "question": reference["question"],
+            "answer_a": careful["answer"],
+            "answer_b": sloppy["answer"],
+            "label": -1,
+        },
+        {
+            "question": reference["question"],
+            "answer_a": sloppy["answer"],
+            "answer_b": careful["answer"],
+            "label": 1,
+        },
+        {
+            "question": reference["question"],
+            "answer_a": sloppy["answer"],
+            "answer_b": careful["answer"],
+            "label": -1,
+        },  # a human who disagrees
     ]
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    result = runner.invoke(app, ["arena", "agreement", str(pairs), "--judge", "quality",
-                                 "--out", str(tmp_path / "agree")])
+    result = runner.invoke(
+        app,
+        ["arena", "agreement", str(pairs), "--judge", "quality", "--out", str(tmp_path / "agree")],
+    )
     assert result.exit_code == 0, result.output
     assert "Cohen" in result.output and "flip rate 0.000" in result.output
     report = json.loads((tmp_path / "agree/agreement.json").read_text())
@@ -166,18 +231,45 @@ def test_judge_without_input_is_a_clear_error(tmp_path, quality_judge):
 
 
 def test_judge_reads_a_pairs_file_with_system_names(tmp_path, quality_judge):
-    careful = [json.loads(line)["answer"] for line in
-               (EXAMPLE / "answers/careful.jsonl").read_text().splitlines()]
-    sloppy = [json.loads(line)["answer"] for line in
-              (EXAMPLE / "answers/sloppy.jsonl").read_text().splitlines()]
+    careful = [
+        json.loads(line)["answer"]
+        for line in (EXAMPLE / "answers/careful.jsonl").read_text().splitlines()
+    ]
+    sloppy = [
+        json.loads(line)["answer"]
+        for line in (EXAMPLE / "answers/sloppy.jsonl").read_text().splitlines()
+    ]
     pairs = tmp_path / "pairs.jsonl"
-    pairs.write_text("".join(
-        json.dumps({"question": f"q{i}", "answer_a": s, "answer_b": c, "system_a": "sloppy",
-                    "system_b": "careful"}) + "\n"
-        for i, (c, s) in enumerate(zip(careful, sloppy, strict=True))
-    ))
-    result = runner.invoke(app, ["arena", "judge", "--pairs", str(pairs), "--judge", "quality",
-                                 "--out", str(tmp_path / "run"), "--rounds", "50"])
+    pairs.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "question": f"q{i}",
+                    "answer_a": s,
+                    "answer_b": c,
+                    "system_a": "sloppy",
+                    "system_b": "careful",
+                }
+            )
+            + "\n"
+            for i, (c, s) in enumerate(zip(careful, sloppy, strict=True))
+        )
+    )
+    result = runner.invoke(
+        app,
+        [
+            "arena",
+            "judge",
+            "--pairs",
+            str(pairs),
+            "--judge",
+            "quality",
+            "--out",
+            str(tmp_path / "run"),
+            "--rounds",
+            "50",
+        ],
+    )
     assert result.exit_code == 0, result.output
     rows = list(csv.DictReader((tmp_path / "run/leaderboard.csv").open()))
     assert [(r["system"], r["wins"]) for r in rows] == [("careful", "6.0"), ("sloppy", "0.0")]

@@ -31,7 +31,8 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
 def test_example_questions_and_answers_load():
     questions = load_questions(EXAMPLE / "questions.jsonl")
     assert len(questions) == 6 and Counter(q.domain for q in questions) == {
-        "lifestyle": 3, "recreation": 3
+        "lifestyle": 3,
+        "recreation": 3,
     }
     assert all(q.reference for q in questions)
     answers = load_answers(EXAMPLE / "answers" / "sloppy.jsonl")
@@ -41,20 +42,39 @@ def test_example_questions_and_answers_load():
 def test_lfrqa_format_joins_the_answer_lines_and_names_the_domain(tmp_path):
     folder = tmp_path / "lfrqa"
     folder.mkdir()
-    write_jsonl(folder / "annotations_gardening_with_citation.jsonl", [
-        {"qid": 7, "question": "when to prune roses?",
-         "answer": "Prune in late winter.  \nCut above an outward bud.",
-         "faithful_answer_w_citation": "Prune in late winter. [1]\nCut above an outward bud. [2]",
-         "citation_numbers": [[1], [2]], "gold_doc_ids": [11, 12]},
-    ])
-    write_jsonl(folder / "annotations_cooking_with_citation.jsonl", [
-        {"qid": 7, "question": "why rest dough?", "answer": "Gluten relaxes.",
-         "faithful_answer_w_citation": "Gluten relaxes. [1]", "citation_numbers": [[1]],
-         "gold_doc_ids": [3]},
-    ])
+    write_jsonl(
+        folder / "annotations_gardening_with_citation.jsonl",
+        [
+            {
+                "qid": 7,
+                "question": "when to prune roses?",
+                "answer": "Prune in late winter.  \nCut above an outward bud.",
+                "faithful_answer_w_citation": (
+                    "Prune in late winter. [1]\nCut above an outward bud. [2]"
+                ),
+                "citation_numbers": [[1], [2]],
+                "gold_doc_ids": [11, 12],
+            },
+        ],
+    )
+    write_jsonl(
+        folder / "annotations_cooking_with_citation.jsonl",
+        [
+            {
+                "qid": 7,
+                "question": "why rest dough?",
+                "answer": "Gluten relaxes.",
+                "faithful_answer_w_citation": "Gluten relaxes. [1]",
+                "citation_numbers": [[1]],
+                "gold_doc_ids": [3],
+            },
+        ],
+    )
     questions = load_questions(folder)
-    assert [(q.id, q.domain) for q in questions] == [("cooking-7", "cooking"),
-                                                     ("gardening-7", "gardening")]
+    assert [(q.id, q.domain) for q in questions] == [
+        ("cooking-7", "cooking"),
+        ("gardening-7", "gardening"),
+    ]
     assert questions[1].reference == "Prune in late winter. Cut above an outward bud."
     assert "[1]" not in questions[1].reference
     assert load_lfrqa(folder, domains=["cooking"])[0].id == "cooking-7"
@@ -67,8 +87,14 @@ def test_shared_lfrqa_files_load_completely():
         pytest.skip(f"LFRQA data not found at {SHARED / 'lfrqa'}")
     questions = load_lfrqa(SHARED / "lfrqa")
     counts = Counter(q.domain for q in questions)
-    assert counts == {"fiqa": 3570, "lifestyle": 2198, "recreation": 2090, "science": 1404,
-                      "technology": 2064, "writing": 2694}
+    assert counts == {
+        "fiqa": 3570,
+        "lifestyle": 2198,
+        "recreation": 2090,
+        "science": 1404,
+        "technology": 2064,
+        "writing": 2694,
+    }
     assert len({q.id for q in questions}) == len(questions) == 14020
     assert questions[0].id == "fiqa-1093"
     assert "lifestyle-forum-test-279" in {q.id for q in questions}
@@ -78,21 +104,33 @@ def test_shared_lfrqa_files_load_completely():
 
 
 def test_generic_pairs_with_labels_systems_and_derived_ids(tmp_path):
-    path = write_jsonl(tmp_path / "pairs.jsonl", [
-        {"id": "p1", "question": "q", "answer_a": "a", "answer_b": "b", "label": -1,
-         "domain": "d", "system_a": "x", "system_b": "y"},
-        {"question": "q2", "answer_a": "a2", "answer_b": "b2"},
-        {"question": "q3", "answer_a": "a3", "answer_b": "b3", "label": "0"},
-    ])
+    path = write_jsonl(
+        tmp_path / "pairs.jsonl",
+        [
+            {
+                "id": "p1",
+                "question": "q",
+                "answer_a": "a",
+                "answer_b": "b",
+                "label": -1,
+                "domain": "d",
+                "system_a": "x",
+                "system_b": "y",
+            },
+            {"question": "q2", "answer_a": "a2", "answer_b": "b2"},
+            {"question": "q3", "answer_a": "a3", "answer_b": "b3", "label": "0"},
+        ],
+    )
     pairs = load_pairs(path)
     assert (pairs[0].id, pairs[0].label, pairs[0].domain, pairs[0].system_a) == ("p1", -1, "d", "x")
     assert pairs[1].label is None and pairs[1].id.startswith("sha-")
     assert (pairs[1].system_a, pairs[1].system_b) == ("A", "B")
     assert pairs[2].label == 0
     assert load_pairs(path)[1].id == pairs[1].id  # stable across loads
-    repeated = write_jsonl(tmp_path / "repeated.jsonl", [
-        {"question": "q", "answer_a": "a", "answer_b": "b", "label": lab} for lab in (-1, 1, -1)
-    ])
+    repeated = write_jsonl(
+        tmp_path / "repeated.jsonl",
+        [{"question": "q", "answer_a": "a", "answer_b": "b", "label": lab} for lab in (-1, 1, -1)],
+    )
     ids = [p.id for p in load_pairs(repeated)]
     assert ids[1] == ids[0] + "-2" and ids[2] == ids[0] + "-3"
 
@@ -107,9 +145,9 @@ def test_generic_pairs_with_labels_systems_and_derived_ids(tmp_path):
     ],
 )
 def test_a_bad_pair_row_names_its_row_and_field(tmp_path, row, field):
-    path = write_jsonl(tmp_path / "pairs.jsonl", [
-        {"question": "ok", "answer_a": "a", "answer_b": "b"}, row
-    ])
+    path = write_jsonl(
+        tmp_path / "pairs.jsonl", [{"question": "ok", "answer_a": "a", "answer_b": "b"}, row]
+    )
     with pytest.raises(DatasetError) as error:
         load_pairs(path)
     assert (error.value.row, error.value.field) == (2, field)
@@ -143,16 +181,20 @@ def test_corpus_from_rows_or_a_folder(tmp_path):
 
 
 def test_answers_name_and_null_answers(tmp_path):
-    path = write_jsonl(tmp_path / "sys.jsonl", [
-        {"id": "1", "answer": "first try", "system": "m"},
-        {"id": "2", "answer": None, "system": "m"},
-        {"id": "1", "answer": "retried", "system": "m"},
-    ])
+    path = write_jsonl(
+        tmp_path / "sys.jsonl",
+        [
+            {"id": "1", "answer": "first try", "system": "m"},
+            {"id": "2", "answer": None, "system": "m"},
+            {"id": "1", "answer": "retried", "system": "m"},
+        ],
+    )
     answers = load_answers(path)
     assert answers.name == "m" and answers.answers == {"1": "retried", "2": None}
     assert load_answers(path, "renamed").name == "renamed"
-    mixed = write_jsonl(tmp_path / "mixed.jsonl", [
-        {"id": "1", "answer": "x", "system": "m"}, {"id": "2", "answer": "y", "system": "n"}
-    ])
+    mixed = write_jsonl(
+        tmp_path / "mixed.jsonl",
+        [{"id": "1", "answer": "x", "system": "m"}, {"id": "2", "answer": "y", "system": "n"}],
+    )
     with pytest.raises(ValueError, match="several systems"):
         load_answers(mixed)

@@ -89,8 +89,15 @@ def test_generation_shows_tagged_passages_and_strips_the_thinking(tmp_path):
     documents = load_corpus(EXAMPLE / "corpus.jsonl")
     out = tmp_path / "answers.jsonl"
     judge = FakeJudge(responder=generator)
-    answers = generate_answers(questions[:2], documents, generator=judge, system="bm25-fake",
-                               out_path=out, k=5, cache=False)
+    answers = generate_answers(
+        questions[:2],
+        documents,
+        generator=judge,
+        system="bm25-fake",
+        out_path=out,
+        k=5,
+        cache=False,
+    )
     request = judge.history[0]
     assert 'respond "I couldn\'t find an answer."' in request.messages[0].content
     assert "shorter than 50 words" in request.messages[0].content
@@ -105,8 +112,9 @@ def test_generation_shows_tagged_passages_and_strips_the_thinking(tmp_path):
 
     # Resume: the two answered questions are not asked again; only the new one is.
     again = FakeJudge(responder=generator)
-    more = generate_answers(questions[:3], documents, generator=again, system="bm25-fake",
-                            out_path=out, cache=False)
+    more = generate_answers(
+        questions[:3], documents, generator=again, system="bm25-fake", out_path=out, cache=False
+    )
     assert len(again.history) == 1 and more[:2] == answers
     lines = out.read_text().splitlines()
     assert [json.loads(line)["id"] for line in lines] == [q.id for q in questions[:3]]
@@ -118,9 +126,14 @@ def test_generation_without_cot_and_with_nothing_retrieved(tmp_path):
 
     question = Question(id="off-topic", question="What is quantum chromodynamics?")
     judge = FakeJudge([json.dumps({"answer": NO_ANSWER})])
-    [answer] = generate_answers([question], load_corpus(EXAMPLE / "corpus.jsonl"),
-                                generator=judge, out_path=tmp_path / "a.jsonl", cot=False,
-                                cache=False)
+    [answer] = generate_answers(
+        [question],
+        load_corpus(EXAMPLE / "corpus.jsonl"),
+        generator=judge,
+        out_path=tmp_path / "a.jsonl",
+        cot=False,
+        cache=False,
+    )
     assert answer.passages == [] and "<passage" not in judge.history[0].messages[-1].content
     assert "think step by step" not in judge.history[0].messages[0].content
     assert answer.no_answer and answer.thinking is None
@@ -132,12 +145,25 @@ def test_an_unusable_generation_is_recorded_as_missing_and_retried_later(tmp_pat
     questions = load_questions(EXAMPLE / "questions.jsonl")[:1]
     documents = load_corpus(EXAMPLE / "corpus.jsonl")
     out = tmp_path / "answers.jsonl"
-    [failed] = generate_answers(questions, documents, generator=FakeJudge(["nope"] * 3),
-                                system="s", out_path=out, retries=2, cache=False)
+    [failed] = generate_answers(
+        questions,
+        documents,
+        generator=FakeJudge(["nope"] * 3),
+        system="s",
+        out_path=out,
+        retries=2,
+        cache=False,
+    )
     assert failed.answer is None and "unreadable reply" in failed.unscored_reason
     assert not failed.no_answer  # a failure is not a declined answer
-    [fixed] = generate_answers(questions, documents, generator=FakeJudge(responder=generator),
-                               system="s", out_path=out, cache=False)
+    [fixed] = generate_answers(
+        questions,
+        documents,
+        generator=FakeJudge(responder=generator),
+        system="s",
+        out_path=out,
+        cache=False,
+    )
     assert fixed.answer and len(out.read_text().splitlines()) == 1
 
 
@@ -146,8 +172,15 @@ def test_an_answers_file_holds_one_system(tmp_path):
     questions = load_questions(EXAMPLE / "questions.jsonl")[:1]
     documents = load_corpus(EXAMPLE / "corpus.jsonl")
     out = tmp_path / "answers.jsonl"
-    generate_answers(questions, documents, generator=FakeJudge(responder=generator), system="a",
-                     out_path=out, cache=False)
+    generate_answers(
+        questions,
+        documents,
+        generator=FakeJudge(responder=generator),
+        system="a",
+        out_path=out,
+        cache=False,
+    )
     with pytest.raises(ValueError, match="one file per system"):
-        generate_answers(questions, documents, generator=FakeJudge(), system="b", out_path=out,
-                         cache=False)
+        generate_answers(
+            questions, documents, generator=FakeJudge(), system="b", out_path=out, cache=False
+        )

@@ -47,8 +47,14 @@ def prefers(best: Callable[[str], int]) -> Callable[[ChatRequest], str]:
     return respond
 
 
-PAIR = Pair(id="p1", question="Why is the sky blue?", answer_a="Rayleigh scattering.",
-            answer_b="Because it reflects the sea.", system_a="good", system_b="bad")
+PAIR = Pair(
+    id="p1",
+    question="Why is the sky blue?",
+    answer_a="Rayleigh scattering.",
+    answer_b="Because it reflects the sea.",
+    system_a="good",
+    system_b="bad",
+)
 
 
 def test_both_orders_are_ab_then_ba_and_a_random_order_is_seeded_per_pair():
@@ -71,8 +77,11 @@ def test_a_rating_names_a_position_which_maps_back_to_a_or_b(rating_value, order
 
 
 def _v(order: str, preference: int | None) -> OrderVerdict:
-    return OrderVerdict(order=order, preference=preference,  # type: ignore[arg-type]
-                        unscored_reason=None if preference is not None else "unreadable")
+    return OrderVerdict(
+        order=order,
+        preference=preference,  # type: ignore[arg-type]
+        unscored_reason=None if preference is not None else "unreadable",
+    )
 
 
 def test_agreement_is_the_verdict_disagreement_a_tie_and_unscored_stays_unscored():
@@ -106,7 +115,9 @@ def test_the_request_carries_the_rubric_examples_schema_and_a_small_budget():
     assert "prefer the all truthful one" in request.messages[0].content
     assert len(request.messages) == 1 + 2 * len(PAIRWISE.examples) + 1
     assert [json.loads(m.content)["rating"] for m in request.messages if m.role == "assistant"] == [
-        1, 2, 0
+        1,
+        2,
+        0,
     ]
     assert request.json_schema["properties"]["rating"]["enum"] == [0, 1, 2]
     assert list(request.json_schema["properties"]) == ["reasoning", "rating"]  # think, then rate
@@ -139,8 +150,14 @@ def test_a_failing_judge_call_is_unscored_with_its_reason():
 
 
 PAIRS = [
-    Pair(id=f"q{i}", question=f"question {i}?", answer_a=f"good answer {i}",
-         answer_b=f"bad answer {i}", system_a="good", system_b="bad")
+    Pair(
+        id=f"q{i}",
+        question=f"question {i}?",
+        answer_a=f"good answer {i}",
+        answer_b=f"bad answer {i}",
+        system_a="good",
+        system_b="bad",
+    )
     for i in range(4)
 ]
 
@@ -181,8 +198,9 @@ def test_an_interrupted_run_keeps_what_was_judged(tmp_path):
         return prefers(quality)(request)
 
     with pytest.raises(KeyboardInterrupt):
-        judge_pairs(PAIRS, judge=FakeJudge(responder=crash_after_five), out_dir=tmp_path,
-                    cache=False)
+        judge_pairs(
+            PAIRS, judge=FakeJudge(responder=crash_after_five), out_dir=tmp_path, cache=False
+        )
     resumed_judge = FakeJudge(responder=prefers(quality))
     resumed = judge_pairs(PAIRS, judge=resumed_judge, out_dir=tmp_path, cache=False)
     assert len(resumed_judge.history) == 3  # 8 judgements, 5 were committed before the crash
@@ -190,18 +208,29 @@ def test_an_interrupted_run_keeps_what_was_judged(tmp_path):
 
 
 def test_unscored_judgements_are_retried_on_the_next_run(tmp_path):
-    first = judge_pairs(PAIRS[:1], judge=FakeJudge(["x"] * 6), out_dir=tmp_path, cache=False,
-                        retries=2)
+    first = judge_pairs(
+        PAIRS[:1], judge=FakeJudge(["x"] * 6), out_dir=tmp_path, cache=False, retries=2
+    )
     assert first[0].verdict is None
-    second = judge_pairs(PAIRS[:1], judge=FakeJudge(responder=prefers(quality)),
-                         out_dir=tmp_path, cache=False)
+    second = judge_pairs(
+        PAIRS[:1], judge=FakeJudge(responder=prefers(quality)), out_dir=tmp_path, cache=False
+    )
     assert second[0].verdict == -1
 
 
 def test_the_same_answers_in_the_same_positions_are_judged_once(tmp_path):
-    swapped = [p.model_copy(update={"id": p.id + "-swapped", "answer_a": p.answer_b,
-                                    "answer_b": p.answer_a, "system_a": "bad",
-                                    "system_b": "good"}) for p in PAIRS]
+    swapped = [
+        p.model_copy(
+            update={
+                "id": p.id + "-swapped",
+                "answer_a": p.answer_b,
+                "answer_b": p.answer_a,
+                "system_a": "bad",
+                "system_b": "good",
+            }
+        )
+        for p in PAIRS
+    ]
     judge = FakeJudge(responder=prefers(quality))
     judge_pairs(PAIRS, judge=judge, out_dir=tmp_path, cache=False)
     battles = judge_pairs(swapped, judge=judge, out_dir=tmp_path, cache=False)
@@ -216,7 +245,8 @@ def test_duplicate_pair_ids_are_refused(tmp_path):
 
 QUESTIONS = [
     Question(id=f"{d}{i}", question=f"{d} question {i}?", reference=f"ref {d}{i}", domain=d)
-    for d in ("x", "y") for i in range(3)
+    for d in ("x", "y")
+    for i in range(3)
 ] + [Question(id="noref", question="no reference?", domain="x")]
 SYSTEMS = [
     SystemAnswers(name="s1", answers={q.id: f"s1 {q.id}" for q in QUESTIONS}),
@@ -231,7 +261,10 @@ def test_reference_design_pairs_each_answer_with_the_reference():
     assert plan.missing == {"s2": 1, "s3": 1} and plan.without_reference == 1
     pair = plan.pairs[0]
     assert (pair.system_a, pair.system_b, pair.answer_b, pair.design) == (
-        "s1", "reference", "ref x0", "reference"
+        "s1",
+        "reference",
+        "ref x0",
+        "reference",
     )
     with pytest.raises(ValueError, match="reference"):
         reference_pairs(QUESTIONS, [SystemAnswers(name="reference", answers={})])
@@ -243,8 +276,11 @@ def test_complete_design_samples_per_domain_and_pairs_every_system():
     # x0 and y2 lack an answer from some system; 2 of the remaining per domain, 3 pairs each.
     assert len(plan.pairs) == 2 * 2 * 3 and "x0" not in questions and "y2" not in questions
     assert sorted({p.domain for p in plan.pairs}) == ["x", "y"]
-    assert {(p.system_a, p.system_b) for p in plan.pairs} == {("s1", "s2"), ("s1", "s3"),
-                                                              ("s2", "s3")}
+    assert {(p.system_a, p.system_b) for p in plan.pairs} == {
+        ("s1", "s2"),
+        ("s1", "s3"),
+        ("s2", "s3"),
+    }
     again = complete_pairs(QUESTIONS, SYSTEMS, per_domain=2, seed=1)
     assert [p.id for p in again.pairs] == [p.id for p in plan.pairs]
     both = design_pairs(QUESTIONS, SYSTEMS, "both", per_domain=2, seed=1)

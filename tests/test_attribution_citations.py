@@ -15,14 +15,18 @@ def t(entity: str, prop: str, value: str) -> Triple:
 def test_one_bracket_may_cite_several_triples_of_one_entity():
     citation = parse_citation("[Q101, occupation: glassblower, place of birth: Lowmere]")
     assert citation.kind == "knowledge" and citation.problem is None
-    assert citation.triples == [t("Q101", "occupation", "glassblower"),
-                                t("Q101", "place of birth", "Lowmere")]
+    assert citation.triples == [
+        t("Q101", "occupation", "glassblower"),
+        t("Q101", "place of birth", "Lowmere"),
+    ]
 
 
 def test_the_qid_prefix_form_of_the_paper():
     citation = parse_citation("[qid: Q101, name: Ada Quill, employer: Lowmere Glassworks]")
-    assert citation.triples == [t("Q101", "name", "Ada Quill"),
-                                t("Q101", "employer", "Lowmere Glassworks")]
+    assert citation.triples == [
+        t("Q101", "name", "Ada Quill"),
+        t("Q101", "employer", "Lowmere Glassworks"),
+    ]
     # qid may also stand among the pairs
     late = parse_citation("[name: Ada Quill, qid: Q101]")
     assert late.triples == [t("Q101", "name", "Ada Quill")] and late.problem is None
@@ -32,8 +36,10 @@ def test_values_with_commas_and_colons_stay_whole():
     citation = parse_citation(
         "[Q7, notable works: Lanterns: A Memoir, Volume Two, place of death: Lowmere]"
     )
-    assert citation.triples == [t("Q7", "notable works", "Lanterns: A Memoir, Volume Two"),
-                                t("Q7", "place of death", "Lowmere")]
+    assert citation.triples == [
+        t("Q7", "notable works", "Lanterns: A Memoir, Volume Two"),
+        t("Q7", "place of death", "Lowmere"),
+    ]
 
 
 @pytest.mark.parametrize("raw", ["[NA]", "[na]", "[N/A]", "[ NA ]"])
@@ -43,8 +49,7 @@ def test_not_applicable(raw):
 
 @pytest.mark.parametrize(
     ("raw", "numbers"),
-    [("[1]", [1]), ("[2, 3]", [2, 3]), ("[2,3]", [2, 3]), ("[4-6]", [4, 5, 6]),
-     ("[1; 7]", [1, 7])],
+    [("[1]", [1]), ("[2, 3]", [2, 3]), ("[2,3]", [2, 3]), ("[4-6]", [4, 5, 6]), ("[1; 7]", [1, 7])],
 )
 def test_document_citations(raw, numbers):
     citation = parse_citation(raw)
@@ -85,8 +90,10 @@ def test_sentences_get_their_citations_and_lose_the_brackets():
     ]
     first, second, third = answer.sentences
     assert first.na and not second.na
-    assert first.triples == [t("Q101", "occupation", "glassblower"),
-                             t("Q101", "place of birth", "Lowmere")]
+    assert first.triples == [
+        t("Q101", "occupation", "glassblower"),
+        t("Q101", "place of birth", "Lowmere"),
+    ]
     assert second.triples == [t("Q101", "employer", "Lowmere Glassworks")]
     assert third.documents == [1, 2, 3] and third.triples == []
     assert answer.na_count == 1 and len(answer.triples) == 3
@@ -97,8 +104,10 @@ def test_a_citation_after_the_full_stop_belongs_to_the_sentence_before():
         "Bram Quill ran the ferry. [Q102, occupation: ferryman] He died in Lowmere. "
         "[Q102, place of death: Lowmere]\n[NA]"
     )
-    assert [s.text for s in answer.sentences] == ["Bram Quill ran the ferry.",
-                                                  "He died in Lowmere."]
+    assert [s.text for s in answer.sentences] == [
+        "Bram Quill ran the ferry.",
+        "He died in Lowmere.",
+    ]
     assert answer.sentences[0].triples == [t("Q102", "occupation", "ferryman")]
     assert answer.sentences[1].triples == [t("Q102", "place of death", "Lowmere")]
     assert answer.sentences[1].na  # the [NA] on its own line joins the last sentence
@@ -111,8 +120,10 @@ def test_unbalanced_brackets_are_reported_not_swallowed_silently():
     problems = [c.problem for c in answer.malformed]
     assert problems == ["closing bracket without an opening one", "unclosed bracket"]
     assert answer.triples == []  # a cut-off citation is not a citation
-    assert [s.text for s in answer.sentences] == ["Ada blew glass in Lowmere.",
-                                                  "She won the Silver Lens"]
+    assert [s.text for s in answer.sentences] == [
+        "Ada blew glass in Lowmere.",
+        "She won the Silver Lens",
+    ]
 
 
 def test_strip_citations():

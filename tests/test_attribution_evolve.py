@@ -34,8 +34,11 @@ ADA = Entity(
 BRAM = Entity(
     id="Q102",
     name="Bram Quill",
-    properties={"instance of": ["human"], "occupation": ["ferryman"],
-                "place of death": ["Lowmere"]},
+    properties={
+        "instance of": ["human"],
+        "occupation": ["ferryman"],
+        "place of death": ["Lowmere"],
+    },
 )
 NAMES = {"Q101": "Ada Quill", "Q102": "Bram Quill"}
 
@@ -55,20 +58,30 @@ def reply(**fields: str) -> str:
 
 
 def test_each_round_adds_its_triple_to_the_minimum_set():
-    judge = FakeJudge([
-        reply(question="Who was Ada Quill?"),
-        reply(addition="Her father was Bram Quill.", question="Who was Ada Quill's father?"),
-        reply(addition="She worked at Lowmere Glassworks.",
-              question="Who was Ada Quill's father, and where did she work?"),
-        reply(addition="Bram Quill was a ferryman.",
-              question="What did Ada Quill's father do, and where did she work?"),
-    ])
-    evolution = evolve("Ada Quill was a glassblower.", [FATHER, EMPLOYER, FERRY], NAMES,
-                       JudgeSession(judge))
+    judge = FakeJudge(
+        [
+            reply(question="Who was Ada Quill?"),
+            reply(addition="Her father was Bram Quill.", question="Who was Ada Quill's father?"),
+            reply(
+                addition="She worked at Lowmere Glassworks.",
+                question="Who was Ada Quill's father, and where did she work?",
+            ),
+            reply(
+                addition="Bram Quill was a ferryman.",
+                question="What did Ada Quill's father do, and where did she work?",
+            ),
+        ]
+    )
+    evolution = evolve(
+        "Ada Quill was a glassblower.", [FATHER, EMPLOYER, FERRY], NAMES, JudgeSession(judge)
+    )
     assert evolution.complete
     assert [r.number for r in evolution.rounds] == [1, 2, 3, 4]
     assert [r.minimum for r in evolution.rounds] == [
-        [], [FATHER], [FATHER, EMPLOYER], [FATHER, EMPLOYER, FERRY]
+        [],
+        [FATHER],
+        [FATHER, EMPLOYER],
+        [FATHER, EMPLOYER, FERRY],
     ]
     assert [r.injected for r in evolution.rounds] == [None, FATHER, EMPLOYER, FERRY]
     assert evolution.final.answer == (
@@ -84,11 +97,13 @@ def test_each_round_adds_its_triple_to_the_minimum_set():
 
 
 def test_an_addition_that_omits_the_knowledge_is_sent_back():
-    judge = FakeJudge([
-        reply(question="Who was Ada Quill?"),
-        reply(addition="She was talented.", question="Was Ada Quill talented?"),
-        reply(addition="She was born on 3 February 1850.", question="When was Ada Quill born?"),
-    ])
+    judge = FakeJudge(
+        [
+            reply(question="Who was Ada Quill?"),
+            reply(addition="She was talented.", question="Was Ada Quill talented?"),
+            reply(addition="She was born on 3 February 1850.", question="When was Ada Quill born?"),
+        ]
+    )
     evolution = evolve("Ada Quill was a glassblower.", [BIRTH], NAMES, JudgeSession(judge))
     assert evolution.complete and evolution.final.minimum == [BIRTH]
     repair = judge.history[2].messages[-1].content
@@ -96,13 +111,18 @@ def test_an_addition_that_omits_the_knowledge_is_sent_back():
 
 
 def test_evolution_that_cannot_go_on_stops_with_the_reason_and_keeps_its_rounds():
-    judge = FakeJudge([
-        reply(question="Who was Ada Quill?"),
-        reply(addition="Her father was Bram Quill.", question="Who was her father?"),
-        "no", "no", "no",
-    ])
-    evolution = evolve("Ada Quill was a glassblower.", [FATHER, EMPLOYER], NAMES,
-                       JudgeSession(judge, retries=2))
+    judge = FakeJudge(
+        [
+            reply(question="Who was Ada Quill?"),
+            reply(addition="Her father was Bram Quill.", question="Who was her father?"),
+            "no",
+            "no",
+            "no",
+        ]
+    )
+    evolution = evolve(
+        "Ada Quill was a glassblower.", [FATHER, EMPLOYER], NAMES, JudgeSession(judge, retries=2)
+    )
     assert not evolution.complete
     assert evolution.stopped.startswith("round 3: kalma.evolve.extend: unreadable reply")
     assert evolution.final.minimum == [FATHER]
@@ -133,11 +153,12 @@ def test_pick_triples_links_people_first_then_takes_turns_and_is_reproducible():
 
 def test_seed_paragraph_and_knowledge_line():
     paragraph, stated = seed_paragraph([ADA, BRAM])
-    assert paragraph == ("Ada Quill was a glassblower from Vesland. "
-                         "Bram Quill was a ferryman.")
-    assert stated == [t("Q101", "occupation", "glassblower"),
-                      t("Q101", "country of citizenship", "Vesland"),
-                      t("Q102", "occupation", "ferryman")]
+    assert paragraph == ("Ada Quill was a glassblower from Vesland. Bram Quill was a ferryman.")
+    assert stated == [
+        t("Q101", "occupation", "glassblower"),
+        t("Q101", "country of citizenship", "Vesland"),
+        t("Q102", "occupation", "ferryman"),
+    ]
     assert knowledge_line(EMPLOYER, NAMES) == (
         "[Q101, name: Ada Quill, employer: Lowmere Glassworks]"
     )
@@ -151,8 +172,9 @@ def test_evolve_item_records_the_minimum_set_of_the_final_question():
         value = knowledge.rsplit(": ", 1)[1].rstrip("]")
         return reply(addition=f"Also: {value}.", question=f"What about {value}?")
 
-    item = BenchmarkItem(id="x", question="Who was Ada Quill?", gold=["Q101", "Q102"],
-                         entities=[ADA, BRAM])
+    item = BenchmarkItem(
+        id="x", question="Who was Ada Quill?", gold=["Q101", "Q102"], entities=[ADA, BRAM]
+    )
     judge = FakeJudge(responder=respond)
     evolved = evolve_item(item, judge, rounds=4, seed=3)
     assert len(evolved.minimum) == 3  # six rounds in the paper; here four: 1 + 3 injections
@@ -162,8 +184,9 @@ def test_evolve_item_records_the_minimum_set_of_the_final_question():
     assert evolved.source["original_question"] == "Who was Ada Quill?"
     assert evolved.usage.model_calls == 4 == len(judge.history)
     # Same seed, same choice of triples.
-    assert evolve_item(item, FakeJudge(responder=respond), rounds=4, seed=3).minimum == \
-        evolved.minimum
+    assert (
+        evolve_item(item, FakeJudge(responder=respond), rounds=4, seed=3).minimum == evolved.minimum
+    )
 
 
 def test_the_link_is_never_picked_twice():

@@ -19,11 +19,21 @@ from ragmeter.judges.fake import FakeJudge
 runner = CliRunner()
 
 # Fictional people, written for these tests.
-ADA = Entity(id="Q101", name="Ada Quill", properties={
-    "occupation": ["glassblower"], "place of birth": ["Brackwater"],
-    "employer": ["Lowmere Glassworks"], "award received": ["Silver Lens"]})
-BRAM = Entity(id="Q102", name="Bram Quill", properties={
-    "occupation": ["ferryman"], "place of death": ["Tidewell"], "child": ["Ada Quill"]})
+ADA = Entity(
+    id="Q101",
+    name="Ada Quill",
+    properties={
+        "occupation": ["glassblower"],
+        "place of birth": ["Brackwater"],
+        "employer": ["Lowmere Glassworks"],
+        "award received": ["Silver Lens"],
+    },
+)
+BRAM = Entity(
+    id="Q102",
+    name="Bram Quill",
+    properties={"occupation": ["ferryman"], "place of death": ["Tidewell"], "child": ["Ada Quill"]},
+)
 FULL = {e.id: e for e in (ADA, BRAM)}
 
 
@@ -32,13 +42,24 @@ def t(entity: str, prop: str, value: str) -> Triple:
 
 
 ITEMS = [
-    BenchmarkItem(id="a", question="What did Ada Quill make, and where?", gold=["Q101"],
-                  entities=[ADA], minimum=[t("Q101", "occupation", "glassblower"),
-                                           t("Q101", "place of birth", "Brackwater"),
-                                           t("Q101", "employer", "Lowmere Glassworks")]),
-    BenchmarkItem(id="b", question="Who was Bram Quill's child, and what was his trade?",
-                  gold=["Q102"], entities=[BRAM],
-                  minimum=[t("Q102", "occupation", "ferryman"), t("Q102", "child", "Ada Quill")]),
+    BenchmarkItem(
+        id="a",
+        question="What did Ada Quill make, and where?",
+        gold=["Q101"],
+        entities=[ADA],
+        minimum=[
+            t("Q101", "occupation", "glassblower"),
+            t("Q101", "place of birth", "Brackwater"),
+            t("Q101", "employer", "Lowmere Glassworks"),
+        ],
+    ),
+    BenchmarkItem(
+        id="b",
+        question="Who was Bram Quill's child, and what was his trade?",
+        gold=["Q102"],
+        entities=[BRAM],
+        minimum=[t("Q102", "occupation", "ferryman"), t("Q102", "child", "Ada Quill")],
+    ),
 ]
 
 
@@ -49,9 +70,12 @@ def tagged(request: ChatRequest, tag: str) -> str:
 def first_token(probabilities: dict[str, float]) -> ChatResponse:
     top = {k: math.log(v) for k, v in probabilities.items()}
     best = max(top, key=lambda k: top[k])
-    return ChatResponse(text=best, logprobs=[TokenLogprobs(token=best, logprob=top[best],
-                                                           top=top)],
-                        prompt_tokens=100, completion_tokens=1)
+    return ChatResponse(
+        text=best,
+        logprobs=[TokenLogprobs(token=best, logprob=top[best], top=top)],
+        prompt_tokens=100,
+        completion_tokens=1,
+    )
 
 
 def write_answer(request: ChatRequest) -> str:
@@ -63,12 +87,16 @@ def write_answer(request: ChatRequest) -> str:
         qid, name = pairs[0][1], pairs[1][1]
         facts = pairs[2:]
         cited = ", ".join(f"{p}: {v}" for p, v in facts)
-        sentences.append(f"{name} is known for {', '.join(v for _, v in facts[:-1])} "
-                         f"[{qid}, {cited}].")
+        sentences.append(
+            f"{name} is known for {', '.join(v for _, v in facts[:-1])} [{qid}, {cited}]."
+        )
         given = {(p, v) for p, v in facts}
         missing = [v for p, vs in FULL[qid].properties.items() for v in vs if (p, v) not in given]
-        sentences.append(f"It is also said that {missing[0]} [NA]." if missing
-                         else "Little else is recorded [NA].")
+        sentences.append(
+            f"It is also said that {missing[0]} [NA]."
+            if missing
+            else "Little else is recorded [NA]."
+        )
     return json.dumps({"answer": " ".join(sentences)})
 
 
@@ -110,12 +138,33 @@ def rows_by_condition(out):
 
 def test_all_experiments_match_the_hand_worked_tables(tmp_path, benchmark, judge):
     out = tmp_path / "run"
-    result = runner.invoke(app, ["attribution", "experiment", str(benchmark), "--kind", "all",
-                                 "--judge", "fake", "--out", str(out), "--no-cache"])
+    result = runner.invoke(
+        app,
+        [
+            "attribution",
+            "experiment",
+            str(benchmark),
+            "--kind",
+            "all",
+            "--judge",
+            "fake",
+            "--out",
+            str(out),
+            "--no-cache",
+        ],
+    )
     assert result.exit_code == 0, result.output
     rows = rows_by_condition(out)
-    assert list(rows) == ["main", "removed 1", "removed 2", "removed 3",
-                          "accuracy 80", "accuracy 60", "accuracy 40", "accuracy 20"]
+    assert list(rows) == [
+        "main",
+        "removed 1",
+        "removed 2",
+        "removed 3",
+        "accuracy 80",
+        "accuracy 60",
+        "accuracy 40",
+        "accuracy 20",
+    ]
 
     main = rows["main"]
     c = main["citation"]
@@ -126,8 +175,12 @@ def test_all_experiments_match_the_hand_worked_tables(tmp_path, benchmark, judge
     assert c["macro_recall"] == 1.0
     # Each sentence names all its values but the last: 3 of 4 and 2 of 3 pairs entailed.
     assert main["alignment"] == pytest.approx(5 / 7) and main["alignment_pairs"] == 7
-    assert main["quality"] == {"coherence": 4.25, "consistency": 4.25, "fluency": 4.25,
-                               "relevance": 4.25}
+    assert main["quality"] == {
+        "coherence": 4.25,
+        "consistency": 4.25,
+        "fluency": 4.25,
+        "relevance": 4.25,
+    }
     assert main["na_precision"] is None  # nothing removed: no [NA] ground truth
 
     one = rows["removed 1"]
@@ -154,16 +207,32 @@ def test_all_experiments_match_the_hand_worked_tables(tmp_path, benchmark, judge
 
     assert rows["accuracy 80"]["citation"] == c  # 20% of 2 graphs rounds to none replaced
     twenty = rows["accuracy 20"]["citation"]
-    assert (twenty["correctness"], twenty["micro_precision"], twenty["micro_recall"]) == \
-        (1.0, 0.0, 0.0)
+    assert (twenty["correctness"], twenty["micro_precision"], twenty["micro_recall"]) == (
+        1.0,
+        0.0,
+        0.0,
+    )
 
     # 9 generations (identical conditions share answers) and 24 judge calls: 7 alignment +
     # 8 quality probes for the main condition, 2 + 4 + 3 [NA] checks.
     assert len(judge.history) == 9 + 24
     assert "citation quality" in result.output and "Align." in result.output
 
-    again = runner.invoke(app, ["attribution", "experiment", str(benchmark), "--kind", "all",
-                                "--judge", "fake", "--out", str(out), "--no-cache"])
+    again = runner.invoke(
+        app,
+        [
+            "attribution",
+            "experiment",
+            str(benchmark),
+            "--kind",
+            "all",
+            "--judge",
+            "fake",
+            "--out",
+            str(out),
+            "--no-cache",
+        ],
+    )
     assert again.exit_code == 0, again.output
     assert len(judge.history) == 33  # everything resumed from the records
     assert rows_by_condition(out) == rows
@@ -171,9 +240,23 @@ def test_all_experiments_match_the_hand_worked_tables(tmp_path, benchmark, judge
 
 def test_generate_then_score(tmp_path, benchmark, judge):
     out = tmp_path / "run"
-    generated = runner.invoke(app, ["attribution", "generate", str(benchmark), "--removed", "1",
-                                    "--judge", "fake", "--out", str(out), "--no-cache",
-                                    "--limit", "1"])
+    generated = runner.invoke(
+        app,
+        [
+            "attribution",
+            "generate",
+            str(benchmark),
+            "--removed",
+            "1",
+            "--judge",
+            "fake",
+            "--out",
+            str(out),
+            "--no-cache",
+            "--limit",
+            "1",
+        ],
+    )
     assert generated.exit_code == 0, generated.output
     records = [json.loads(line) for line in (out / "generations.jsonl").read_text().splitlines()]
     assert len(records) == 1 and records[0]["item_id"] == "a"
@@ -183,8 +266,9 @@ def test_generate_then_score(tmp_path, benchmark, judge):
     rows = rows_by_condition(out)
     assert rows["gold, removed 1"]["citation"]["micro_precision"] == pytest.approx(2 / 3)
 
-    scored = runner.invoke(app, ["attribution", "score", str(out), "--judge", "fake",
-                                 "--no-cache", "--no-quality"])
+    scored = runner.invoke(
+        app, ["attribution", "score", str(out), "--judge", "fake", "--no-cache", "--no-quality"]
+    )
     assert scored.exit_code == 0, scored.output
     row = rows_by_condition(out)["gold, removed 1"]
     assert row["alignment"] == pytest.approx(2 / 3)  # 3 pairs, the last value unnamed
@@ -196,16 +280,44 @@ def test_generate_then_score(tmp_path, benchmark, judge):
 
 def test_evolve_writes_a_benchmark_with_minimum_sets_and_resumes(tmp_path, judge):
     data = tmp_path / "rows.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in [
-        {"id": 1, "question_complex": "Who was Ada Quill?", "question_simple": "?",
-         "knowledge": [ADA.to_record()]},
-        {"id": 2, "question_complex": "Who was Bram Quill?", "question_simple": "?",
-         "knowledge": [BRAM.to_record()]},
-        {"id": 3, "question_complex": "Nobody?", "question_simple": "?", "knowledge": []},
-    ]))
+    data.write_text(
+        "".join(
+            json.dumps(r) + "\n"
+            for r in [
+                {
+                    "id": 1,
+                    "question_complex": "Who was Ada Quill?",
+                    "question_simple": "?",
+                    "knowledge": [ADA.to_record()],
+                },
+                {
+                    "id": 2,
+                    "question_complex": "Who was Bram Quill?",
+                    "question_simple": "?",
+                    "knowledge": [BRAM.to_record()],
+                },
+                {"id": 3, "question_complex": "Nobody?", "question_simple": "?", "knowledge": []},
+            ]
+        )
+    )
     out = tmp_path / "evolved"
-    result = runner.invoke(app, ["attribution", "evolve", str(data), "--n", "5", "--rounds", "3",
-                                 "--judge", "fake", "--out", str(out), "--no-cache"])
+    result = runner.invoke(
+        app,
+        [
+            "attribution",
+            "evolve",
+            str(data),
+            "--n",
+            "5",
+            "--rounds",
+            "3",
+            "--judge",
+            "fake",
+            "--out",
+            str(out),
+            "--no-cache",
+        ],
+    )
     assert result.exit_code == 0, result.output
     items = load_benchmark(out / "benchmark.jsonl")
     assert sorted(i.id for i in items) == ["biokalma-1", "biokalma-2"]  # the empty row is out
@@ -220,15 +332,31 @@ def test_evolve_writes_a_benchmark_with_minimum_sets_and_resumes(tmp_path, judge
     assert t("Q101", "occupation", "glassblower") not in ada.minimum
     calls = len(judge.history)
     assert calls == 2 * 3
-    again = runner.invoke(app, ["attribution", "evolve", str(data), "--n", "5", "--rounds", "3",
-                                "--judge", "fake", "--out", str(out), "--no-cache"])
+    again = runner.invoke(
+        app,
+        [
+            "attribution",
+            "evolve",
+            str(data),
+            "--n",
+            "5",
+            "--rounds",
+            "3",
+            "--judge",
+            "fake",
+            "--out",
+            str(out),
+            "--no-cache",
+        ],
+    )
     assert again.exit_code == 0 and len(judge.history) == calls
 
 
 def test_retrieve_reports_accuracy(tmp_path, benchmark):
     out = tmp_path / "run"
-    result = runner.invoke(app, ["attribution", "retrieve", str(benchmark), "--recognizer",
-                                 "names", "--out", str(out)])
+    result = runner.invoke(
+        app, ["attribution", "retrieve", str(benchmark), "--recognizer", "names", "--out", str(out)]
+    )
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in (out / "retrieval.jsonl").read_text().splitlines()]
     # The names recogniser finds "Ada Quill" in a and "Bram Quill('s)" in b: both gold.
@@ -238,8 +366,10 @@ def test_retrieve_reports_accuracy(tmp_path, benchmark):
 
 def test_ablation_plan_replaces_nested_shares_of_graphs():
     people = [Entity(id=f"P{i}", name=f"Person {i}") for i in range(10)]
-    items = [BenchmarkItem(id=f"i{i}", question="?", gold=[p.id], entities=[p])
-             for i, p in enumerate(people)]
+    items = [
+        BenchmarkItem(id=f"i{i}", question="?", gold=[p.id], entities=[p])
+        for i, p in enumerate(people)
+    ]
     plan = ablation_plan(items, [1.0, 0.8, 0.4, 0.2], KnowledgeGraph(people), seed=1)
 
     def replaced(accuracy):
@@ -251,7 +381,20 @@ def test_ablation_plan_replaces_nested_shares_of_graphs():
 
 
 def test_unknown_experiment_is_a_clear_error(tmp_path, benchmark, judge):
-    result = runner.invoke(app, ["attribution", "experiment", str(benchmark), "--kind", "x",
-                                 "--judge", "fake", "--no-cache", "--out", str(tmp_path)])
+    result = runner.invoke(
+        app,
+        [
+            "attribution",
+            "experiment",
+            str(benchmark),
+            "--kind",
+            "x",
+            "--judge",
+            "fake",
+            "--no-cache",
+            "--out",
+            str(tmp_path),
+        ],
+    )
     assert result.exit_code == 2
     assert "unknown experiment 'x'" in result.output

@@ -67,8 +67,10 @@ def test_entity_record_drops_blanks_and_splits_lists():
     assert "date of death" not in entity.properties  # the blank date says nothing
     assert entity.types == ["human"]
     assert len(entity.triples()) == 7  # name + 6 values
-    assert entity.render().startswith("{qid: Q101, name: Ada Quill, instance of: human, "
-                                      "occupation: glassblower, occupation: inventor")
+    assert entity.render().startswith(
+        "{qid: Q101, name: Ada Quill, instance of: human, "
+        "occupation: glassblower, occupation: inventor"
+    )
 
 
 def test_entity_record_needs_an_id():
@@ -100,8 +102,10 @@ def test_name_index_finds_namesakes_in_load_order():
 
 def test_without_removes_exactly_the_given_triples():
     graph = KnowledgeGraph([entity_from_record(ADA)])
-    gone = [Triple(entity="Q101", property="Occupation", value="Inventor"),
-            Triple(entity="Q101", property="employer", value="lowmere glassworks")]
+    gone = [
+        Triple(entity="Q101", property="Occupation", value="Inventor"),
+        Triple(entity="Q101", property="employer", value="lowmere glassworks"),
+    ]
     reduced = graph.without(gone)
     assert reduced.get("Q101").properties["occupation"] == ["glassblower"]
     assert "employer" not in reduced.get("Q101").properties
@@ -115,8 +119,11 @@ def test_biokalma_shaped_rows_merge_their_knowledge_lists(tmp_path):
     rows = [
         {"id": 0, "question_complex": "Q?", "knowledge": [ADA]},
         {"id": 1, "question_complex": "Q?", "knowledge": []},
-        {"id": 2, "question_complex": "Q?", "knowledge": [
-            {"qid": "Q102", "name": "Bram Quill", "child": "Ada Quill"}, ADA]},
+        {
+            "id": 2,
+            "question_complex": "Q?",
+            "knowledge": [{"qid": "Q102", "name": "Bram Quill", "child": "Ada Quill"}, ADA],
+        },
     ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     graph = load_graph(path)
@@ -127,12 +134,15 @@ def test_biokalma_shaped_rows_merge_their_knowledge_lists(tmp_path):
 def test_triple_files_in_both_column_forms(tmp_path):
     jsonl = tmp_path / "triples.jsonl"
     jsonl.write_text(
-        "\n".join(json.dumps(r) for r in [
-            {"subject": "E1", "predicate": "name", "object": "Ada Quill"},
-            {"subject": "E1", "predicate": "occupation", "object": "glassblower"},
-            {"subject": "E1", "predicate": "occupation", "object": "inventor"},
-            {"subject": "E2", "predicate": "place_of_birth", "object": "Lowmere"},
-        ])
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {"subject": "E1", "predicate": "name", "object": "Ada Quill"},
+                {"subject": "E1", "predicate": "occupation", "object": "glassblower"},
+                {"subject": "E1", "predicate": "occupation", "object": "inventor"},
+                {"subject": "E2", "predicate": "place_of_birth", "object": "Lowmere"},
+            ]
+        )
     )
     graph = load_graph(jsonl)
     assert graph.get("E1").name == "Ada Quill"

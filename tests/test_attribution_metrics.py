@@ -94,8 +94,7 @@ def test_micro_and_macro_differ_on_two_answers():
 
 
 def test_incomplete_citations_are_wrong_and_uncited_answers_leave_macro_precision():
-    incomplete = count_citations(parse_answer("A [Q101, occupation]. B [Q101]."), GRAPH,
-                                 MINIMUM_1)
+    incomplete = count_citations(parse_answer("A [Q101, occupation]. B [Q101]."), GRAPH, MINIMUM_1)
     assert (incomplete.citations, incomplete.correct, incomplete.incomplete) == (2, 0, 2)
     silent = count_citations(parse_answer("Ada Quill made glass."), GRAPH, MINIMUM_1)
     assert silent.precision is None and silent.recall == 0.0
@@ -126,8 +125,10 @@ def yes_no(p_yes: float, p_no: float, extra: dict[str, float] | None = None) -> 
     top.update({k: math.log(v) for k, v in (extra or {}).items()})
     best = max(top, key=lambda k: top[k])
     return ChatResponse(
-        text=best, logprobs=[TokenLogprobs(token=best, logprob=top[best], top=top)],
-        prompt_tokens=10, completion_tokens=1,
+        text=best,
+        logprobs=[TokenLogprobs(token=best, logprob=top[best], top=top)],
+        prompt_tokens=10,
+        completion_tokens=1,
     )
 
 
@@ -139,12 +140,15 @@ def field(request: ChatRequest, tag: str) -> str:
 def test_alignment_from_next_token_probabilities():
     # Per (sentence, knowledge) pair, the scripted P(yes), P(no).
     verdicts = {
-        ("Ada Quill was a glassblower born in Lowmere.", "Ada Quill | occupation: glassblower"):
-            (0.9, 0.1),
-        ("Ada Quill was a glassblower born in Lowmere.", "Ada Quill | place of birth: lowmere"):
-            (0.4, 0.35),  # unsure, but more yes than no: entailed
-        ("She worked at the glassworks.", "Ada Quill | employer: Lowmere Glass Works"):
-            (0.2, 0.7),
+        ("Ada Quill was a glassblower born in Lowmere.", "Ada Quill | occupation: glassblower"): (
+            0.9,
+            0.1,
+        ),
+        ("Ada Quill was a glassblower born in Lowmere.", "Ada Quill | place of birth: lowmere"): (
+            0.4,
+            0.35,
+        ),  # unsure, but more yes than no: entailed
+        ("She worked at the glassworks.", "Ada Quill | employer: Lowmere Glass Works"): (0.2, 0.7),
         ("Her father was a ferryman.", "Bram Quill | occupation: ferryman"): (0.6, 0.3),
     }
 
@@ -207,8 +211,7 @@ def test_na_precision_and_recall_by_hand():
     absent = [EMPLOYER, AWARD]
     entailed = {
         ("She worked at the Lowmere Glassworks.", "Ada Quill | employer: Lowmere Glassworks"),
-        ("Her employer was the glassworks in Lowmere.",
-         "Ada Quill | employer: Lowmere Glassworks"),
+        ("Her employer was the glassworks in Lowmere.", "Ada Quill | employer: Lowmere Glassworks"),
     }
 
     def respond(request: ChatRequest) -> ChatResponse:
@@ -216,8 +219,12 @@ def test_na_precision_and_recall_by_hand():
         return yes_no(0.8, 0.2) if pair in entailed else yes_no(0.1, 0.9)
 
     judge = FakeJudge(responder=respond)
-    result = na_scores(parse_answer(NA_ANSWER), absent, {"Q101": "Ada Quill"},
-                       EntailmentChecker(JudgeSession(judge)))
+    result = na_scores(
+        parse_answer(NA_ANSWER),
+        absent,
+        {"Q101": "Ada Quill"},
+        EntailmentChecker(JudgeSession(judge)),
+    )
     # Three [NA] sentences; two entail the absent employer, none the absent award.
     # Precision = 2/3 (sentences that entail some absent triple); recall = 1/2 (absent triples
     # entailed by some [NA] sentence).
@@ -230,6 +237,10 @@ def test_na_precision_and_recall_by_hand():
 
 
 def test_na_without_na_sentences_has_zero_recall_and_no_precision():
-    result = na_scores(parse_answer("She was born in Lowmere [Q101, place of birth: Lowmere]."),
-                       [EMPLOYER], {}, EntailmentChecker(JudgeSession(FakeJudge())))
+    result = na_scores(
+        parse_answer("She was born in Lowmere [Q101, place of birth: Lowmere]."),
+        [EMPLOYER],
+        {},
+        EntailmentChecker(JudgeSession(FakeJudge())),
+    )
     assert result.precision is None and result.recall == 0.0

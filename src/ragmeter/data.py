@@ -383,8 +383,14 @@ def _read_file(path: Path) -> Iterator[_Row]:
 
 def _jsonl_rows(path: Path) -> Iterator[_Row]:
     """Yield one row per non-blank line, numbered by file line so errors point at the line."""
-    with path.open(encoding="utf-8-sig") as lines:
-        for row, line in enumerate(lines, start=1):
+    # Bytes, so that one line that is not UTF-8 is an error for that line, not for the file.
+    with path.open("rb") as lines:
+        for row, raw in enumerate(lines, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if row == 1 else "utf-8")
+            except UnicodeDecodeError as error:
+                yield row, DatasetError(row, "<json>", f"not UTF-8 text at byte {error.start + 1}")
+                continue
             if line.strip():
                 yield row, _decode_line(row, line)
 

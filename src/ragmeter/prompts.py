@@ -9,8 +9,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -31,16 +33,50 @@ class ReplyError(ValueError):
     """A reply that does not satisfy the prompt's output schema."""
 
 
-def _tag(name: str, value: str | Sequence[str]) -> str:
+TAG_NAMES = frozenset(
+    {"question", "answer", "context", "contexts", "statement", "statements", "reference"}
+)
+"""Tags a closing tag inside data must not imitate, besides the names of the prompt's inputs."""
+
+# Characters that show nothing but can hide text from a reader or split a word so that a filter
+# misses it: zero-width space, word joiner, BOM, bidirectional overrides and isolates, and the
+# "tag" block that smuggles invisible ASCII to a model. Dropping them changes no visible text.
+_INVISIBLE = re.compile("[\u200b\u2060\ufeff\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
+_LT = "<\uff1c\ufe64\u2329\u27e8\u3008"  # < and its look-alikes
+_SLASH = "/\uff0f\u2044\u2215"
+_GT = ">\uff1e\ufe65\u232a\u27e9\u3009"
+_CLOSING = re.compile(rf"[{_LT}]\s*[{_SLASH}]\s*([^\s{_LT}{_GT}]{{1,40}}?)\s*[{_GT}]")
+# Chat-template control tokens (ChatML, Llama, Mistral): a tokenizer that parses special tokens
+# in the prompt would read these in data as real turn boundaries.
+_CONTROL = re.compile(r"<\|[^|<>\s]{1,40}\|>|\[/?INST\]|<</?SYS>>|</?s>", re.IGNORECASE)
+
+
+def _defuse(value: str, names: frozenset[str]) -> str:
+    """Data that cannot end its own tag, open a chat turn, or hide text.
+
+    A closing tag of any known name ends the data early in the judge's eyes, so it is broken
+    with a space, also when written with look-alike brackets or a case or width change.
+    """
+    value = _INVISIBLE.sub("", value)
+
+    def closing(match: re.Match[str]) -> str:
+        name = unicodedata.normalize("NFKC", match.group(1)).casefold()
+        name = name.replace("\u200c", "").replace("\u200d", "")
+        return f"</ {name}>" if name in names else match.group(0)
+
+    value = _CLOSING.sub(closing, value)
+    return _CONTROL.sub(lambda m: f"{m.group(0)[0]} {m.group(0)[1:]}", value)
+
+
+def _tag(name: str, value: str | Sequence[str], names: frozenset[str] = TAG_NAMES) -> str:
     if not isinstance(value, str):
         value = "\n\n".join(value)
-    # A closing tag inside the data would end the data early; defuse it.
-    value = re.sub(rf"</\s*{name}\s*>", f"</ {name}>", value, flags=re.IGNORECASE)
-    return f"<{name}>\n{value}\n</{name}>"
+    return f"<{name}>\n{_defuse(value, names | {name})}\n</{name}>"
 
 
 def render_inputs(inputs: Inputs) -> str:
-    return "\n".join(_tag(name, value) for name, value in inputs.items())
+    names = TAG_NAMES | {name.casefold() for name in inputs}
+    return "\n".join(_tag(name, value, names) for name, value in inputs.items())
 
 
 def extract_json(text: str) -> str:
@@ -58,11 +94,12 @@ class Prompt(Generic[Out]):
     output: type[Out]
     examples: Sequence[tuple[Inputs, Out]] = field(default_factory=tuple)
 
-    @property
+    @cached_property
     def schema(self) -> dict[str, Any]:
+        """The output's JSON schema; computed once, as pydantic takes about 0.5 ms a time."""
         return self.output.model_json_schema()
 
-    @property
+    @cached_property
     def version(self) -> str:
         """Changes whenever anything the judge sees changes; part of every result key."""
         material = json.dumps(

@@ -1,24 +1,34 @@
-"""Files and tables made from a ``Result``; pure functions of it."""
+"""Files and tables made from a ``Result`` (or a dry run's ``Estimate``); pure functions of it."""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 from rich.table import Table
 
+from ragmeter.budget import Estimate, is_pending
+from ragmeter.manifest import atomic_write_text, scrub
 from ragmeter.result import Result
 
 
 def summary_table(result: Result, title: str = "ragmeter") -> Table:
+    """Mean, CI and counts per metric. Items a budget stopped get a column of their own: they
+    were never judged, which is not the same as failing."""
+    pending = Counter(s.metric for s in result.scores if is_pending(s))
     table = Table(title=title)
-    for column in ("metric", "mean", "95% CI", "scored", "unscored"):
+    columns = ["metric", "mean", "95% CI", "scored", "unscored"] + (["not judged"] * bool(pending))
+    for column in columns:
         table.add_column(column, justify="left" if column == "metric" else "right")
     for row in result.summary():
         mean = "—" if row.mean is None else f"{row.mean:.3f}"
         ci = "—" if row.ci_low is None else f"[{row.ci_low:.3f}, {row.ci_high:.3f}]"
-        table.add_row(row.metric, mean, ci, str(row.scored), str(row.unscored))
+        counts = [str(row.scored), str(row.unscored - pending[row.metric])]
+        if pending:
+            counts.append(str(pending[row.metric]))
+        table.add_row(row.metric, mean, ci, *counts)
     return table
 
 
@@ -37,18 +47,17 @@ def samples_table(result: Result, width: int = 40) -> Table:
 
 def write_outputs(result: Result, out_dir: Path) -> list[Path]:
     """Write the per-sample scores with explanations, a wide CSV, the summary and the run
-    record. The scores database beside them is what resumes a run; these are its exports."""
+    record. The scores database beside them is what resumes a run; these are its exports.
+
+    Each file is written whole and then renamed into place, so a run killed while writing
+    leaves the previous version, never half a file.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
     scores_path = out_dir / "scores.jsonl"
-    with scores_path.open("w") as handle:
-        for score in result.scores:
-            handle.write(score.model_dump_json() + "\n")
-    written.append(scores_path)
+    atomic_write_text(scores_path, "".join(s.model_dump_json() + "\n" for s in result.scores))
 
     csv_path = out_dir / "samples.csv"
-    result.to_pandas().to_csv(csv_path, index=False)
-    written.append(csv_path)
+    atomic_write_text(csv_path, result.to_pandas().to_csv(index=False))
 
     summary_path = out_dir / "summary.json"
     summary = {
@@ -56,10 +65,41 @@ def write_outputs(result: Result, out_dir: Path) -> list[Path]:
         "usage": result.usage().model_dump(),
         "invalid_rows": [vars(row) for row in result.invalid_rows],
     }
-    summary_path.write_text(json.dumps(summary, indent=2))
-    written.append(summary_path)
+    atomic_write_text(summary_path, json.dumps(summary, indent=2))
 
     run_path = out_dir / "run.json"
-    run_path.write_text(json.dumps(result.run, indent=2))
-    written.append(run_path)
-    return written
+    atomic_write_text(run_path, scrub(json.dumps(result.run, indent=2, default=str)) + "\n")
+    return [scores_path, csv_path, summary_path, run_path]
+
+
+def _money(value: float | None) -> str:
+    return "—" if value is None else f"${value:,.4f}"
+
+
+def estimate_table(estimate: Estimate, title: str = "dry run: expected judge calls") -> Table:
+    """Calls, tokens and cost per metric, with a total row."""
+    table = Table(title=title)
+    for column in ("metric", "items", "calls", "tokens in", "tokens out", "embeddings", "cost"):
+        table.add_column(column, justify="left" if column == "metric" else "right")
+    for row in estimate.metrics:
+        name = row.metric if row.pattern == "known" else f"{row.metric} (guessed)"
+        table.add_row(
+            name,
+            f"{row.items:,}",
+            f"{row.calls:,}",
+            f"{row.prompt_tokens:,}",
+            f"{row.completion_tokens:,}",
+            f"{row.embedding_calls:,}",
+            _money(estimate.cost(row)),
+        )
+    table.add_row(
+        "total",
+        "",
+        f"{estimate.calls:,}",
+        f"{estimate.prompt_tokens:,}",
+        f"{estimate.completion_tokens:,}",
+        f"{sum(r.embedding_calls for r in estimate.metrics):,}",
+        _money(estimate.cost()),
+        style="bold",
+    )
+    return table

@@ -1,8 +1,9 @@
 """The judge as a metric sees it: ask a typed prompt, get a validated object back.
 
-Transport failures are retried as they are; an unreadable reply is retried with a repair message
-that shows the judge its mistake. When the retries run out the metric gets ``Unscorable`` with the
-reason, and every exchange (rendered prompt, raw reply, error) is kept for the score's record.
+Transport failures are retried as they are (``retries``); an unreadable reply is retried with a
+repair message that shows the judge its mistake (``repairs``). When either runs out the metric
+gets ``Unscorable`` with the reason, and every exchange (rendered prompt, raw reply, error) is kept
+for the score's record.
 """
 
 from __future__ import annotations
@@ -25,15 +26,21 @@ _NO = re.compile(r"^\W*(no|false|unsupported|not)\b", re.IGNORECASE)
 
 def yes_probability(response: ChatResponse) -> float | None:
     """P(yes) / (P(yes) + P(no)) from the first token's alternatives, summing the spellings
-    ("Yes", " yes", "YES"...); None if the reply carries no usable log-probabilities."""
+    ("Yes", " yes", "YES"...); None if the reply carries no usable log-probabilities.
+
+    A log-probability that is not finite or is above 0 is impossible; a faulty server can still
+    send one, so it is ignored rather than allowed to turn the score into NaN.
+    """
     if not response.logprobs:
         return None
     yes = no = 0.0
     for token, logprob in response.logprobs[0].top.items():
+        if not math.isfinite(logprob) or logprob > 1e-6:
+            continue
         if _YES.match(token):
-            yes += math.exp(logprob)
+            yes += math.exp(min(logprob, 0.0))
         elif _NO.match(token):
-            no += math.exp(logprob)
+            no += math.exp(min(logprob, 0.0))
     return yes / (yes + no) if yes + no > 0 else None
 
 
@@ -46,11 +53,55 @@ def yes_from_text(text: str) -> float | None:
     return None
 
 
+def _read_yes(response: ChatResponse) -> float | None:
+    """The probability of yes from the log-probabilities where there are any, else the word."""
+    probability = yes_probability(response)
+    return probability if probability is not None else yes_from_text(response.text)
+
+
+class _Attempts:
+    """What one question may still spend: further calls after failed ones, and repairs after
+    unreadable replies. Without a separate repair count the two share one budget."""
+
+    def __init__(self, retries: int, repairs: int | None) -> None:
+        self.made = 0
+        self._retries = retries
+        self._repairs = repairs
+        self._failed = 0
+        self._unreadable = 0
+
+    def another(self, *, unreadable: bool) -> bool:
+        """Count a failed attempt; True if one more is allowed."""
+        if unreadable:
+            self._unreadable += 1
+        else:
+            self._failed += 1
+        if self._repairs is None:
+            return self._failed + self._unreadable <= self._retries
+        return self._failed <= self._retries and self._unreadable <= self._repairs
+
+
 class JudgeSession:
-    def __init__(self, judge: Judge, embedder: Embedder | None = None, retries: int = 2) -> None:
+    def __init__(
+        self,
+        judge: Judge,
+        embedder: Embedder | None = None,
+        retries: int = 2,
+        repairs: int | None = None,
+    ) -> None:
+        """Hold the models and the attempt limits for the questions of one score.
+
+        Args:
+            judge: the model asked.
+            embedder: for metrics that compare texts by embedding.
+            retries: further attempts after a failed judge call.
+            repairs: further attempts after an unreadable reply. None shares ``retries``
+                between both kinds of failure, as before the two were separated.
+        """
         self.judge = judge
         self.embedder = embedder
         self.retries = retries
+        self.repairs = repairs
         self.exchanges: list[Exchange] = []
         self.usage = Usage()
 
@@ -65,8 +116,9 @@ class JudgeSession:
         """Return the judge's reply parsed as ``prompt.output``; ``check`` may reject a reply
         that parses but is unusable (e.g. the wrong number of verdicts)."""
         messages = prompt.render(inputs)
-        problem = ""
-        for _ in range(self.retries + 1):
+        attempts = _Attempts(self.retries, self.repairs)
+        while True:
+            attempts.made += 1
             request = ChatRequest(
                 messages=messages, json_schema=prompt.schema, max_tokens=max_tokens
             )
@@ -77,8 +129,10 @@ class JudgeSession:
             except JudgeError as exc:
                 problem = f"judge call failed: {exc}"
                 exchange.error = problem
-                continue
-            self._count(response.cached, response.prompt_tokens, response.completion_tokens)
+                if attempts.another(unreadable=False):
+                    continue
+                break
+            self.record_usage(response.cached, response.prompt_tokens, response.completion_tokens)
             exchange.reply, exchange.cached = response.text, response.cached
             try:
                 parsed = prompt.parse(response.text)
@@ -94,6 +148,8 @@ class JudgeSession:
                 )
                 problem = f"unreadable reply: {exc}{cut}"
                 exchange.error = problem
+                if not attempts.another(unreadable=True):
+                    break
                 messages = (
                     *prompt.render(inputs),
                     Message(role="assistant", content=response.text),
@@ -103,7 +159,7 @@ class JudgeSession:
                         "complete JSON object in the required shape, and keep it short.",
                     ),
                 )
-        raise Unscorable(f"{prompt.name}: {problem} (after {self.retries + 1} attempts)")
+        raise Unscorable(f"{prompt.name}: {problem} (after {attempts.made} attempts)")
 
     def ask_yes_no(self, prompt: YesNoPrompt, inputs: Inputs, **fields: str) -> float:
         """The judge's probability that the answer is Yes.
@@ -112,32 +168,37 @@ class JudgeSession:
         generated word, read as 1 or 0.
         """
         messages = prompt.render(inputs, **fields)
-        problem = ""
-        for _ in range(self.retries + 1):
+        attempts = _Attempts(self.retries, self.repairs)
+        while True:
+            attempts.made += 1
             request = ChatRequest(messages=messages, max_tokens=1, top_logprobs=10)
             exchange = Exchange(prompt=prompt.name, messages=list(messages))
             self.exchanges.append(exchange)
             try:
                 response = self.judge.complete(request)
-                self._count(response.cached, response.prompt_tokens, response.completion_tokens)
-                probability = yes_probability(response)
-                if probability is None:  # no log-probabilities: read the word it said
-                    probability = yes_from_text(response.text)
+                self.record_usage(
+                    response.cached, response.prompt_tokens, response.completion_tokens
+                )
+                probability = _read_yes(response)
                 if probability is None:  # not even a word: let the judge finish it
                     response = self.judge.complete(request.model_copy(update={"max_tokens": 3}))
-                    self._count(
+                    self.record_usage(
                         response.cached, response.prompt_tokens, response.completion_tokens
                     )
-                    probability = yes_from_text(response.text)
+                    probability = _read_yes(response)
             except JudgeError as exc:
                 problem = exchange.error = f"judge call failed: {exc}"
-                continue
+                if attempts.another(unreadable=False):
+                    continue
+                break
             exchange.reply, exchange.cached = response.text, response.cached
             if probability is not None:
                 exchange.probability = probability
                 return probability
             problem = exchange.error = f"neither yes nor no in the reply {response.text!r}"
-        raise Unscorable(f"{prompt.name}: {problem} (after {self.retries + 1} attempts)")
+            if not attempts.another(unreadable=True):
+                break
+        raise Unscorable(f"{prompt.name}: {problem} (after {attempts.made} attempts)")
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if self.embedder is None:
@@ -149,7 +210,7 @@ class JudgeSession:
         self.usage.embedding_calls += 1
         return vectors
 
-    def _count(self, cached: bool, prompt_tokens: int, completion_tokens: int) -> None:
+    def record_usage(self, cached: bool, prompt_tokens: int, completion_tokens: int) -> None:
         if cached:
             self.usage.cached_calls += 1
             return

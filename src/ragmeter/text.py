@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+import threading
+from typing import Any
+
+_local = threading.local()
 
 
-@lru_cache(maxsize=1)
-def _segmenter():  # type: ignore[no-untyped-def]
-    import pysbd
+def _segmenter() -> Any:
+    """One pysbd segmenter per thread: a segmenter keeps state while it works, so sharing one
+    between workers miscounts sentences."""
+    if not hasattr(_local, "segmenter"):
+        import pysbd
 
-    return pysbd.Segmenter(language="en", clean=False)
+        _local.segmenter = pysbd.Segmenter(language="en", clean=False)
+    return _local.segmenter
 
 
 def split_sentences(text: str) -> list[str]:

@@ -156,8 +156,15 @@ def measure_agreement(
     if not any(p.label is not None for p in pairs):
         raise ValueError(f"{pairs_path} has no human labels (label / overall_preference)")
     battles = judge_pairs(
-        pairs, judge=judge, out_dir=out_dir, orders=orders, seed=seed, retries=retries,
-        max_tokens=max_tokens, cache=cache, on_battle=on_battle,
+        pairs,
+        judge=judge,
+        out_dir=out_dir,
+        orders=orders,
+        seed=seed,
+        retries=retries,
+        max_tokens=max_tokens,
+        cache=cache,
+        on_battle=on_battle,
     )
     report = agreement_report(battles)
     (Path(out_dir) / AGREEMENT_FILE).write_text(report.model_dump_json(indent=2))
@@ -167,8 +174,14 @@ def measure_agreement(
 def agreement_table(report: AgreementReport, title: str = "judge vs human labels") -> Table:
     table = Table(title=title)
     table.add_column("judge label")
-    for column in ("pairs", "Cohen's κ", "Pearson", "accuracy (human non-tie)",
-                   "accuracy (both non-tie)", "judge ties"):
+    for column in (
+        "pairs",
+        "Cohen's κ",
+        "Pearson",
+        "accuracy (human non-tie)",
+        "accuracy (both non-tie)",
+        "judge ties",
+    ):
         table.add_column(column, justify="right")
     for name, stats in (("verdict", report.verdict), ("first order alone", report.first_order)):
         table.add_row(

@@ -50,8 +50,9 @@ def reference_pairs(
                 plan.missing[system.name] += 1
                 continue
             plan.pairs.append(
-                _pair(question, system.name, answer, reference_name, question.reference,
-                      "reference")
+                _pair(
+                    question, system.name, answer, reference_name, question.reference, "reference"
+                )
             )
     return plan
 
@@ -85,8 +86,14 @@ def complete_pairs(
         for question in chosen:
             for first, second in itertools.combinations(systems, 2):
                 plan.pairs.append(
-                    _pair(question, first.name, first.answers[question.id] or "", second.name,
-                          second.answers[question.id] or "", "complete")
+                    _pair(
+                        question,
+                        first.name,
+                        first.answers[question.id] or "",
+                        second.name,
+                        second.answers[question.id] or "",
+                        "complete",
+                    )
                 )
     return plan
 

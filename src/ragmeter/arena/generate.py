@@ -153,8 +153,10 @@ def generate_answers(
     existing = read_generated(out)
     others = {a.system for a in existing} - {name}
     if others:
-        raise ValueError(f"{out} holds answers of {sorted(others)}, not {name!r}: one file per "
-                         "system, so that a system's answers are never mixed with another's")
+        raise ValueError(
+            f"{out} holds answers of {sorted(others)}, not {name!r}: one file per "
+            "system, so that a system's answers are never mixed with another's"
+        )
     done = {a.id: a for a in existing if a.answer is not None}
     retriever = BM25Retriever(build_passages(documents, max_words))
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -165,7 +167,12 @@ def generate_answers(
             if answer is None:
                 session = JudgeSession(model, retries=retries)
                 answer = answer_question(
-                    question, retriever, session, system=name, k=k, cot=cot,
+                    question,
+                    retriever,
+                    session,
+                    system=name,
+                    k=k,
+                    cot=cot,
                     max_tokens=max_tokens,
                 )
                 handle.write(answer.model_dump_json() + "\n")

@@ -194,12 +194,10 @@ def open_judge(judge: str | Judge, cache: bool | str | Path = True) -> Judge:
 def judgement_key(pair: Pair, order: Order, judge: Judge, max_tokens: int) -> str:
     """Keyed by what the judge is shown, not by the pair's id: the same two answers in the same
     positions are one judgement, whichever design or file they came from."""
-    first, second = (pair.answer_a, pair.answer_b) if order == "ab" else (
-        pair.answer_b, pair.answer_a
+    first, second = (
+        (pair.answer_a, pair.answer_b) if order == "ab" else (pair.answer_b, pair.answer_a)
     )
-    material = json.dumps(
-        [PAIRWISE.version, judge.name, max_tokens, pair.question, first, second]
-    )
+    material = json.dumps([PAIRWISE.version, judge.name, max_tokens, pair.question, first, second])
     return hashlib.sha256(material.encode()).hexdigest()
 
 
@@ -208,8 +206,8 @@ def judge_order(
 ) -> Score:
     """One presentation; ``value`` is -1 when the answer shown first wins, 1 for the second, 0
     not sure, None when unscored (with the reason)."""
-    first, second = (pair.answer_a, pair.answer_b) if order == "ab" else (
-        pair.answer_b, pair.answer_a
+    first, second = (
+        (pair.answer_a, pair.answer_b) if order == "ab" else (pair.answer_b, pair.answer_a)
     )
     session = JudgeSession(judge, retries=retries)
     started = time.perf_counter()
@@ -238,7 +236,10 @@ def judge_order(
 def _order_verdict(order: Order, score: Score, cached: bool) -> OrderVerdict:
     if score.value is None:
         return OrderVerdict(
-            order=order, preference=None, unscored_reason=score.unscored_reason, cached=cached,
+            order=order,
+            preference=None,
+            unscored_reason=score.unscored_reason,
+            cached=cached,
             usage=score.usage,
         )
     rating = int(score.explanation["rating"])
@@ -271,9 +272,10 @@ def judge_pair(
         if stored is not None and stored.scored:
             score, cached = stored, True
         else:
-            score, cached = judge_order(
-                pair, order, judge, retries=retries, max_tokens=max_tokens
-            ), False
+            score, cached = (
+                judge_order(pair, order, judge, retries=retries, max_tokens=max_tokens),
+                False,
+            )
             if store:
                 store.put(key, score)
         verdicts.append(_order_verdict(order, score, cached))
@@ -346,13 +348,26 @@ def judge_pairs(
     finally:
         store.close()
     write_battles(battles, out)
-    _write_run(out, battles, model, started, time.perf_counter() - clock, orders=orders,
-               seed=seed, retries=retries, max_tokens=max_tokens)
+    _write_run(
+        out,
+        battles,
+        model,
+        started,
+        time.perf_counter() - clock,
+        orders=orders,
+        seed=seed,
+        retries=retries,
+        max_tokens=max_tokens,
+    )
     return battles
 
 
 def _write_run(
-    out: Path, battles: list[Battle], judge: Judge, started: datetime, seconds: float,
+    out: Path,
+    battles: list[Battle],
+    judge: Judge,
+    started: datetime,
+    seconds: float,
     **config: Any,
 ) -> None:
     fresh = Usage()

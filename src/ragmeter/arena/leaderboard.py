@@ -199,8 +199,9 @@ def _record(system: str, battles: Sequence[Battle]) -> dict[str, float | int]:
 
 
 def _empty_row(system: str, battles: Sequence[Battle]) -> SystemRow:
-    return SystemRow(system=system, rating=None, rating_low=None, rating_high=None,
-                     **_record(system, battles))
+    return SystemRow(
+        system=system, rating=None, rating_low=None, rating_high=None, **_record(system, battles)
+    )
 
 
 def _finite(value: float) -> float | None:
@@ -223,8 +224,15 @@ def leaderboard_table(board: Leaderboard, title: str = "RAG-QA arena") -> Table:
     table = Table(title=title)
     table.add_column("#", justify="right")
     table.add_column("system")
-    for column in ("Elo", "95% CI", "battles", "W/T/L", f"win % vs {board.reference}",
-                   "win+tie %", "no answer %"):
+    for column in (
+        "Elo",
+        "95% CI",
+        "battles",
+        "W/T/L",
+        f"win % vs {board.reference}",
+        "win+tie %",
+        "no answer %",
+    ):
         table.add_column(column, justify="right")
     for rank, row in enumerate(board.systems, 1):
         ci = "—" if row.rating_low is None else f"[{row.rating_low:.0f}, {row.rating_high:.0f}]"
@@ -236,9 +244,9 @@ def leaderboard_table(board: Leaderboard, title: str = "RAG-QA arena") -> Table:
             str(row.battles),
             f"{row.wins:g}/{row.ties:g}/{row.losses:g}",
             "" if row.system == board.reference else _pct(row.win, row.win_low, row.win_high),
-            "" if row.system == board.reference else _pct(
-                row.win_tie, row.win_tie_low, row.win_tie_high
-            ),
+            ""
+            if row.system == board.reference
+            else _pct(row.win_tie, row.win_tie_low, row.win_tie_high),
             _pct(row.no_answer),
         )
     return table
@@ -258,8 +266,11 @@ def domain_table(board: Leaderboard) -> Table | None:
         cells = []
         for domain in [*domains, OVERALL]:
             rate = by_key.get((system, domain))
-            cells.append("—" if rate is None or rate.win is None else
-                         f"{_pct(rate.win)} / {_pct(rate.win_tie)}")
+            cells.append(
+                "—"
+                if rate is None or rate.win is None
+                else f"{_pct(rate.win)} / {_pct(rate.win_tie)}"
+            )
         table.add_row(system, *cells)
     return table
 
@@ -296,7 +307,10 @@ def leaderboard_from_file(
 ) -> Leaderboard:
     """The leaderboard of a judging run's folder (or of a battles file)."""
     return build_leaderboard(
-        read_battles(path), reference=reference, anchor=anchor, rounds=rounds, seed=seed,
+        read_battles(path),
+        reference=reference,
+        anchor=anchor,
+        rounds=rounds,
+        seed=seed,
         prior=prior,
     )
-

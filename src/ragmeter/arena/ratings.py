@@ -112,14 +112,18 @@ def fit_bradley_terry(
     games = wins + np.swapaxes(wins, -1, -2)
     met = games > 0 if met is None else (met | (games > 0))
     if not _connected(met if prior > 0 else games > 0):
-        raise ValueError("some systems were never compared with the others, directly or "
-                         "through other systems: their ratings are not on a common scale")
+        raise ValueError(
+            "some systems were never compared with the others, directly or "
+            "through other systems: their ratings are not on a common scale"
+        )
     if prior > 0:
         wins = wins + met * (prior / 2)
         games = wins + np.swapaxes(wins, -1, -2)
     elif not _connected(wins > 0):
-        raise ValueError("the maximum likelihood ratings do not exist (a system never wins or "
-                         "never loses against the rest); use a prior > 0")
+        raise ValueError(
+            "the maximum likelihood ratings do not exist (a system never wins or "
+            "never loses against the rest); use a prior > 0"
+        )
     total_wins = wins.sum(axis=-1)
     log_p = np.zeros(total_wins.shape)
     for _ in range(MAX_ITERATIONS):

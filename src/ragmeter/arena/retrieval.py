@@ -47,9 +47,7 @@ class BM25Retriever:
         tokens = self._bm25s.tokenize(
             [query], stopwords="en", return_ids=False, show_progress=False
         )
-        found = self._index.retrieve(
-            tokens, k=min(k, len(self.passages)), show_progress=False
-        )
+        found = self._index.retrieve(tokens, k=min(k, len(self.passages)), show_progress=False)
         return [
             Hit(self.passages[int(i)], float(s))
             for i, s in zip(found.documents[0], found.scores[0], strict=True)

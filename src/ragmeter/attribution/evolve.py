@@ -28,8 +28,17 @@ from ragmeter.session import JudgeSession
 
 # Properties that are labels or bookkeeping rather than knowledge worth asking about.
 NOT_INJECTED = frozenset(
-    {"name", "qid", "instance of", "given name", "surname", "family name",
-     "topic's main category", "described by source", "sex or gender"}
+    {
+        "name",
+        "qid",
+        "instance of",
+        "given name",
+        "surname",
+        "family name",
+        "topic's main category",
+        "described by source",
+        "sex or gender",
+    }
 )
 SEED_PROPERTIES = ("occupation", "country of citizenship")
 _ISO_DATE = re.compile(r"^[+-]?(\d{1,4})-\d{2}-\d{2}")
@@ -54,8 +63,10 @@ SEED = Prompt(
     output=SeedQuestion,
     examples=[
         (
-            {"paragraph": "Maren Holt was a cartographer born in Bergen. Her father Ivar Holt "
-             "was a ship captain."},
+            {
+                "paragraph": "Maren Holt was a cartographer born in Bergen. Her father Ivar Holt "
+                "was a ship captain."
+            },
             SeedQuestion(question="Who was Maren Holt, and what did her father do?"),
         )
     ],
@@ -144,8 +155,9 @@ def seed_paragraph(entities: Sequence[Entity]) -> tuple[str, list[Triple]]:
         facts = {p: entity.properties[p][0] for p in SEED_PROPERTIES if entity.properties.get(p)}
         used += [Triple(entity=entity.id, property=p, value=v) for p, v in facts.items()]
         what = f"a {facts['occupation']}" if "occupation" in facts else "a person"
-        where = f" from {facts['country of citizenship']}" if "country of citizenship" in facts \
-            else ""
+        where = (
+            f" from {facts['country of citizenship']}" if "country of citizenship" in facts else ""
+        )
         sentences.append(f"{entity.name} was {what}{where}.")
     return " ".join(sentences), used
 
@@ -164,7 +176,8 @@ def pick_triples(
     pools: list[list[Triple]] = []
     for entity in entities:
         pool = [
-            t for t in entity.triples(with_name=False)
+            t
+            for t in entity.triples(with_name=False)
             if normalize(t.property) not in NOT_INJECTED and t.key not in skip
         ]
         rng.shuffle(pool)
@@ -195,8 +208,9 @@ def evolve(
         evolution.stopped = f"round 1: {exc.reason}"
         return evolution
     evolution.rounds.append(
-        EvolutionRound(number=1, injected=None, answer=paragraph, question=seed.question,
-                       minimum=[])
+        EvolutionRound(
+            number=1, injected=None, answer=paragraph, question=seed.question, minimum=[]
+        )
     )
     for triple in triples:
         last = evolution.rounds[-1]

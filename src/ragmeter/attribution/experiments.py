@@ -169,9 +169,16 @@ def generate_answers(
         # What the generator saw decides the answer, not the condition's name: conditions that
         # give an item the same graph (accuracy 100% and 0 removed) share one answer.
         key = digest(
-            "generation", item.id, item.question, condition.retrieval, prepared.graph.render(),
-            [t.key for t in prepared.absent], [t.key for t in item.minimum or []],
-            generator.name, GENERATE.version, max_tokens,
+            "generation",
+            item.id,
+            item.question,
+            condition.retrieval,
+            prepared.graph.render(),
+            [t.key for t in prepared.absent],
+            [t.key for t in item.minimum or []],
+            generator.name,
+            GENERATE.version,
+            max_tokens,
         )
         record = log.get(key)
         if record is None or record.answer is None:
@@ -288,8 +295,11 @@ def _score_one(
     usage = Usage()
     usage.add(session.usage)
     if options.quality:
-        inputs = {"question": generation.question, "knowledge": graph.render(),
-                  "answer": answer.text}
+        inputs = {
+            "question": generation.question,
+            "knowledge": graph.render(),
+            "answer": answer.text,
+        }
         record.quality = text_quality(
             generation.item_id, inputs, judge, rating_probe, retries=retries
         )
@@ -366,21 +376,40 @@ def run_conditions(
     generations = RecordLog(out_dir / GENERATIONS_FILE, GenerationRecord)
     scores = RecordLog(out_dir / SCORES_FILE, ScoreRecord)
     accuracies = [c.accuracy for c, _ in conditions if c.accuracy < 1.0]
-    plans = ablation_plan(items, accuracies, store or store_graph(items), seed) if accuracies \
-        else {}
+    plans = (
+        ablation_plan(items, accuracies, store or store_graph(items), seed) if accuracies else {}
+    )
     entailment_probe, rating_probe = NextTokenProbe(5), NextTokenProbe(10)
     runs = []
     for condition, options in conditions:
-        prepare = preparer(condition, store=store, recognizer=recognizer,
-                           plan=plans.get(condition.accuracy), seed=seed)
-        generated = generate_answers(items, condition, prepare, generator, generations,
-                                     retries=retries, max_tokens=max_tokens,
-                                     on_record=on_generation)
+        prepare = preparer(
+            condition,
+            store=store,
+            recognizer=recognizer,
+            plan=plans.get(condition.accuracy),
+            seed=seed,
+        )
+        generated = generate_answers(
+            items,
+            condition,
+            prepare,
+            generator,
+            generations,
+            retries=retries,
+            max_tokens=max_tokens,
+            on_record=on_generation,
+        )
         judged = []
         if judge is not None:
             judged = score_answers(
-                generated.records, judge, scores, options, retries=retries,
-                entailment_probe=entailment_probe, rating_probe=rating_probe, on_record=on_score,
+                generated.records,
+                judge,
+                scores,
+                options,
+                retries=retries,
+                entailment_probe=entailment_probe,
+                rating_probe=rating_probe,
+                on_record=on_score,
             )
         runs.append(ConditionRun(condition, generated.records, judged, generated.skipped))
     return runs
@@ -404,9 +433,12 @@ def run_retrieval(
         out_dir.mkdir(parents=True, exist_ok=True)
         with (out_dir / RETRIEVAL_FILE).open("w", encoding="utf-8") as handle:
             for item, result in zip(items, results, strict=True):
-                row = {"item_id": item.id, "gold": item.gold, "selected": result.selected,
-                       **result.model_dump()}
+                row = {
+                    "item_id": item.id,
+                    "gold": item.gold,
+                    "selected": result.selected,
+                    **result.model_dump(),
+                }
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    accuracy = retrieval_accuracy((r.selected, i.gold) for r, i in zip(results, items,
-                                                                          strict=True))
+    accuracy = retrieval_accuracy((r.selected, i.gold) for r, i in zip(results, items, strict=True))
     return results, accuracy

@@ -196,8 +196,11 @@ class KnowledgeGraph:
         kept = []
         for entity in self._entities.values():
             properties = {
-                prop: [v for v in values if (normalize(entity.id), normalize(prop),
-                                             normalize(v)) not in gone]
+                prop: [
+                    v
+                    for v in values
+                    if (normalize(entity.id), normalize(prop), normalize(v)) not in gone
+                ]
                 for prop, values in entity.properties.items()
             }
             kept.append(
@@ -228,8 +231,10 @@ def graph_from_triples(rows: Iterable[Mapping[str, Any]]) -> KnowledgeGraph:
     for number, row in enumerate(rows, 1):
         columns = _triple_columns(row)
         if columns is None:
-            raise GraphError(f"row {number}: expected subject/predicate/object or "
-                             f"qid/property/value columns, got {sorted(row)}")
+            raise GraphError(
+                f"row {number}: expected subject/predicate/object or "
+                f"qid/property/value columns, got {sorted(row)}"
+            )
         subject, predicate, value = (str(row[c] or "").strip() for c in columns)
         if not subject or not predicate:
             raise GraphError(f"row {number}: empty subject or predicate")

@@ -275,7 +275,6 @@ def na_scores(
         matrix.append(row)
     result.sentence_hits = [_any_entailed(row) for row in matrix]
     result.absent_hits = [
-        _any_entailed([row[j] for row in matrix]) if matrix else False
-        for j in range(len(absent))
+        _any_entailed([row[j] for row in matrix]) if matrix else False for j in range(len(absent))
     ]
     return result

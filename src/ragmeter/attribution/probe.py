@@ -53,7 +53,7 @@ class NextTokenProbe:
         except JudgeError as exc:
             exchange.error = f"judge call failed: {exc}"
             return None
-        _count(session, response.cached, response.prompt_tokens, response.completion_tokens)
+        session.record_usage(response.cached, response.prompt_tokens, response.completion_tokens)
         exchange.reply, exchange.cached = response.text, response.cached
         if not response.logprobs:
             self.supported = False
@@ -67,16 +67,6 @@ class NextTokenProbe:
             if option is not None:
                 found[option] += math.exp(logprob)
         return found
-
-
-def _count(session: JudgeSession, cached: bool, prompt_tokens: int, completion_tokens: int) -> None:
-    """Usage accounting the way ``JudgeSession.ask`` does it, for calls made around it."""
-    if cached:
-        session.usage.cached_calls += 1
-        return
-    session.usage.model_calls += 1
-    session.usage.prompt_tokens += prompt_tokens
-    session.usage.completion_tokens += completion_tokens
 
 
 def token_messages(

@@ -49,8 +49,9 @@ def summarize_citations(counts: Sequence[CitationCounts]) -> CitationSummary:
     precisions = [p for c in with_minimum if (p := c.precision) is not None]
     recalls = [r for c in with_minimum if (r := c.recall) is not None]
     micro_p = ratio(sum(c.precise for c in with_minimum), sum(c.citations for c in with_minimum))
-    micro_r = ratio(sum(c.recalled for c in with_minimum), sum(c.minimum or 0 for c in
-                                                               with_minimum))
+    micro_r = ratio(
+        sum(c.recalled for c in with_minimum), sum(c.minimum or 0 for c in with_minimum)
+    )
     macro_p = mean(precisions) if precisions else None
     macro_r = mean(recalls) if recalls else None
     return CitationSummary(
@@ -75,8 +76,9 @@ def citation_counts(record: GenerationRecord) -> CitationCounts | None:
     """Recomputed from the record itself: the graph it was given and its minimum set."""
     if record.answer is None:
         return None
-    return count_citations(parse_answer(record.answer), KnowledgeGraph(record.graph),
-                           record.minimum)
+    return count_citations(
+        parse_answer(record.answer), KnowledgeGraph(record.graph), record.minimum
+    )
 
 
 class ConditionSummary(BaseModel):
@@ -109,12 +111,16 @@ def _alignment(scores: Sequence[ScoreRecord]) -> tuple[float | None, int, dict[s
     pairs = [p for s in scores if s.alignment for p in s.alignment.pairs]
     decided = [p for p in pairs if p.entailed is not None]
     reasons = Counter(p.unscored_reason or "" for p in pairs if p.entailed is None)
-    return ratio(sum(p.entailed is True for p in decided), len(decided)), len(decided), \
-        dict(reasons)
+    return (
+        ratio(sum(p.entailed is True for p in decided), len(decided)),
+        len(decided),
+        dict(reasons),
+    )
 
 
-def _quality(scores: Sequence[ScoreRecord]) -> tuple[dict[str, float | None],
-                                                     dict[str, dict[str, int]]]:
+def _quality(
+    scores: Sequence[ScoreRecord],
+) -> tuple[dict[str, float | None], dict[str, dict[str, int]]]:
     means: dict[str, float | None] = {}
     unscored: dict[str, dict[str, int]] = {}
     for name in CRITERIA:
@@ -142,8 +148,7 @@ def summarize(
     na = [s.na for s in scores if s.na is not None]
     sentence_hits = [h for r in na for h in r.sentence_hits]
     absent_hits = [h for r in na for h in r.absent_hits]
-    na_p = ratio(sum(h is True for h in sentence_hits),
-                 sum(h is not None for h in sentence_hits))
+    na_p = ratio(sum(h is True for h in sentence_hits), sum(h is not None for h in sentence_hits))
     na_r = ratio(sum(h is True for h in absent_hits), sum(h is not None for h in absent_hits))
     quality, quality_unscored = _quality(scores)
     n = len(generations)
@@ -191,17 +196,37 @@ def _num(value: float | None, digits: int = 2) -> str:
 def citation_table(rows: Sequence[ConditionSummary], title: str = "citation quality") -> Table:
     """The paper's Table 3 layout (percentages), with [NA] precision/recall beside it."""
     table = Table(title=title, box=box.SIMPLE_HEAD)
-    columns = ["condition", "n", "Align.", "Corr.", "micro P", "micro R", "micro F1",
-               "macro P", "macro R", "macro F1", "[NA] P", "[NA] R"]
+    columns = [
+        "condition",
+        "n",
+        "Align.",
+        "Corr.",
+        "micro P",
+        "micro R",
+        "micro F1",
+        "macro P",
+        "macro R",
+        "macro F1",
+        "[NA] P",
+        "[NA] R",
+    ]
     for column in columns:
         table.add_column(column, justify="left" if column == "condition" else "right")
     for row in rows:
         c = row.citation
         table.add_row(
-            row.condition, str(row.answered), percent(row.alignment), percent(c.correctness),
-            percent(c.micro_precision), percent(c.micro_recall), percent(c.micro_f1),
-            percent(c.macro_precision), percent(c.macro_recall), percent(c.macro_f1),
-            percent(row.na_precision), percent(row.na_recall),
+            row.condition,
+            str(row.answered),
+            percent(row.alignment),
+            percent(c.correctness),
+            percent(c.micro_precision),
+            percent(c.micro_recall),
+            percent(c.micro_f1),
+            percent(c.macro_precision),
+            percent(c.macro_recall),
+            percent(c.macro_f1),
+            percent(row.na_precision),
+            percent(row.na_recall),
         )
     return table
 
@@ -209,17 +234,32 @@ def citation_table(rows: Sequence[ConditionSummary], title: str = "citation qual
 def quality_table(rows: Sequence[ConditionSummary], title: str = "text quality and cost") -> Table:
     """The paper's Table 4 (G-Eval, 1-5) plus what each question cost."""
     table = Table(title=title, box=box.SIMPLE_HEAD)
-    columns = ["condition", "Coh.", "Con.", "Flu.", "Rel.", "s/question", "calls/q",
-               "tokens in/q", "tokens out/q", "failed"]
+    columns = [
+        "condition",
+        "Coh.",
+        "Con.",
+        "Flu.",
+        "Rel.",
+        "s/question",
+        "calls/q",
+        "tokens in/q",
+        "tokens out/q",
+        "failed",
+    ]
     for column in columns:
         table.add_column(column, justify="left" if column == "condition" else "right")
     for row in rows:
         q = row.quality
         table.add_row(
-            row.condition, _num(q.get("coherence")), _num(q.get("consistency")),
-            _num(q.get("fluency")), _num(q.get("relevance")),
-            _num(row.seconds_per_question, 1), _num(row.calls_per_question, 1),
-            _num(row.prompt_tokens_per_question, 0), _num(row.completion_tokens_per_question, 0),
+            row.condition,
+            _num(q.get("coherence")),
+            _num(q.get("consistency")),
+            _num(q.get("fluency")),
+            _num(q.get("relevance")),
+            _num(row.seconds_per_question, 1),
+            _num(row.calls_per_question, 1),
+            _num(row.prompt_tokens_per_question, 0),
+            _num(row.completion_tokens_per_question, 0),
             str(sum(row.failed.values())),
         )
     return table
@@ -233,14 +273,18 @@ def notes(row: ConditionSummary) -> list[str]:
     for reason, count in row.skipped.items():
         lines.append(f"{row.condition}: {count} question(s) skipped — {reason}")
     if row.answered and row.citation.recall_answers == 0:
-        lines.append(f"{row.condition}: precision/recall not measured — the questions have no "
-                     "minimum knowledge set (evolve them first)")
+        lines.append(
+            f"{row.condition}: precision/recall not measured — the questions have no "
+            "minimum knowledge set (evolve them first)"
+        )
     for reason, count in row.alignment_unscored.items():
         lines.append(f"{row.condition}: {count} alignment pair(s) unscored — {reason}")
     for name, reasons in row.quality_unscored.items():
         for reason, count in reasons.items():
             lines.append(f"{row.condition}: {name} unscored for {count} — {reason}")
     if row.na_undecided:
-        lines.append(f"{row.condition}: {row.na_undecided} [NA] judgement(s) undecided "
-                     "(an entailment check was unscored)")
+        lines.append(
+            f"{row.condition}: {row.na_undecided} [NA] judgement(s) undecided "
+            "(an entailment check was unscored)"
+        )
     return lines

