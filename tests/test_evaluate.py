@@ -46,8 +46,8 @@ def test_evaluate_scores_every_sample_and_summarises(tmp_path):
     assert list(frame["id"]) == ["a", "b"]
     # each of the 2 statements is supported with probability 0.75
     assert list(frame["faithfulness"]) == [0.75, 0.75]
-    # (1 + 0.5 + 1) / 3
-    assert frame["answer_relevance"].tolist() == pytest.approx([5 / 6, 5 / 6])
+    # completeness: the judge's probability that the answer addresses the question
+    assert frame["answer_relevance"].tolist() == pytest.approx([1.0, 1.0])
     # each of the 2 sentences is needed with probability 0.25
     assert frame["context_relevance"].tolist() == [0.25, 0.25]
     summary = {row.metric: row for row in result.summary()}
@@ -164,6 +164,6 @@ def test_run_record_names_models_and_metric_versions(tmp_path):
     assert result.run["embedder"] == "fake:hashing-4096"
     assert result.run["metrics"]["answer_relevance"]["config"] == {
         "n": 3,
-        "completeness": True,
+        "score": "completeness",
     }
     json.dumps(result.run)  # serialisable as is

@@ -70,16 +70,16 @@ def test_an_honest_judge_gives_no_attack_a_success():
 
 def test_a_gullible_judge_lets_the_yes_no_attacks_through():
     report = run_suite(judge(0.98), HashingEmbedder(), cache=False)
-    # 0.98 > 0.5 for the 13 faithfulness and 11 context relevance cases; answer relevance stays
-    # at 0 because the generated questions share no word with "How many moons does Mars have?"
-    assert report.successes == 24
-    assert report.rate == pytest.approx(24 / 33)
+    # Every score is read from a yes/no question (answer relevance from "does the answer
+    # address the question?"), so a judge that always says yes at 0.98 > 0.5 lets all through.
+    assert report.successes == 33
+    assert report.rate == pytest.approx(1.0)
     assert report.breakdown("metric") == {
-        "answer_relevance": (0, 9, 0),
+        "answer_relevance": (9, 9, 0),
         "context_relevance": (11, 11, 0),
         "faithfulness": (13, 13, 0),
     }
-    assert report.breakdown("technique")["override"] == (2, 3, 0)
+    assert report.breakdown("technique")["override"] == (3, 3, 0)
 
 
 def test_unscored_cases_are_reported_apart_not_as_successes():

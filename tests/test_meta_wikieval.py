@@ -89,8 +89,8 @@ def judge_for_wikieval(request: ChatRequest) -> str | ChatResponse:
     if "are needed" in system:  # context relevance: only the founding sentence is needed
         number = user.rsplit("[", 1)[1].split("]")[0]
         return yes_no(0.9 if number == "1" else 0.1)
-    if "whether an answer addresses" in system:
-        return yes_no(0.9)
+    if "whether an answer addresses" in system:  # the poor answer skips "who"
+        return yes_no(0.9 if "Ada founded" in user else 0.4)
     if "in the range 0-10" in system:  # GPT Score: always 7 -> every pair a tie
         return json.dumps({"score": 7})
     if "number of the better" in system:  # GPT Ranking: always the first shown

@@ -103,7 +103,7 @@ def test_hashing_embedder_cosines_are_word_overlap():
 def test_answer_relevance_is_mean_cosine():
     reply = {"questions": ["alpha beta", "alpha gamma", "delta epsilon"], "noncommittal": False}
     judge = FakeJudge([json.dumps(reply)])
-    score = AnswerRelevance(completeness=False).score(
+    score = AnswerRelevance(score="similarity").score(
         SAMPLE, JudgeSession(judge, HashingEmbedder())
     )
     # cosines with "alpha beta": 1, 1/2, 0 -> mean 1/2
@@ -114,12 +114,19 @@ def test_answer_relevance_is_mean_cosine():
     assert "alpha beta" not in judge.history[0].messages[-1].content
 
 
-def test_completeness_weights_the_similarity():
+def test_completeness_is_the_default_score_and_product_weights_the_similarity():
     reply = {"questions": ["alpha beta", "alpha gamma", "delta epsilon"], "noncommittal": False}
     judge = FakeJudge([json.dumps(reply), yes_no(0.8)])
     score = AnswerRelevance().score(SAMPLE, JudgeSession(judge, HashingEmbedder()))
-    assert score.value == pytest.approx(0.5 * 0.8)
+    assert score.value == pytest.approx(0.8)
     assert score.explanation["p_complete"] == 0.8
+    assert score.explanation["mean_similarity"] == pytest.approx(0.5)
+    product = AnswerRelevance(score="product").score(
+        SAMPLE, JudgeSession(FakeJudge([json.dumps(reply), yes_no(0.8)]), HashingEmbedder())
+    )
+    assert product.value == pytest.approx(0.5 * 0.8)
+    with pytest.raises(ValueError, match="use completeness, similarity or product"):
+        AnswerRelevance(score="cosine")  # type: ignore[arg-type]
     # The completeness question shows the real question and the answer.
     asked = judge.history[1].messages[-1].content
     assert "<question>\nalpha beta\n</question>" in asked and "<answer>" in asked
@@ -137,7 +144,7 @@ def test_noncommittal_answer_scores_zero_with_similarity_kept():
 
 def test_answer_relevance_n_is_configurable():
     reply = {"questions": ["alpha beta", "alpha gamma"], "noncommittal": False}
-    score = AnswerRelevance(n=2, completeness=False).score(
+    score = AnswerRelevance(n=2, score="similarity").score(
         SAMPLE, JudgeSession(FakeJudge([json.dumps(reply)]), HashingEmbedder())
     )
     assert score.value == pytest.approx(0.75)

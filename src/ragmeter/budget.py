@@ -323,7 +323,7 @@ def _answer_relevance(metric: AnswerRelevance, sample: Sample) -> Calls:
         return []
     questions = questions_prompt(metric.n).render({"answer": sample.answer})
     calls = [(_prompt_tokens(questions), 8 + 16 * metric.n)]
-    if metric.completeness:
+    if metric.score_by != "similarity":
         inputs = {"question": sample.question, "answer": sample.answer}
         calls.append(_yes_no(COMPLETE.render(inputs)))
     return calls

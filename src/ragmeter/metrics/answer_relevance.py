@@ -1,18 +1,23 @@
 """Answer relevance (RAGAS §3): does the answer address the question that was asked?
 
 The judge writes n questions that the answer would answer (without seeing the real one) and says
-whether the answer is non-committal. AR is the mean cosine similarity between the real question and
-the generated ones; a non-committal answer ("I don't know", evasions) scores 0, as in ragas.
+whether the answer is non-committal; a non-committal answer ("I don't know", evasions) scores 0,
+as in ragas. What the score is then made of is ``score``:
 
-With ``completeness=True`` the similarity is also weighted by the judge's probability that the
-answer addresses every part of the question. The paper's AR penalises incomplete answers only
-through the generated questions, which a partial answer on the right topic barely moves; asking
-directly catches an answer that covers one half of a two-part question.
+- ``"similarity"`` (the paper): the mean cosine similarity between the real question and the
+  generated ones;
+- ``"completeness"`` (default): the judge's probability that the answer addresses every part of
+  the question, one Yes/No forward pass. On WikiEval the paper's similarity barely moves for an
+  answer that covers one half of a two-part question (a short partial answer even yields
+  questions closer to the original), while asking directly separates them;
+- ``"product"``: similarity x completeness.
+
+The generated questions and their similarities are kept in the explanation whatever the choice.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
@@ -93,19 +98,25 @@ class AnswerRelevance(Metric):
     name = "answer_relevance"
     needs_embedder = True
 
-    def __init__(self, n: int = 3, completeness: bool = True) -> None:
+    def __init__(
+        self, n: int = 3, score: Literal["completeness", "similarity", "product"] = "completeness"
+    ) -> None:
         if n < 1:
             raise ValueError("answer_relevance needs n >= 1 generated questions")
+        if score not in ("completeness", "similarity", "product"):
+            raise ValueError(
+                f"answer_relevance score {score!r}: use completeness, similarity or product"
+            )
         self.n = n
-        self.completeness = completeness
+        self.score_by = score
         self._prompt = questions_prompt(n)
 
     @property
     def prompts(self) -> list[Any]:
-        return [self._prompt, COMPLETE] if self.completeness else [self._prompt]
+        return [self._prompt] if self.score_by == "similarity" else [self._prompt, COMPLETE]
 
     def config(self) -> dict[str, Any]:
-        return {"n": self.n, "completeness": self.completeness}
+        return {"n": self.n, "score": self.score_by}
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         if not sample.answer.strip():
@@ -132,10 +143,10 @@ class AnswerRelevance(Metric):
         }
         if reply.noncommittal:
             return 0.0, explanation
-        if self.completeness:
-            complete = session.ask_yes_no(
-                COMPLETE, {"question": sample.question, "answer": sample.answer}
-            )
-            explanation["p_complete"] = round(complete, 4)
-            return mean * complete, explanation
-        return mean, explanation
+        if self.score_by == "similarity":
+            return mean, explanation
+        complete = session.ask_yes_no(
+            COMPLETE, {"question": sample.question, "answer": sample.answer}
+        )
+        explanation["p_complete"] = round(complete, 4)
+        return (complete if self.score_by == "completeness" else mean * complete), explanation
