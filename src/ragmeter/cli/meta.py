@@ -46,6 +46,9 @@ def wikieval_command(
         "runs/meta-wikieval"
     ),
     limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
+    dimensions: Annotated[
+        str, typer.Option(help="Comma-separated subset of the dimensions to measure.")
+    ] = ",".join(DIMENSIONS),
     cache: Annotated[bool, typer.Option(help="Reuse cached judge calls.")] = True,
     option: Annotated[
         list[str] | None,
@@ -54,7 +57,8 @@ def wikieval_command(
 ) -> None:
     """Reproduce RAGAS Table 4: pairwise accuracy per dimension, with the paper's baselines."""
     console = Console()
-    pairs = load_wikieval(path)
+    wanted = {d.strip() for d in dimensions.split(",") if d.strip()}
+    pairs = [p for p in load_wikieval(path) if p.dimension in wanted]
     if limit is not None:
         keep = list(dict.fromkeys(p.id for p in pairs))[:limit]
         pairs = [p for p in pairs if p.id in keep]
