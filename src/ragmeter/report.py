@@ -32,16 +32,16 @@ def summary_table(result: Result, title: str = "ragmeter") -> Table:
     return table
 
 
-def samples_table(result: Result, width: int = 40) -> Table:
+def samples_table(result: Result) -> Table:
+    """A row per sample: its id and scores (the questions and answers are in samples.csv)."""
     table = Table(title="per sample")
-    table.add_column("id", no_wrap=True, max_width=24, overflow="ellipsis")
-    table.add_column("question", no_wrap=True, max_width=width, overflow="ellipsis")
+    table.add_column("id", no_wrap=True, max_width=28, overflow="ellipsis")
     for metric in result.metrics:
-        table.add_column(metric, justify="right")
+        table.add_column(metric.replace("_", " "), justify="right", min_width=9)
     frame = result.to_pandas()
     for _, row in frame.iterrows():
         cells = ["unscored" if row[m] is pd.NA else f"{row[m]:.2f}" for m in result.metrics]
-        table.add_row(str(row["id"]), str(row["question"]), *cells)
+        table.add_row(str(row["id"]), *cells)
     return table
 
 
