@@ -127,9 +127,7 @@ def test_estimate_follows_each_metric_call_pattern():
     # prompt tokens are characters / 4 of the prompts the metric renders
     sentences = {"a": ["One fact.", "Two fact."], "b": ["Three fact.", "Four fact."]}
     rendered = [
-        NEEDED.render(
-            {"question": "alpha beta", "context": numbered(s), "sentence": f"[{n}] {s[n - 1]}"}
-        )
+        NEEDED.render({"question": "alpha beta", "context": numbered(s)}, number=str(n))
         for s in sentences.values()
         for n in (1, 2)
     ]

@@ -30,7 +30,7 @@ from ragmeter.judges.registry import split_spec
 from ragmeter.limits import fit_sample
 from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness, Metric
 from ragmeter.metrics.answer_relevance import COMPLETE, questions_prompt
-from ragmeter.metrics.context_relevance import EXTRACT, NEEDED, numbered, sentence_questions
+from ragmeter.metrics.context_relevance import EXTRACT, NEEDED, numbered
 from ragmeter.metrics.faithfulness import STATEMENTS, SUPPORTED, VERDICTS
 from ragmeter.sample import Sample
 from ragmeter.score import Score
@@ -312,10 +312,9 @@ def _context_relevance(metric: ContextRelevance, sample: Sample) -> Calls:
     sentences = [s for passage in sample.contexts for s in split_sentences(passage)]
     if not sentences:
         return []
-    if metric.mode == "logprob":
-        questions = sentence_questions(sample.question, sentences)
-        return [_yes_no(NEEDED.render(inputs)) for inputs in questions]
     inputs = {"question": sample.question, "context": numbered(sentences)}
+    if metric.mode == "logprob":
+        return [_yes_no(NEEDED.render(inputs, number=str(n))) for n in range(1, len(sentences) + 1)]
     return [(_prompt_tokens(EXTRACT.render(inputs)), 4 + len(sentences))]
 
 

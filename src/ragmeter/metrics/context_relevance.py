@@ -6,10 +6,10 @@ sentences in the context, where the sentences needed to answer are found by
 - ``mode="select"``: the judge lists the numbers of the needed sentences in one reply (empty for
   "Insufficient Information"). Extracting by number rather than by copying text keeps the count
   exact: a small judge that paraphrases a sentence while copying it would otherwise lose it;
-- ``mode="logprob"``: one Yes/No question per sentence (the sentence quoted: "is it needed?"),
-  read from the next-token probabilities. The question and context form a prefix shared by
-  every sentence's question, so a local judge reads them once. With ``soft=True`` each sentence
-  counts by its probability of being needed, otherwise when it reaches ``threshold``.
+- ``mode="logprob"``: one Yes/No question per sentence ("is sentence [k] needed?"), read from the
+  next-token probabilities. The question and context form a prefix shared by every sentence's
+  question, so a local judge reads them once. With ``soft=True`` each sentence counts by its
+  probability of being needed, otherwise when it reaches ``threshold``.
 """
 
 from __future__ import annotations
@@ -57,16 +57,6 @@ def numbered(sentences: list[str]) -> str:
     return "\n".join(f"[{i}] {s}" for i, s in enumerate(sentences, 1))
 
 
-def sentence_questions(question: str, sentences: list[str]) -> list[dict[str, str]]:
-    """The inputs of the Yes/No question asked about each sentence.
-
-    The sentence is quoted after the shared question and context (a prefix the judge reuses): a
-    small judge cannot be trusted to find "sentence [k]" in a long list by itself.
-    """
-    shared = {"question": question, "context": numbered(sentences)}
-    return [{**shared, "sentence": f"[{n}] {s}"} for n, s in enumerate(sentences, 1)]
-
-
 NEEDED = YesNoPrompt(
     name="context_relevance.needed",
     instruction=(
@@ -74,7 +64,7 @@ NEEDED = YesNoPrompt(
         "sentence is needed only if it gives information that the answer to this question "
         "must use; a sentence that is merely about the same subject is not needed."
     ),
-    question="Is the sentence in <sentence> needed to answer the question?",
+    question="Is sentence [{number}] needed to answer the question?",
 )
 
 
@@ -112,9 +102,9 @@ class ContextRelevance(Metric):
     def _by_probability(
         self, sample: Sample, sentences: list[str], session: JudgeSession
     ) -> tuple[float, dict[str, Any]]:
+        inputs = {"question": sample.question, "context": numbered(sentences)}
         probabilities = [
-            session.ask_yes_no(NEEDED, inputs)
-            for inputs in sentence_questions(sample.question, sentences)
+            session.ask_yes_no(NEEDED, inputs, number=str(n)) for n in range(1, len(sentences) + 1)
         ]
         needed = [p >= self.threshold for p in probabilities]
         value = sum(probabilities) if self.soft else sum(needed)
