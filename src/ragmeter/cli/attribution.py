@@ -62,6 +62,10 @@ Seed = Annotated[int, typer.Option(help="Seed for every random choice (samples, 
 Field = Annotated[str, typer.Option(help="BioKaLMA question field to use.")]
 Cache = Annotated[bool, typer.Option(help="Reuse cached judge calls.")]
 Retries = Annotated[int, typer.Option(help="Further attempts per judge call.")]
+RetrievalMode = Annotated[
+    str, typer.Option(help="'gold' graphs, or 'retrieve' them from the store.")
+]
+AnswerTokens = Annotated[int, typer.Option(help="Token limit of one answer.")]
 GraphOption = Annotated[
     Path | None,
     typer.Option(
@@ -180,9 +184,7 @@ def retrieve_command(
 @app.command("generate")
 def generate_command(
     benchmark: Benchmark,
-    retrieval: Annotated[
-        str, typer.Option(help="'gold' graphs, or 'retrieve' them from the store.")
-    ] = "gold",
+    retrieval: RetrievalMode = "gold",
     removed: Annotated[int, typer.Option(help="Minimum-set triples to remove.")] = 0,
     graph: GraphOption = None,
     recognizer: RecognizerOption = "spacy",
@@ -192,7 +194,7 @@ def generate_command(
     limit: Limit = None,
     out: Out = None,
     seed: Seed = 0,
-    max_tokens: Annotated[int, typer.Option(help="Token limit of one answer.")] = 768,
+    max_tokens: AnswerTokens = 768,
     retries: Retries = 2,
     cache: Cache = True,
 ) -> None:
@@ -341,9 +343,7 @@ def evolve_command(
 def experiment_command(
     benchmark: Benchmark,
     kind: Annotated[str, typer.Option(help=f"One of: {', '.join(EXPERIMENTS)}.")] = "all",
-    retrieval: Annotated[
-        str, typer.Option(help="'gold' graphs, or 'retrieve' them from the store.")
-    ] = "gold",
+    retrieval: RetrievalMode = "gold",
     graph: GraphOption = None,
     recognizer: RecognizerOption = "spacy",
     judge: JudgeSpec = "local",
@@ -356,7 +356,7 @@ def experiment_command(
         bool, typer.Option(help="G-Eval text quality on the main condition.")
     ] = True,
     full: Annotated[bool, typer.Option(help="Alignment under every condition.")] = False,
-    max_tokens: Annotated[int, typer.Option(help="Token limit of one answer.")] = 768,
+    max_tokens: AnswerTokens = 768,
     retries: Retries = 2,
     cache: Cache = True,
 ) -> None:
