@@ -337,8 +337,8 @@ def evaluate(
         judged, cut = fitted[sample.key]
         variant = f"max_input_chars={max_input_chars}" if cut else ""
         key = keys[metric.name].key(sample, variant)
-        stored = store.get(key) if store is not None else None
-        if stored is not None and stored.scored:
+        stored = store.reusable(key) if store is not None else None
+        if stored is not None:
             tally.count("resumed")
             score = stored
         else:

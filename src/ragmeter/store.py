@@ -37,6 +37,12 @@ class ScoreStore:
             row = self._db.execute("SELECT payload FROM scores WHERE key=?", (key,)).fetchone()
         return Score.model_validate_json(row[0]) if row else None
 
+    def reusable(self, key: str) -> Score | None:
+        """The stored score if a rerun may reuse it: only scored items are, since an unscored
+        item's failure (a timeout, a rate limit) may have passed."""
+        stored = self.get(key)
+        return stored if stored is not None and stored.scored else None
+
     def put(self, key: str, score: Score) -> None:
         with self._lock:
             self._db.execute(

@@ -268,8 +268,8 @@ def judge_pair(
     verdicts: list[OrderVerdict] = []
     for order in presentation_orders(pair, orders, seed):
         key = judgement_key(pair, order, judge, max_tokens)
-        stored = store.get(key) if store else None
-        if stored is not None and stored.scored:
+        stored = store.reusable(key) if store else None
+        if stored is not None:
             score, cached = stored, True
         else:
             score, cached = (

@@ -93,8 +93,8 @@ def verify_claims(
         key = hashlib.sha256(
             json.dumps([claim.id, statement, SUPPORTED.version, judge_model.name]).encode()
         ).hexdigest()
-        score = store.get(key) if store else None
-        if score is None or not score.scored:
+        score = store.reusable(key) if store else None
+        if score is None:
             session = JudgeSession(judge_model, retries=retries)
             try:
                 value: float | None = session.ask_yes_no(

@@ -131,8 +131,8 @@ def rank_pair(pair: Pair, judge: Judge, store: ScoreStore | None, retries: int =
                 ]
             ).encode()
         ).hexdigest()
-        score = store.get(key) if store else None
-        if score is None or not score.scored:
+        score = store.reusable(key) if store else None
+        if score is None:
             session = JudgeSession(judge, retries=retries)
             try:
                 value: float | None = float(
