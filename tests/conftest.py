@@ -20,6 +20,7 @@ def prompt_name(request: ChatRequest) -> str:
         ("Extract the sentences", "extract"),
         ("whether a statement is supported", "supported"),
         ("which sentences of a retrieved context are needed", "needed"),
+        ("whether one sentence taken from a retrieved context", "needed"),
         ("whether an answer addresses its question", "complete"),
     ]:
         if marker in system:

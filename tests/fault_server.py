@@ -51,6 +51,7 @@ PROMPT_KINDS = (
     ("whether an answer addresses its question", "complete", "answer_relevance"),
     ("Extract the sentences", "extract", "context_relevance"),
     ("which sentences of a retrieved context are needed", "needed", "context_relevance"),
+    ("whether one sentence taken from a retrieved context", "sentence", "context_relevance"),
 )
 
 
@@ -171,6 +172,8 @@ def _yes_probability(kind: str, data: dict[str, str], last: str) -> float:
         lines = dict(re.findall(r"^\[(\d+)\] (.*)$", data.get("context", ""), re.MULTILINE))
         sentence = lines.get(number.group(1), "") if number else ""
         return probability(data.get("question", ""), sentence)
+    if kind == "sentence":
+        return probability(data.get("question", ""), data.get("sentence", ""))
     return 0.5
 
 

@@ -14,6 +14,7 @@ from ragmeter.arena.agreement import (
     pearson,
 )
 from ragmeter.arena.battles import Battle, OrderVerdict
+from ragmeter.arena.judge import random_order
 from ragmeter.judges.fake import FakeJudge
 
 JUDGE = [-1, -1, 1, 1, 0, -1, 1, 0]
@@ -91,6 +92,24 @@ def test_report_compares_the_verdict_with_the_first_order_and_counts_flips():
     # position 1 then position 2; pair 2 picks whatever came first: [1, 2], [1, 1], [2, 0], [1].
     assert report.first_position_rate == pytest.approx(4 / 7)
     assert report.second_position_rate == pytest.approx(2 / 7)
+    # The same judgements combined the other way: [1, 0] now says B (right); the reversal ties.
+    summed = report.by_combination["sum"]
+    assert (summed.pairs, summed.accuracy, summed.judge_tie_rate) == (
+        3,
+        pytest.approx(2 / 3),
+        pytest.approx(1 / 3),
+    )
+    assert report.by_combination["agree"] == report.verdict
+
+
+def test_the_random_order_row_reads_the_order_a_random_run_would_judge():
+    battles = [_battle([-1, 1], -1, True) for _ in range(6)]
+    battles = [b.model_copy(update={"pair_id": f"p{i}"}) for i, b in enumerate(battles)]
+    report = agreement_report(battles, seed=3)
+    # order ab says A (right), ba says B (wrong): accuracy = share of pairs whose coin shows ab
+    shown_ab = sum(random_order(b.pair_id, 3) == "ab" for b in battles)
+    assert 0 < shown_ab < 6  # the coin is not constant on these ids
+    assert report.by_combination["random order"].accuracy == pytest.approx(shown_ab / 6)
 
 
 def test_measure_agreement_exposes_a_judge_that_always_picks_the_first_answer(tmp_path):

@@ -94,6 +94,17 @@ def test_agreement_is_the_verdict_disagreement_a_tie_and_unscored_stays_unscored
     assert (verdict, flipped) == (None, None) and reason == "order ba: unreadable"
 
 
+def test_summed_orders_let_not_sure_defer_and_opposite_picks_tie():
+    assert combine([_v("ab", -1), _v("ba", -1)], "sum") == (-1, False, None)
+    assert combine([_v("ab", 1), _v("ba", 0)], "sum") == (1, True, None)
+    assert combine([_v("ab", 0), _v("ba", -1)], "sum") == (-1, True, None)
+    assert combine([_v("ab", -1), _v("ba", 1)], "sum") == (0, True, None)
+    assert combine([_v("ab", 0), _v("ba", 0)], "sum") == (0, False, None)
+    assert combine([_v("ab", 1), _v("ba", None)], "sum")[0] is None
+    with pytest.raises(ValueError, match="combine must be"):
+        combine([_v("ab", 1), _v("ba", 1)], "average")  # type: ignore[arg-type]
+
+
 def test_a_consistent_judge_gives_a_verdict_and_a_position_biased_one_a_flip():
     consistent = FakeJudge([rating(1), rating(2)])  # A first: 1 = A; B first: 2 = A
     battle = judge_pair(PAIR, consistent)

@@ -86,9 +86,8 @@ def judge_for_wikieval(request: ChatRequest) -> str | ChatResponse:
     if "questions that the given answer answers" in system:
         said = "Who founded Acme?" if "Ada" in user else "What does Acme make?"
         return json.dumps({"questions": [said] * 3, "noncommittal": False})
-    if "are needed" in system:  # context relevance: only the founding sentence is needed
-        number = user.rsplit("[", 1)[1].split("]")[0]
-        return yes_no(0.9 if number == "1" else 0.1)
+    if "one sentence taken from a retrieved context" in system:  # context relevance
+        return yes_no(0.9 if "founded" in user.split("<sentence>")[1] else 0.1)
     if "whether an answer addresses" in system:  # the poor answer skips "who"
         return yes_no(0.9 if "Ada founded" in user else 0.4)
     if "in the range 0-10" in system:  # GPT Score: always 7 -> every pair a tie

@@ -223,7 +223,7 @@ def test_yes_no_without_logprobs_reads_the_word():
     assert judge.history[4].max_tokens == 3
 
 
-def test_context_relevance_by_probability():
+def test_context_relevance_asks_about_each_sentence_alone():
     replies = [yes_no(0.9), yes_no(0.1), yes_no(0.8), yes_no(0.3)]
     judge = FakeJudge(replies)
     score = ContextRelevance().score(CONTEXT_SAMPLE, JudgeSession(judge))
@@ -232,14 +232,37 @@ def test_context_relevance_by_probability():
         "Australia is in the Southern Hemisphere.",
         "Sydney is the largest city.",
     ]
+    assert score.explanation["p_needed"] == [0.9, 0.1, 0.8, 0.3]
     hard = ContextRelevance(soft=False).score(CONTEXT_SAMPLE, JudgeSession(FakeJudge(replies)))
     assert hard.value == pytest.approx(2 / 4)
+    shown = [r.messages[-1].content for r in judge.history]
+    # The question first (a prefix shared by every sentence), then one sentence, nothing else.
+    assert all(
+        s.startswith("<question>\nWhat is the capital of Australia?\n</question>") for s in shown
+    )
+    assert "<sentence>\nCanberra is the capital of Australia.\n</sentence>" in shown[1]
+    assert "Sydney" not in shown[1] and "<context>" not in shown[1]
+    assert shown[3].endswith(
+        "Does this sentence state information needed to answer the question? Answer Yes or No."
+    )
+
+
+def test_context_relevance_by_number_shares_the_numbered_context():
+    replies = [yes_no(0.9), yes_no(0.1), yes_no(0.8), yes_no(0.3)]
+    judge = FakeJudge(replies)
+    score = ContextRelevance(mode="numbered").score(CONTEXT_SAMPLE, JudgeSession(judge))
+    assert score.value == pytest.approx((0.9 + 0.1 + 0.8 + 0.3) / 4)
     asked = [r.messages[-1].content.rsplit("\n", 1)[-1] for r in judge.history]
     assert asked[0] == "Is sentence [1] needed to answer the question? Answer Yes or No."
     assert asked[3].startswith("Is sentence [4] needed")
     # Everything before the closing question is identical: a prefix the judge can reuse.
     prefixes = {r.messages[-1].content.rsplit("\n", 1)[0] for r in judge.history}
     assert len(prefixes) == 1
+
+
+def test_context_relevance_rejects_an_unknown_mode():
+    with pytest.raises(ValueError, match="mode must be"):
+        ContextRelevance(mode="logprob")  # type: ignore[arg-type]
 
 
 def test_prompt_versions_change_with_configuration():

@@ -16,7 +16,7 @@ from ragmeter.evaluate import BudgetWarning
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 from ragmeter.judges.openai import OpenAIEmbedder, OpenAIJudge
 from ragmeter.metrics import metric_by_name
-from ragmeter.metrics.context_relevance import NEEDED, numbered
+from ragmeter.metrics.context_relevance import SENTENCE_NEEDED
 from ragmeter.store import ScoreStore
 
 from .conftest import routed
@@ -127,9 +127,9 @@ def test_estimate_follows_each_metric_call_pattern():
     # prompt tokens are characters / 4 of the prompts the metric renders
     sentences = {"a": ["One fact.", "Two fact."], "b": ["Three fact.", "Four fact."]}
     rendered = [
-        NEEDED.render({"question": "alpha beta", "context": numbered(s)}, number=str(n))
-        for s in sentences.values()
-        for n in (1, 2)
+        SENTENCE_NEEDED.render({"question": "alpha beta", "sentence": sentence})
+        for pair in sentences.values()
+        for sentence in pair
     ]
     assert rows["context_relevance"].prompt_tokens == sum(
         math.ceil(len("".join(m.content for m in messages)) / 4) for messages in rendered

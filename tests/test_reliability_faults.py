@@ -115,7 +115,7 @@ def test_malformed_replies_get_one_repair_then_the_item_is_unscored(tmp_path):
     )
     assert [s.scored for s in result.scores] == [False] * 4
     statements = [s for s in server.seen if s.kind == "statements"]
-    needed = [s for s in server.seen if s.kind == "needed"]
+    needed = [s for s in server.seen if s.kind == "sentence"]
     # faithfulness: the question, then one repair -> 2 requests per sample
     assert len(statements) == 4
     # context relevance, first sentence: the question, a request to finish the word, then the
@@ -130,7 +130,7 @@ def test_malformed_replies_get_one_repair_then_the_item_is_unscored(tmp_path):
         'Sure! Here is the JSON you asked for: {"statem'
     ] * 2
     assert result.scores[1].unscored_reason == (
-        "context_relevance.needed: neither yes nor no in the reply 'Perhaps.' (after 2 attempts)"
+        "context_relevance.sentence: neither yes nor no in the reply 'Perhaps.' (after 2 attempts)"
     )
 
 

@@ -6,7 +6,8 @@ render, and follow each metric's call pattern:
 
 - faithfulness: one call for the statements, then one per statement (``verdicts="logprob"``) or
   one for all verdicts (``"generate"``); statements are guessed as the answer's sentences;
-- context relevance: one call per context sentence (``mode="logprob"``), or one (``"select"``);
+- context relevance: one call per context sentence (``mode="sentence"`` or ``"numbered"``), or
+  one (``"select"``);
 - answer relevance: one call for the questions and one for completeness (plus one embedding).
 
 Estimates assume every call reaches the model: no cache hits, and no retries or repairs.
@@ -30,7 +31,7 @@ from ragmeter.judges.registry import split_spec
 from ragmeter.limits import fit_sample
 from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness, Metric
 from ragmeter.metrics.answer_relevance import COMPLETE, questions_prompt
-from ragmeter.metrics.context_relevance import EXTRACT, NEEDED, numbered
+from ragmeter.metrics.context_relevance import EXTRACT, NEEDED, SENTENCE_NEEDED, numbered
 from ragmeter.metrics.faithfulness import STATEMENTS, SUPPORTED, VERDICTS
 from ragmeter.sample import Sample
 from ragmeter.score import Score
@@ -312,8 +313,13 @@ def _context_relevance(metric: ContextRelevance, sample: Sample) -> Calls:
     sentences = [s for passage in sample.contexts for s in split_sentences(passage)]
     if not sentences:
         return []
+    if metric.mode == "sentence":
+        return [
+            _yes_no(SENTENCE_NEEDED.render({"question": sample.question, "sentence": s}))
+            for s in sentences
+        ]
     inputs = {"question": sample.question, "context": numbered(sentences)}
-    if metric.mode == "logprob":
+    if metric.mode == "numbered":
         return [_yes_no(NEEDED.render(inputs, number=str(n))) for n in range(1, len(sentences) + 1)]
     return [(_prompt_tokens(EXTRACT.render(inputs)), 4 + len(sentences))]
 

@@ -5,9 +5,12 @@ alike. The paper reports Pearson and kappa on these three values (Table 4); accu
 the pairs the humans did not tie, where a judge tie counts as a miss (the judge failed to pick the
 side people picked), and again on the pairs where neither tied.
 
-The report compares the both-order verdict with the first order alone, which is what a single
-presentation would have given, and reports the flip rate: how often the two orders disagree. A
-high flip rate with a first-order preference far from one half is position bias.
+For a both-order run the report compares, from the same judgements, the two ways of combining the
+orders (a disagreement is a tie; or the preferences summed, so that a "not sure" defers to the
+other order) with a single presentation: the first order alone (A shown first) and one seeded
+random order per pair, which is what ``--orders random`` would have judged. It reports the flip
+rate: how often the two orders disagree. A high flip rate with a first-order preference far from
+one half is position bias.
 """
 
 from __future__ import annotations
@@ -21,8 +24,16 @@ from pydantic import BaseModel
 from rich.table import Table
 
 from ragmeter.arena.battles import Battle
-from ragmeter.arena.data import load_pairs
-from ragmeter.arena.judge import MAX_TOKENS, Orders, judge_pairs
+from ragmeter.arena.data import Label, load_pairs
+from ragmeter.arena.judge import (
+    COMBINE_RULES,
+    MAX_TOKENS,
+    Combine,
+    Orders,
+    combine,
+    judge_pairs,
+    random_order,
+)
 from ragmeter.judges.base import Judge
 
 AGREEMENT_FILE = "agreement.json"
@@ -54,6 +65,9 @@ class AgreementReport(BaseModel):
     """The pair's verdict: both orders combined (or the single order in random mode)."""
     first_order: AgreementStats
     """The first presentation alone (A shown first in both-order mode)."""
+    by_combination: dict[str, AgreementStats] = {}
+    """Both-order runs: each way of combining the orders, and one seeded random order
+    (``random order``), all from the same judgements."""
     both_orders: int
     """Pairs whose two orders were both scored."""
     flips: int
@@ -106,15 +120,31 @@ def agreement(judge: Sequence[int], human: Sequence[int]) -> AgreementStats:
     )
 
 
-def agreement_report(battles: Sequence[Battle]) -> AgreementReport:
-    """Agreement of the verdicts and of the first orders with the human labels, and flips."""
+def agreement_report(battles: Sequence[Battle], seed: int = 0) -> AgreementReport:
+    """Agreement of the verdicts and of single orders with the human labels, and flips.
+
+    ``seed`` picks the random order of each pair, as ``--orders random`` with that seed would.
+    """
     labelled = [b for b in battles if b.label is not None]
-    verdict = [(b.verdict, b.label) for b in labelled if b.verdict is not None]
-    first = [
-        (b.orders[0].preference, b.label)
-        for b in labelled
-        if b.orders and b.orders[0].preference is not None
-    ]
+
+    def stats(judged: Callable[[Battle], Label | None]) -> AgreementStats:
+        pairs = [(judged(b), b.label) for b in labelled]
+        kept = [(j, h) for j, h in pairs if j is not None]
+        return agreement([j for j, _ in kept], [h for _, h in kept])  # type: ignore[misc]
+
+    def in_order(order: str) -> Callable[[Battle], Label | None]:
+        return lambda b: next((o.preference for o in b.orders if o.order == order), None)
+
+    by_combination: dict[str, AgreementStats] = {}
+    paired = [b for b in labelled if len(b.orders) == 2]
+    if paired:
+        for rule in COMBINE_RULES:
+            by_combination[rule] = stats(
+                lambda b, rule=rule: combine(b.orders, rule)[0] if len(b.orders) == 2 else None
+            )
+        by_combination["random order"] = stats(
+            lambda b: in_order(random_order(b.pair_id, seed))(b) if len(b.orders) == 2 else None
+        )
     both = [b for b in battles if b.flipped is not None]
     flips = [b for b in both if b.flipped]
     reversals = [b for b in flips if {o.preference for o in b.orders} == {-1, 1}]
@@ -124,8 +154,9 @@ def agreement_report(battles: Sequence[Battle]) -> AgreementReport:
         labelled=len(labelled),
         unscored=sum(not b.scored for b in battles),
         unscored_reasons=dict(Counter(b.unscored_reason or "" for b in battles if not b.scored)),
-        verdict=agreement([v for v, _ in verdict], [h for _, h in verdict]),  # type: ignore[misc]
-        first_order=agreement([v for v, _ in first], [h for _, h in first]),  # type: ignore[misc]
+        verdict=stats(lambda b: b.verdict),
+        first_order=stats(lambda b: b.orders[0].preference if b.orders else None),
+        by_combination=by_combination,
         both_orders=len(both),
         flips=len(flips),
         flip_rate=len(flips) / len(both) if both else None,
@@ -141,6 +172,7 @@ def measure_agreement(
     judge: str | Judge = "local",
     out_dir: str | Path,
     orders: Orders = "both",
+    combine_rule: Combine = "agree",
     limit: int | None = None,
     seed: int = 0,
     retries: int = 2,
@@ -160,13 +192,14 @@ def measure_agreement(
         judge=judge,
         out_dir=out_dir,
         orders=orders,
+        combine_rule=combine_rule,
         seed=seed,
         retries=retries,
         max_tokens=max_tokens,
         cache=cache,
         on_battle=on_battle,
     )
-    report = agreement_report(battles)
+    report = agreement_report(battles, seed=seed)
     (Path(out_dir) / AGREEMENT_FILE).write_text(report.model_dump_json(indent=2))
     return report
 
@@ -183,7 +216,15 @@ def agreement_table(report: AgreementReport, title: str = "judge vs human labels
         "judge ties",
     ):
         table.add_column(column, justify="right")
-    for name, stats in (("verdict", report.verdict), ("first order alone", report.first_order)):
+    names = {
+        "agree": "both orders, a disagreement is a tie",
+        "sum": "both orders, summed (not sure defers)",
+        "random order": "one random order",
+    }
+    rows = [("verdict", report.verdict)]
+    rows += [(names[key], stats) for key, stats in report.by_combination.items()]
+    rows.append(("first order alone (A first)", report.first_order))
+    for name, stats in rows:
         table.add_row(
             name,
             str(stats.pairs),

@@ -6,7 +6,10 @@ with "not sure" allowed. The judge thinks in at most two sentences, then rates 1
 
 Small judges prefer whichever answer they read first (ours picked "A" whether A was the good or the
 bad answer), so by default each pair is judged in both orders: when the two agree, that is the
-verdict; when they disagree, the verdict is a tie and the pair counts as a flip. A single random
+verdict; when they disagree, the verdict is a tie and the pair counts as a flip (``combine=
+"agree"``). With ``combine="sum"`` the verdict is the sign of the two preferences added up: a
+"not sure" in one order leaves the other order's preference standing, while opposite picks still
+cancel to a tie, so position bias is cancelled just the same. A single random
 order per pair (seeded, so a rerun shows the same order) halves the cost. A reply that stays
 unreadable after the session's retries makes the pair unscored, never a tie.
 """
@@ -43,6 +46,8 @@ from ragmeter.session import JudgeSession
 from ragmeter.store import ScoreStore
 
 Orders = Literal["both", "random"]
+Combine = Literal["agree", "sum"]
+COMBINE_RULES: tuple[Combine, ...] = ("agree", "sum")
 MAX_TOKENS = 200
 """Enough for two sentences of reasoning and the rating; a small local model writes ~20 tokens/s."""
 
@@ -146,14 +151,19 @@ _POSITION = {1: -1, 2: 1, 0: 0}
 
 
 def presentation_orders(pair: Pair, orders: Orders, seed: int = 0) -> list[Order]:
-    """``["ab", "ba"]`` for both orders; for one random order, a coin derived from the seed and
-    the pair id, so the same pair gets the same order whatever else is in the run."""
+    """``["ab", "ba"]`` for both orders, else one random order (see ``random_order``)."""
     if orders == "both":
         return ["ab", "ba"]
     if orders != "random":
         raise ValueError(f"orders must be 'both' or 'random', not {orders!r}")
-    coin = hashlib.sha256(f"{seed}:{pair.id}".encode()).digest()[0] & 1
-    return ["ab"] if coin == 0 else ["ba"]
+    return [random_order(pair.id, seed)]
+
+
+def random_order(pair_id: str, seed: int = 0) -> Order:
+    """A coin derived from the seed and the pair id, so the same pair gets the same order
+    whatever else is in the run."""
+    coin = hashlib.sha256(f"{seed}:{pair_id}".encode()).digest()[0] & 1
+    return "ab" if coin == 0 else "ba"
 
 
 def preference_in_pair(rating: int, order: Order) -> Label:
@@ -162,12 +172,17 @@ def preference_in_pair(rating: int, order: Order) -> Label:
     return position if order == "ab" else -position  # type: ignore[return-value]
 
 
-def combine(verdicts: Sequence[OrderVerdict]) -> tuple[Label | None, bool | None, str | None]:
+def combine(
+    verdicts: Sequence[OrderVerdict], rule: Combine = "agree"
+) -> tuple[Label | None, bool | None, str | None]:
     """The pair's verdict, whether the orders flipped, and why it is unscored if it is.
 
-    Agreement is the verdict; disagreement is a tie (and a flip); any unscored order leaves the
-    pair unscored rather than guessing from the other order.
+    The orders disagree (a flip) when their preferences differ. Under ``"agree"`` a flip is a
+    tie; under ``"sum"`` the verdict is the sign of the preferences' sum, so only opposite picks
+    tie. Any unscored order leaves the pair unscored rather than guessing from the other order.
     """
+    if rule not in COMBINE_RULES:
+        raise ValueError(f"combine must be 'agree' or 'sum', not {rule!r}")
     missing = [v for v in verdicts if v.preference is None]
     if missing:
         reasons = "; ".join(f"order {v.order}: {v.unscored_reason}" for v in missing)
@@ -177,6 +192,9 @@ def combine(verdicts: Sequence[OrderVerdict]) -> tuple[Label | None, bool | None
         return verdicts[0].preference, None, None
     if len(preferences) == 1:
         return verdicts[0].preference, False, None
+    if rule == "sum":
+        total = sum(v.preference or 0 for v in verdicts)
+        return (total > 0) - (total < 0), True, None  # type: ignore[return-value]
     return 0, True, None
 
 
@@ -259,6 +277,7 @@ def judge_pair(
     store: ScoreStore | None = None,
     *,
     orders: Orders = "both",
+    combine_rule: Combine = "agree",
     seed: int = 0,
     retries: int = 2,
     max_tokens: int = MAX_TOKENS,
@@ -279,7 +298,7 @@ def judge_pair(
             if store:
                 store.put(key, score)
         verdicts.append(_order_verdict(order, score, cached))
-    verdict, flipped, reason = combine(verdicts)
+    verdict, flipped, reason = combine(verdicts, combine_rule)
     return Battle(
         pair_id=pair.id,
         question_id=pair.question_id,
@@ -303,6 +322,7 @@ def judge_pairs(
     judge: str | Judge = "local",
     out_dir: str | Path,
     orders: Orders = "both",
+    combine_rule: Combine = "agree",
     seed: int = 0,
     retries: int = 2,
     max_tokens: int = MAX_TOKENS,
@@ -317,8 +337,9 @@ def judge_pairs(
         judge: a ``Judge`` or a spec such as ``"local"`` or ``"openai:gpt-4o-mini"``.
         out_dir: judgements are committed here as they complete; rerunning with the same folder
             judges only what is missing or was unscored.
-        orders: ``"both"`` (agreement is the verdict, disagreement a tie) or ``"random"`` (one
-            seeded order per pair, half the calls).
+        orders: ``"both"`` or ``"random"`` (one seeded order per pair, half the calls).
+        combine_rule: how both orders make the verdict: ``"agree"`` (a disagreement is a tie)
+            or ``"sum"`` (a "not sure" defers to the other order's pick).
         seed: picks the random orders.
         retries: further attempts after a failed call or an unreadable reply.
         max_tokens: the judge's budget per call.
@@ -336,7 +357,14 @@ def judge_pairs(
 
     def run_one(pair: Pair) -> Battle:
         battle = judge_pair(
-            pair, model, store, orders=orders, seed=seed, retries=retries, max_tokens=max_tokens
+            pair,
+            model,
+            store,
+            orders=orders,
+            combine_rule=combine_rule,
+            seed=seed,
+            retries=retries,
+            max_tokens=max_tokens,
         )
         if on_battle:
             on_battle(battle)
@@ -355,6 +383,7 @@ def judge_pairs(
         started,
         time.perf_counter() - clock,
         orders=orders,
+        combine=combine_rule,
         seed=seed,
         retries=retries,
         max_tokens=max_tokens,

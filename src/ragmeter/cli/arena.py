@@ -22,7 +22,7 @@ from ragmeter.arena.data import (
 )
 from ragmeter.arena.designs import REFERENCE, design_pairs
 from ragmeter.arena.generate import generate_answers
-from ragmeter.arena.judge import MAX_TOKENS, Orders, judge_pairs
+from ragmeter.arena.judge import MAX_TOKENS, Combine, Orders, judge_pairs
 from ragmeter.arena.leaderboard import (
     DEFAULT_PRIOR,
     Leaderboard,
@@ -44,6 +44,14 @@ app = typer.Typer(
 JudgeOption = Annotated[str, typer.Option(help="'local', 'openai:MODEL', 'fake:FILE', ...")]
 OrdersOption = Annotated[
     str, typer.Option(help="'both' (agreement is the verdict) or 'random' (one seeded order).")
+]
+CombineOption = Annotated[
+    Combine,
+    typer.Option(
+        "--combine",
+        help="Both orders' verdict: 'agree' (a disagreement is a tie) or 'sum' (a 'not sure' "
+        "defers to the other order; opposite picks tie).",
+    ),
 ]
 CacheOption = Annotated[bool, typer.Option(help="Reuse cached judge calls.")]
 
@@ -148,6 +156,7 @@ def judge_command(
     reference_name: Annotated[str, typer.Option(help="The reference's name.")] = REFERENCE,
     judge: JudgeOption = "local",
     orders: OrdersOption = "both",
+    combine_rule: CombineOption = "agree",
     seed: Annotated[int, typer.Option(help="Seeds random orders and sampling.")] = 0,
     limit: Annotated[int | None, typer.Option(help="Only the first N questions or pairs.")] = None,
     out: Annotated[Path, typer.Option(help="Results folder; rerun with it to resume.")] = Path(
@@ -194,6 +203,7 @@ def judge_command(
             judge=judge,
             out_dir=out,
             orders=chosen_orders,
+            combine_rule=combine_rule,
             seed=seed,
             retries=retries,
             max_tokens=max_tokens,
@@ -268,6 +278,7 @@ def agreement_command(
     pairs: Annotated[Path, typer.Argument(help="Pairs with human labels (-1 A, 0 tie, 1 B).")],
     judge: JudgeOption = "local",
     orders: OrdersOption = "both",
+    combine_rule: CombineOption = "agree",
     limit: Annotated[int | None, typer.Option(help="Only the first N pairs.")] = None,
     out: Annotated[Path, typer.Option(help="Results folder; rerun with it to resume.")] = Path(
         "runs/agreement"
@@ -291,6 +302,7 @@ def agreement_command(
                 judge=judge,
                 out_dir=out,
                 orders=chosen_orders,
+                combine_rule=combine_rule,
                 limit=limit,
                 seed=seed,
                 retries=retries,

@@ -1,15 +1,23 @@
 """Context relevance (RAGAS §3): how much of the retrieved context is needed for the question.
 
-The context is split into sentences and shown to the judge numbered. CR = extracted sentences /
-sentences in the context, where the sentences needed to answer are found by
+The context is split into sentences. CR = extracted sentences / sentences in the context, where
+the sentences needed to answer are found by
 
-- ``mode="select"``: the judge lists the numbers of the needed sentences in one reply (empty for
-  "Insufficient Information"). Extracting by number rather than by copying text keeps the count
-  exact: a small judge that paraphrases a sentence while copying it would otherwise lose it;
-- ``mode="logprob"``: one Yes/No question per sentence ("is sentence [k] needed?"), read from the
-  next-token probabilities. The question and context form a prefix shared by every sentence's
-  question, so a local judge reads them once. With ``soft=True`` each sentence counts by its
-  probability of being needed, otherwise when it reaches ``threshold``.
+- ``mode="sentence"`` (default): one Yes/No question per sentence, the sentence shown alone with
+  the question ("does this sentence state information needed to answer it?"), read from the
+  next-token probabilities. The instruction and question form a prefix shared by every sentence,
+  so a local judge reads them once. A small judge answers this reliably: it need not find the
+  sentence in a long context, and a sentence cannot borrow relevance from its neighbours;
+- ``mode="numbered"``: the same question per sentence, asked by number about the whole numbered
+  context ("is sentence [k] needed?"), the context read once as a shared prefix. A 1.5B judge
+  cannot tell sentence [37] from [38] this way and says "needed" with P ≈ 0.7 for nearly all;
+- ``mode="select"`` (the paper's): the judge lists the numbers of the needed sentences in one
+  reply (empty for "Insufficient Information"). Extracting by number rather than by copying text
+  keeps the count exact: a small judge that paraphrases a sentence while copying it would
+  otherwise lose it.
+
+In the two Yes/No modes, ``soft=True`` counts each sentence by its probability of being needed,
+``soft=False`` counts it when the probability reaches ``threshold``.
 """
 
 from __future__ import annotations
@@ -68,44 +76,67 @@ NEEDED = YesNoPrompt(
 )
 
 
+SENTENCE_NEEDED = YesNoPrompt(
+    name="context_relevance.sentence",
+    instruction=(
+        "You judge whether one sentence taken from a retrieved context helps answer a question. "
+        "Say Yes only if the sentence itself states information that the answer to this "
+        "question must use; say No if it is only about a related subject, or about something "
+        "else."
+    ),
+    question="Does this sentence state information needed to answer the question?",
+)
+
+Mode = Literal["sentence", "numbered", "select"]
+
+
 class ContextRelevance(Metric):
     name = "context_relevance"
 
     def __init__(
         self,
-        mode: Literal["logprob", "select"] = "logprob",
+        mode: Mode = "sentence",
         soft: bool = True,
         threshold: float = 0.5,
     ) -> None:
+        if mode not in ("sentence", "numbered", "select"):
+            raise ValueError(f"mode must be 'sentence', 'numbered' or 'select', not {mode!r}")
         self.mode = mode
         self.soft = soft
         self.threshold = threshold
 
     def config(self) -> dict[str, Any]:
         config: dict[str, Any] = {"mode": self.mode}
-        if self.mode == "logprob":
+        if self.mode != "select":
             config |= {"soft": self.soft, "threshold": self.threshold}
         return config
 
     @property
     def prompts(self) -> list[Any]:
-        return [NEEDED if self.mode == "logprob" else EXTRACT]
+        return [{"sentence": SENTENCE_NEEDED, "numbered": NEEDED, "select": EXTRACT}[self.mode]]
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         sentences = [s for passage in sample.contexts for s in split_sentences(passage)]
         if not sentences:
             raise Unscorable("the sample has no retrieved context")
-        if self.mode == "logprob":
-            return self._by_probability(sample, sentences, session)
-        return self._by_selection(sample, sentences, session)
+        if self.mode == "select":
+            return self._by_selection(sample, sentences, session)
+        if self.mode == "sentence":
+            probabilities = [
+                session.ask_yes_no(SENTENCE_NEEDED, {"question": sample.question, "sentence": s})
+                for s in sentences
+            ]
+        else:
+            inputs = {"question": sample.question, "context": numbered(sentences)}
+            probabilities = [
+                session.ask_yes_no(NEEDED, inputs, number=str(n))
+                for n in range(1, len(sentences) + 1)
+            ]
+        return self._count(sentences, probabilities)
 
-    def _by_probability(
-        self, sample: Sample, sentences: list[str], session: JudgeSession
+    def _count(
+        self, sentences: list[str], probabilities: list[float]
     ) -> tuple[float, dict[str, Any]]:
-        inputs = {"question": sample.question, "context": numbered(sentences)}
-        probabilities = [
-            session.ask_yes_no(NEEDED, inputs, number=str(n)) for n in range(1, len(sentences) + 1)
-        ]
         needed = [p >= self.threshold for p in probabilities]
         value = sum(probabilities) if self.soft else sum(needed)
         explanation = {
