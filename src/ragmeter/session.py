@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from ragmeter.judges.base import ChatRequest, ChatResponse, Embedder, Judge, JudgeError, Message
 from ragmeter.prompts import Inputs, Out, Prompt, ReplyError, YesNoPrompt
-from ragmeter.score import Exchange, Unscorable, Usage
+from ragmeter.score import Exchange, Score, Unscorable, Usage
 
 Check = Callable[[Out], str | None]
 
@@ -217,3 +219,29 @@ class JudgeSession:
         self.usage.model_calls += 1
         self.usage.prompt_tokens += prompt_tokens
         self.usage.completion_tokens += completion_tokens
+
+
+def measured(
+    sample_id: str,
+    metric: str,
+    session: JudgeSession,
+    measure: Callable[[], tuple[float, dict[str, Any]]],
+) -> Score:
+    """Run ``measure`` (which asks ``session``) and record it as a ``Score``: its value and
+    explanation, or the reason it was unscorable, with the session's exchanges, usage and time."""
+    started = time.perf_counter()
+    try:
+        value, explanation = measure()
+        reason = None
+    except Unscorable as exc:
+        value, explanation, reason = None, exc.explanation, exc.reason
+    return Score(
+        sample_id=sample_id,
+        metric=metric,
+        value=value,
+        unscored_reason=reason,
+        explanation=explanation,
+        exchanges=session.exchanges,
+        usage=session.usage,
+        seconds=time.perf_counter() - started,
+    )

@@ -41,8 +41,8 @@ from ragmeter.judges.base import Judge
 from ragmeter.judges.cache import CachedJudge, CallCache
 from ragmeter.judges.registry import get_judge
 from ragmeter.prompts import Prompt
-from ragmeter.score import Score, Unscorable, Usage
-from ragmeter.session import JudgeSession
+from ragmeter.score import Score, Usage
+from ragmeter.session import JudgeSession, measured
 from ragmeter.store import ScoreStore
 
 Orders = Literal["both", "random"]
@@ -228,27 +228,19 @@ def judge_order(
         (pair.answer_a, pair.answer_b) if order == "ab" else (pair.answer_b, pair.answer_a)
     )
     session = JudgeSession(judge, retries=retries)
-    started = time.perf_counter()
-    try:
+
+    def measure() -> tuple[float, dict[str, Any]]:
         reply = session.ask(
             PAIRWISE,
             {"query": pair.question, "answer 1": first, "answer 2": second},
             max_tokens=max_tokens,
         )
-        value: float | None = float(_POSITION[reply.rating])
-        reason, explanation = None, {"rating": reply.rating, "reasoning": reply.reasoning}
-    except Unscorable as exc:
-        value, reason, explanation = None, exc.reason, {}
-    return Score(
-        sample_id=pair.id,
-        metric=f"{PAIRWISE.name}.{order}",
-        value=value,
-        unscored_reason=reason,
-        explanation=explanation,
-        exchanges=session.exchanges,
-        usage=session.usage,
-        seconds=time.perf_counter() - started,
-    )
+        return float(_POSITION[reply.rating]), {
+            "rating": reply.rating,
+            "reasoning": reply.reasoning,
+        }
+
+    return measured(pair.id, f"{PAIRWISE.name}.{order}", session, measure)
 
 
 def _order_verdict(order: Order, score: Score, cached: bool) -> OrderVerdict:

@@ -13,7 +13,6 @@ the criterion, so a local judge evaluates the long shared part once for the four
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -22,8 +21,8 @@ from pydantic import BaseModel, Field
 from ragmeter.attribution.probe import NextTokenProbe
 from ragmeter.judges.base import Judge, Message
 from ragmeter.prompts import DATA_NOTICE, Prompt, render_inputs
-from ragmeter.score import Score, Unscorable
-from ragmeter.session import JudgeSession
+from ragmeter.score import Score
+from ragmeter.session import JudgeSession, measured
 
 DIGITS = ("1", "2", "3", "4", "5")
 
@@ -164,20 +163,10 @@ def text_quality(
     scores: dict[str, Score] = {}
     for name, criterion in criteria.items():
         session = JudgeSession(judge, retries=retries)
-        started = time.perf_counter()
-        try:
-            value, explanation = rate(criterion, inputs, session, probe)
-            reason = None
-        except Unscorable as exc:
-            value, explanation, reason = None, exc.explanation, exc.reason
-        scores[name] = Score(
-            sample_id=sample_id,
-            metric=f"quality.{name}",
-            value=value,
-            unscored_reason=reason,
-            explanation=explanation,
-            exchanges=session.exchanges,
-            usage=session.usage,
-            seconds=time.perf_counter() - started,
+        scores[name] = measured(
+            sample_id,
+            f"quality.{name}",
+            session,
+            lambda criterion=criterion, session=session: rate(criterion, inputs, session, probe),
         )
     return scores

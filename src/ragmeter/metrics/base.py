@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ragmeter.prompts import Prompt
 from ragmeter.sample import Sample
-from ragmeter.score import Score, Unscorable
-from ragmeter.session import JudgeSession
+from ragmeter.score import Score
+from ragmeter.session import JudgeSession, measured
 
 
 class Metric(ABC):
@@ -42,19 +41,4 @@ class Metric(ABC):
         return hashlib.sha256(material.encode()).hexdigest()[:12]
 
     def score(self, sample: Sample, session: JudgeSession) -> Score:
-        started = time.perf_counter()
-        try:
-            value, explanation = self.measure(sample, session)
-            reason = None
-        except Unscorable as exc:
-            value, explanation, reason = None, exc.explanation, exc.reason
-        return Score(
-            sample_id=sample.key,
-            metric=self.name,
-            value=value,
-            unscored_reason=reason,
-            explanation=explanation,
-            exchanges=session.exchanges,
-            usage=session.usage,
-            seconds=time.perf_counter() - started,
-        )
+        return measured(sample.key, self.name, session, lambda: self.measure(sample, session))
