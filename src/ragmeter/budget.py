@@ -2,13 +2,8 @@
 
 Estimates count tokens approximately, as characters / 4 (OpenAI's rule of thumb for English; code
 and other languages use more tokens per character), from the prompts the metrics would really
-render, and follow each metric's call pattern:
-
-- faithfulness: one call for the statements, then one per statement (``verdicts="logprob"``) or
-  one for all verdicts (``"generate"``); statements are guessed as the answer's sentences;
-- context relevance: one call per context sentence (``mode="sentence"`` or ``"numbered"``), or
-  one (``"select"``);
-- answer relevance: one call for the questions and one for completeness (plus one embedding).
+render, and follow each metric's call pattern as its ``planned_calls`` describes it (a metric
+that does not describe one gets a guess: one call per prompt, the sample's text as the prompt).
 
 Estimates assume every call reaches the model: no cache hits, and no retries or repairs.
 
@@ -19,25 +14,19 @@ stay in the call cache); a rerun with a higher budget resumes where the run stop
 
 from __future__ import annotations
 
-import json
-import math
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragmeter.judges.base import ChatRequest, ChatResponse, Judge, Message
+from ragmeter.judges.base import ChatRequest, ChatResponse, Judge
 from ragmeter.judges.registry import split_spec
 from ragmeter.limits import fit_sample
-from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness, Metric
-from ragmeter.metrics.answer_relevance import COMPLETE, questions_prompt
-from ragmeter.metrics.context_relevance import EXTRACT, NEEDED, SENTENCE_NEEDED, numbered
-from ragmeter.metrics.faithfulness import STATEMENTS, SUPPORTED, VERDICTS
+from ragmeter.metrics import Metric
+from ragmeter.prompts import PlannedCalls, approx_tokens, rendered_tokens
 from ragmeter.sample import Sample
 from ragmeter.score import Score
-from ragmeter.text import split_sentences
 
-CHARS_PER_TOKEN = 4
 NOT_JUDGED = "not judged: "
 """How the reason of an item the budget stopped begins; such items are not saved."""
 
@@ -79,14 +68,6 @@ def price_for(judge: str) -> Price | None:
         if model == name or model.startswith(f"{name}-20"):
             return PRICES[name]
     return None
-
-
-def approx_tokens(text: str) -> int:
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
-
-
-def _prompt_tokens(messages: Iterable[Message]) -> int:
-    return approx_tokens("".join(m.content for m in messages))
 
 
 # --- the hard stop ----------------------------------------------------------------------------
@@ -150,7 +131,7 @@ class Meter:
         """Count a call about to be sent and return its reserved cost; raises
         ``BudgetExhausted`` if the budget cannot cover it."""
         worst = (
-            self.price.cost(_prompt_tokens(request.messages), request.max_tokens)
+            self.price.cost(rendered_tokens(request.messages), request.max_tokens)
             if self.price
             else 0.0
         )
@@ -227,8 +208,8 @@ class MeteredJudge:
 class MetricEstimate:
     """Expected judge calls and tokens for one metric over the samples.
 
-    ``pattern`` is "known" for the built-in metrics and "guessed" for others (one call per
-    prompt, with the sample's text as the prompt).
+    ``pattern`` is "known" when the metric plans its calls (``Metric.planned_calls``) and
+    "guessed" otherwise (one call per prompt, with the sample's text as the prompt).
     """
 
     metric: str
@@ -281,75 +262,10 @@ class Estimate:
         }
 
 
-Calls = list[tuple[int, int]]
-"""(prompt tokens, completion tokens) per expected call."""
-
-
-def _yes_no(messages: Sequence[Message]) -> tuple[int, int]:
-    return _prompt_tokens(messages), 1
-
-
-def _faithfulness(metric: Faithfulness, sample: Sample) -> Calls:
-    if not sample.contexts:
-        return []
-    sentences = split_sentences(sample.answer)
-    asked = STATEMENTS.render({"question": sample.question, "answer": sample.answer})
-    calls = [(_prompt_tokens(asked), approx_tokens(json.dumps({"statements": sentences})))]
-    if not sentences:
-        return calls
-    if metric.verdicts == "logprob":
-        return calls + [
-            _yes_no(SUPPORTED.render({"context": sample.contexts, "statement": s}))
-            for s in sentences
-        ]
-    listed = "\n".join(f"{i}. {s}" for i, s in enumerate(sentences, 1))
-    verdicts = VERDICTS.render({"context": sample.contexts, "statements": listed})
-    # Each verdict repeats its statement and adds a reason of about 20 tokens.
-    written = sum(approx_tokens(s) + 20 for s in sentences)
-    return [*calls, (_prompt_tokens(verdicts), written)]
-
-
-def _context_relevance(metric: ContextRelevance, sample: Sample) -> Calls:
-    sentences = [s for passage in sample.contexts for s in split_sentences(passage)]
-    if not sentences:
-        return []
-    if metric.mode == "sentence":
-        return [
-            _yes_no(SENTENCE_NEEDED.render({"question": sample.question, "sentence": s}))
-            for s in sentences
-        ]
-    inputs = {"question": sample.question, "context": numbered(sentences)}
-    if metric.mode == "numbered":
-        return [_yes_no(NEEDED.render(inputs, number=str(n))) for n in range(1, len(sentences) + 1)]
-    return [(_prompt_tokens(EXTRACT.render(inputs)), 4 + len(sentences))]
-
-
-def _answer_relevance(metric: AnswerRelevance, sample: Sample) -> Calls:
-    if not sample.answer.strip():
-        return []
-    questions = questions_prompt(metric.n).render({"answer": sample.answer})
-    calls = [(_prompt_tokens(questions), 8 + 16 * metric.n)]
-    if metric.score_by != "similarity":
-        inputs = {"question": sample.question, "answer": sample.answer}
-        calls.append(_yes_no(COMPLETE.render(inputs)))
-    return calls
-
-
-def _guessed(metric: Metric, sample: Sample) -> Calls:
+def _guessed(metric: Metric, sample: Sample) -> PlannedCalls:
     text = "".join([sample.question, sample.answer, *sample.contexts])
     instructions = "".join(getattr(p, "instruction", "") for p in metric.prompts)
     return [(approx_tokens(text + instructions), 64)] * max(1, len(metric.prompts))
-
-
-def expected_calls(metric: Metric, sample: Sample) -> Calls:
-    """The calls ``metric`` is expected to make for ``sample``, with their token counts."""
-    if isinstance(metric, Faithfulness):
-        return _faithfulness(metric, sample)
-    if isinstance(metric, ContextRelevance):
-        return _context_relevance(metric, sample)
-    if isinstance(metric, AnswerRelevance):
-        return _answer_relevance(metric, sample)
-    return _guessed(metric, sample)
 
 
 def estimate(
@@ -366,11 +282,12 @@ def estimate(
     rows = []
     for metric in metrics:
         row = MetricEstimate(metric.name, items=len(fitted))
-        known = isinstance(metric, Faithfulness | ContextRelevance | AnswerRelevance)
-        row.pattern = "known" if known else "guessed"
         for sample in fitted:
-            row.add(expected_calls(metric, sample))
-            if isinstance(metric, AnswerRelevance) and sample.answer.strip():
+            planned = metric.planned_calls(sample)
+            if planned is None:
+                row.pattern, planned = "guessed", _guessed(metric, sample)
+            row.add(planned)
+            if metric.needs_embedder and sample.answer.strip():
                 row.embedding_calls += 1
         rows.append(row)
     notes = [

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -158,3 +159,25 @@ class YesNoPrompt:
         system = f"{self.instruction}\n\n{DATA_NOTICE}\nAnswer with one word: Yes or No."
         user = f"{render_inputs(inputs)}\n\n{self.question.format(**fields)} Answer Yes or No."
         return (Message(role="system", content=system), Message(role="user", content=user))
+
+
+CHARS_PER_TOKEN = 4
+"""OpenAI's rule of thumb for English; code and other languages use more tokens per character."""
+
+
+def approx_tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def rendered_tokens(messages: Sequence[Message]) -> int:
+    """Approximate prompt tokens of rendered messages."""
+    return approx_tokens("".join(m.content for m in messages))
+
+
+PlannedCalls = list[tuple[int, int]]
+"""(prompt tokens, completion tokens) of each call a metric expects to make."""
+
+
+def yes_no_call(messages: Sequence[Message]) -> tuple[int, int]:
+    """A Yes/No question: its prompt, and one token back."""
+    return rendered_tokens(messages), 1

@@ -8,7 +8,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ragmeter.prompts import Prompt
+from ragmeter.prompts import PlannedCalls, Prompt
 from ragmeter.sample import Sample
 from ragmeter.score import Score
 from ragmeter.session import JudgeSession, measured
@@ -31,6 +31,12 @@ class Metric(ABC):
     def config(self) -> dict[str, Any]:
         """Constructor arguments, for the run record."""
         return {}
+
+    def planned_calls(self, sample: Sample) -> PlannedCalls | None:
+        """The judge calls ``measure`` is expected to make for ``sample``, as (prompt tokens,
+        completion tokens), for cost estimates before a run; None when the metric cannot say
+        (the estimate then guesses). Kept beside ``measure`` so the two change together."""
+        return None
 
     @property
     def version(self) -> str:

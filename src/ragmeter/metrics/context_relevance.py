@@ -27,7 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from ragmeter.metrics.base import Metric
-from ragmeter.prompts import Prompt, YesNoPrompt
+from ragmeter.prompts import PlannedCalls, Prompt, YesNoPrompt, rendered_tokens, yes_no_call
 from ragmeter.sample import Sample
 from ragmeter.score import Unscorable
 from ragmeter.session import JudgeSession
@@ -114,6 +114,23 @@ class ContextRelevance(Metric):
     @property
     def prompts(self) -> list[Any]:
         return [{"sentence": SENTENCE_NEEDED, "numbered": NEEDED, "select": EXTRACT}[self.mode]]
+
+    def planned_calls(self, sample: Sample) -> PlannedCalls:
+        sentences = [s for passage in sample.contexts for s in split_sentences(passage)]
+        if not sentences:
+            return []
+        if self.mode == "sentence":
+            return [
+                yes_no_call(SENTENCE_NEEDED.render({"question": sample.question, "sentence": s}))
+                for s in sentences
+            ]
+        inputs = {"question": sample.question, "context": numbered(sentences)}
+        if self.mode == "numbered":
+            return [
+                yes_no_call(NEEDED.render(inputs, number=str(n)))
+                for n in range(1, len(sentences) + 1)
+            ]
+        return [(rendered_tokens(EXTRACT.render(inputs)), 4 + len(sentences))]
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         sentences = [s for passage in sample.contexts for s in split_sentences(passage)]

@@ -13,15 +13,24 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from ragmeter.metrics.base import Metric
-from ragmeter.prompts import Prompt, YesNoPrompt
+from ragmeter.prompts import (
+    PlannedCalls,
+    Prompt,
+    YesNoPrompt,
+    approx_tokens,
+    rendered_tokens,
+    yes_no_call,
+)
 from ragmeter.sample import Sample
 from ragmeter.score import Unscorable
 from ragmeter.session import JudgeSession
+from ragmeter.text import split_sentences
 
 
 class Statements(BaseModel):
@@ -136,6 +145,26 @@ class Faithfulness(Metric):
     @property
     def prompts(self) -> list[Any]:
         return [STATEMENTS, SUPPORTED if self.verdicts == "logprob" else VERDICTS]
+
+    def planned_calls(self, sample: Sample) -> PlannedCalls:
+        """Statements are guessed to be the answer's sentences."""
+        if not sample.contexts:
+            return []
+        sentences = split_sentences(sample.answer)
+        asked = STATEMENTS.render({"question": sample.question, "answer": sample.answer})
+        calls = [(rendered_tokens(asked), approx_tokens(json.dumps({"statements": sentences})))]
+        if not sentences:
+            return calls
+        if self.verdicts == "logprob":
+            return calls + [
+                yes_no_call(SUPPORTED.render({"context": sample.contexts, "statement": s}))
+                for s in sentences
+            ]
+        listed = "\n".join(f"{i}. {s}" for i, s in enumerate(sentences, 1))
+        verdicts = VERDICTS.render({"context": sample.contexts, "statements": listed})
+        # Each verdict repeats its statement and adds a reason of about 20 tokens.
+        written = sum(approx_tokens(s) + 20 for s in sentences)
+        return [*calls, (rendered_tokens(verdicts), written)]
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         if not sample.contexts:
