@@ -244,3 +244,33 @@ def test_na_without_na_sentences_has_zero_recall_and_no_precision():
         EntailmentChecker(JudgeSession(FakeJudge())),
     )
     assert result.precision is None and result.recall == 0.0
+
+
+def test_report_tables_print_each_condition_in_the_papers_units():
+    from rich.console import Console
+
+    from ragmeter.attribution.report import (
+        CitationSummary,
+        ConditionSummary,
+        citation_table,
+        quality_table,
+    )
+
+    row = ConditionSummary(
+        condition="gold",
+        questions=3,
+        answered=2,
+        failed={"generation": 1},
+        citation=CitationSummary(correctness=0.5, micro_f1=0.25, macro_f1=None),
+        alignment=0.75,
+        quality={"coherence": 3.456, "fluency": None},
+        seconds_per_question=12.34,
+    )
+    console = Console(width=200, record=True)
+    console.print(citation_table([row]))
+    console.print(quality_table([row]))
+    lines = [line.split() for line in console.export_text().splitlines() if "gold" in line]
+    # condition, n, Align., Corr., micro P/R/F1, macro P/R/F1, [NA] P/R
+    assert lines[0] == ["gold", "2", "75.0", "50.0", "—", "—", "25.0", "—", "—", "—", "—", "—"]
+    # condition, Coh., Con., Flu., Rel., s/question, calls/q, tokens in/out, failed
+    assert lines[1] == ["gold", "3.46", "—", "—", "—", "12.3", "—", "—", "—", "1"]

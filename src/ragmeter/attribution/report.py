@@ -10,7 +10,7 @@ recall, as the paper does.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from statistics import mean
 
 from pydantic import BaseModel, Field
@@ -193,76 +193,59 @@ def _num(value: float | None, digits: int = 2) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def citation_table(rows: Sequence[ConditionSummary], title: str = "citation quality") -> Table:
-    """The paper's Table 3 layout (percentages), with [NA] precision/recall beside it."""
+def _table(
+    title: str,
+    columns: dict[str, Callable[[ConditionSummary], str]],
+    rows: Sequence[ConditionSummary],
+) -> Table:
+    """One row per condition; ``columns`` maps each heading to how a row fills it."""
     table = Table(title=title, box=box.SIMPLE_HEAD)
-    columns = [
-        "condition",
-        "n",
-        "Align.",
-        "Corr.",
-        "micro P",
-        "micro R",
-        "micro F1",
-        "macro P",
-        "macro R",
-        "macro F1",
-        "[NA] P",
-        "[NA] R",
-    ]
     for column in columns:
         table.add_column(column, justify="left" if column == "condition" else "right")
     for row in rows:
-        c = row.citation
-        table.add_row(
-            row.condition,
-            str(row.answered),
-            percent(row.alignment),
-            percent(c.correctness),
-            percent(c.micro_precision),
-            percent(c.micro_recall),
-            percent(c.micro_f1),
-            percent(c.macro_precision),
-            percent(c.macro_recall),
-            percent(c.macro_f1),
-            percent(row.na_precision),
-            percent(row.na_recall),
-        )
+        table.add_row(*(cell(row) for cell in columns.values()))
     return table
+
+
+def citation_table(rows: Sequence[ConditionSummary], title: str = "citation quality") -> Table:
+    """The paper's Table 3 layout (percentages), with [NA] precision/recall beside it."""
+    columns: dict[str, Callable[[ConditionSummary], str]] = {
+        "condition": lambda r: r.condition,
+        "n": lambda r: str(r.answered),
+        "Align.": lambda r: percent(r.alignment),
+        "Corr.": lambda r: percent(r.citation.correctness),
+        "micro P": lambda r: percent(r.citation.micro_precision),
+        "micro R": lambda r: percent(r.citation.micro_recall),
+        "micro F1": lambda r: percent(r.citation.micro_f1),
+        "macro P": lambda r: percent(r.citation.macro_precision),
+        "macro R": lambda r: percent(r.citation.macro_recall),
+        "macro F1": lambda r: percent(r.citation.macro_f1),
+        "[NA] P": lambda r: percent(r.na_precision),
+        "[NA] R": lambda r: percent(r.na_recall),
+    }
+    return _table(title, columns, rows)
 
 
 def quality_table(rows: Sequence[ConditionSummary], title: str = "text quality and cost") -> Table:
     """The paper's Table 4 (G-Eval, 1-5) plus what each question cost."""
-    table = Table(title=title, box=box.SIMPLE_HEAD)
-    columns = [
-        "condition",
-        "Coh.",
-        "Con.",
-        "Flu.",
-        "Rel.",
-        "s/question",
-        "calls/q",
-        "tokens in/q",
-        "tokens out/q",
-        "failed",
-    ]
-    for column in columns:
-        table.add_column(column, justify="left" if column == "condition" else "right")
-    for row in rows:
-        q = row.quality
-        table.add_row(
-            row.condition,
-            _num(q.get("coherence")),
-            _num(q.get("consistency")),
-            _num(q.get("fluency")),
-            _num(q.get("relevance")),
-            _num(row.seconds_per_question, 1),
-            _num(row.calls_per_question, 1),
-            _num(row.prompt_tokens_per_question, 0),
-            _num(row.completion_tokens_per_question, 0),
-            str(sum(row.failed.values())),
-        )
-    return table
+    columns: dict[str, Callable[[ConditionSummary], str]] = {
+        "condition": lambda r: r.condition,
+        **{
+            heading: lambda r, name=name: _num(r.quality.get(name))
+            for heading, name in (
+                ("Coh.", "coherence"),
+                ("Con.", "consistency"),
+                ("Flu.", "fluency"),
+                ("Rel.", "relevance"),
+            )
+        },
+        "s/question": lambda r: _num(r.seconds_per_question, 1),
+        "calls/q": lambda r: _num(r.calls_per_question, 1),
+        "tokens in/q": lambda r: _num(r.prompt_tokens_per_question, 0),
+        "tokens out/q": lambda r: _num(r.completion_tokens_per_question, 0),
+        "failed": lambda r: str(sum(r.failed.values())),
+    }
+    return _table(title, columns, rows)
 
 
 def notes(row: ConditionSummary) -> list[str]:
