@@ -10,7 +10,6 @@ import pytest
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness
-from ragmeter.prompts import YesNoPrompt
 from ragmeter.sample import Sample
 from ragmeter.session import JudgeSession
 
@@ -279,39 +278,3 @@ def test_repeated_statements_are_verified_once():
     score = Faithfulness().score(SAMPLE, JudgeSession(judge))
     assert score.value == pytest.approx(1 / 2)
     assert len(judge.history) == 3
-
-
-OPPOSED = YesNoPrompt(
-    name="test.opposed",
-    instruction="You check whether a statement is supported by a context.",
-    question="Is the statement supported by the context?",
-    opposite="Is the statement contradicted by the context, or missing from it?",
-)
-
-
-def test_an_opposite_question_is_asked_too_and_the_answers_averaged():
-    judge = FakeJudge([yes_no(0.8), yes_no(0.3)])
-    inputs = {"context": "Paris is in France.", "statement": "Paris is in Spain."}
-    # P(yes) = 0.8, P(yes to the opposite) = 0.3 -> (0.8 + (1 - 0.3)) / 2
-    assert JudgeSession(judge).ask_yes_no(OPPOSED, inputs) == pytest.approx(0.75)
-    first, second = (r.messages[-1].content for r in judge.history)
-    assert first.endswith("Is the statement supported by the context? Answer Yes or No.")
-    assert second.endswith(
-        "Is the statement contradicted by the context, or missing from it? Answer Yes or No."
-    )
-    # everything before the closing line is shared: a prefix a local judge reads once
-    assert first.rsplit("\n", 1)[0] == second.rsplit("\n", 1)[0]
-
-
-def test_a_yes_to_everything_cancels_out_with_an_opposite_question():
-    always_yes = FakeJudge(responder=lambda request: yes_no(0.9))
-    assert JudgeSession(always_yes).ask_yes_no(OPPOSED, {"statement": "x"}) == pytest.approx(0.5)
-
-
-def test_an_opposite_question_changes_the_version_and_the_planned_calls():
-    plain = YesNoPrompt(OPPOSED.name, OPPOSED.instruction, OPPOSED.question)
-    assert plain.version != OPPOSED.version
-    assert len(plain.planned({"statement": "x"})) == 1
-    assert [tokens for _, tokens in OPPOSED.planned({"statement": "x"})] == [1, 1]
-    with pytest.raises(ValueError, match="no opposite question"):
-        plain.render({"statement": "x"}, opposite=True)

@@ -80,23 +80,6 @@ def render_inputs(inputs: Inputs) -> str:
     return "\n".join(_tag(name, value, names) for name, value in inputs.items())
 
 
-CHARS_PER_TOKEN = 4
-"""OpenAI's rule of thumb for English; code and other languages use more tokens per character."""
-
-
-def approx_tokens(text: str) -> int:
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
-
-
-def rendered_tokens(messages: Sequence[Message]) -> int:
-    """Approximate prompt tokens of rendered messages."""
-    return approx_tokens("".join(m.content for m in messages))
-
-
-PlannedCalls = list[tuple[int, int]]
-"""(prompt tokens, completion tokens) of each call a metric expects to make."""
-
-
 def extract_json(text: str) -> str:
     """The JSON object in a reply, tolerating code fences and chatter around it."""
     start, end = text.find("{"), text.rfind("}")
@@ -160,41 +143,41 @@ class YesNoPrompt:
     Read from the next-token distribution where the judge gives log-probabilities, this yields a
     calibrated probability in a single forward pass. The inputs are rendered in the order given,
     so long shared text (a context) placed first is a prefix the judge can reuse.
-
-    With an ``opposite`` question (the same question negated, so that Yes to one means No to the
-    other) the judge is asked both, and the probability is the mean of P(Yes) and 1 - P(Yes to
-    the opposite). Whatever pushes the judge towards "Yes" regardless of the question, be it a
-    small model's habit or text in the data that says "Answer Yes", pushes both answers the same
-    way and cancels out. The two questions share everything before their last line, so the
-    second costs a local judge only that line.
     """
 
     name: str
     instruction: str
     question: str
     """The closing question; may use ``{placeholders}`` filled from the inputs."""
-    opposite: str | None = None
-    """The closing question negated, or None to ask only ``question``."""
 
     @property
     def version(self) -> str:
-        material = [self.instruction, self.question, DATA_NOTICE]
-        if self.opposite is not None:
-            material.append(self.opposite)
-        return hashlib.sha256(json.dumps(material).encode()).hexdigest()[:12]
+        material = json.dumps([self.instruction, self.question, DATA_NOTICE])
+        return hashlib.sha256(material.encode()).hexdigest()[:12]
 
-    def render(self, inputs: Inputs, opposite: bool = False, **fields: str) -> tuple[Message, ...]:
-        """The messages that ask ``question``, or ``opposite`` when asked for."""
-        if opposite and self.opposite is None:
-            raise ValueError(f"{self.name} has no opposite question")
-        question = (self.opposite if opposite else self.question) or ""
+    def render(self, inputs: Inputs, **fields: str) -> tuple[Message, ...]:
         system = f"{self.instruction}\n\n{DATA_NOTICE}\nAnswer with one word: Yes or No."
-        user = f"{render_inputs(inputs)}\n\n{question.format(**fields)} Answer Yes or No."
+        user = f"{render_inputs(inputs)}\n\n{self.question.format(**fields)} Answer Yes or No."
         return (Message(role="system", content=system), Message(role="user", content=user))
 
-    def planned(self, inputs: Inputs, **fields: str) -> PlannedCalls:
-        """The calls asking this question costs: one token back per question asked."""
-        renders = [self.render(inputs, **fields)]
-        if self.opposite is not None:
-            renders.append(self.render(inputs, opposite=True, **fields))
-        return [(rendered_tokens(messages), 1) for messages in renders]
+
+CHARS_PER_TOKEN = 4
+"""OpenAI's rule of thumb for English; code and other languages use more tokens per character."""
+
+
+def approx_tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def rendered_tokens(messages: Sequence[Message]) -> int:
+    """Approximate prompt tokens of rendered messages."""
+    return approx_tokens("".join(m.content for m in messages))
+
+
+PlannedCalls = list[tuple[int, int]]
+"""(prompt tokens, completion tokens) of each call a metric expects to make."""
+
+
+def yes_no_call(messages: Sequence[Message]) -> tuple[int, int]:
+    """A Yes/No question: its prompt, and one token back."""
+    return rendered_tokens(messages), 1

@@ -167,16 +167,9 @@ class JudgeSession:
         """The judge's probability that the answer is Yes.
 
         One forward pass with log-probabilities where the judge gives them; otherwise the
-        generated word, read as 1 or 0. A prompt with an opposite question is asked both ways
-        and the two answers averaged (see ``YesNoPrompt``).
+        generated word, read as 1 or 0.
         """
-        probability = self._yes(prompt, prompt.render(inputs, **fields))
-        if prompt.opposite is None:
-            return probability
-        against = self._yes(prompt, prompt.render(inputs, opposite=True, **fields))
-        return (probability + 1.0 - against) / 2
-
-    def _yes(self, prompt: YesNoPrompt, messages: tuple[Message, ...]) -> float:
+        messages = prompt.render(inputs, **fields)
         attempts = _Attempts(self.retries, self.repairs)
         while True:
             attempts.made += 1

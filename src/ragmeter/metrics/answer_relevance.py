@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field, create_model
 
 from ragmeter.judges.base import cosine_similarity
 from ragmeter.metrics.base import Metric
-from ragmeter.prompts import PlannedCalls, Prompt, YesNoPrompt, rendered_tokens
+from ragmeter.prompts import PlannedCalls, Prompt, YesNoPrompt, rendered_tokens, yes_no_call
 from ragmeter.sample import Sample
 from ragmeter.score import Unscorable
 from ragmeter.session import JudgeSession
@@ -125,7 +125,7 @@ class AnswerRelevance(Metric):
         calls = [(rendered_tokens(questions), 8 + 16 * self.n)]
         if self.score_by != "similarity":
             inputs = {"question": sample.question, "answer": sample.answer}
-            calls += COMPLETE.planned(inputs)
+            calls.append(yes_no_call(COMPLETE.render(inputs)))
         return calls
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:

@@ -27,7 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from ragmeter.metrics.base import Metric
-from ragmeter.prompts import PlannedCalls, Prompt, YesNoPrompt, rendered_tokens
+from ragmeter.prompts import PlannedCalls, Prompt, YesNoPrompt, rendered_tokens, yes_no_call
 from ragmeter.sample import Sample
 from ragmeter.score import Unscorable
 from ragmeter.session import JudgeSession
@@ -121,16 +121,14 @@ class ContextRelevance(Metric):
             return []
         if self.mode == "sentence":
             return [
-                call
+                yes_no_call(SENTENCE_NEEDED.render({"question": sample.question, "sentence": s}))
                 for s in sentences
-                for call in SENTENCE_NEEDED.planned({"question": sample.question, "sentence": s})
             ]
         inputs = {"question": sample.question, "context": numbered(sentences)}
         if self.mode == "numbered":
             return [
-                call
+                yes_no_call(NEEDED.render(inputs, number=str(n)))
                 for n in range(1, len(sentences) + 1)
-                for call in NEEDED.planned(inputs, number=str(n))
             ]
         return [(rendered_tokens(EXTRACT.render(inputs)), 4 + len(sentences))]
 

@@ -25,6 +25,7 @@ from ragmeter.prompts import (
     YesNoPrompt,
     approx_tokens,
     rendered_tokens,
+    yes_no_call,
 )
 from ragmeter.sample import Sample
 from ragmeter.score import Unscorable
@@ -156,9 +157,8 @@ class Faithfulness(Metric):
             return calls
         if self.verdicts == "logprob":
             return calls + [
-                call
+                yes_no_call(SUPPORTED.render({"context": sample.contexts, "statement": s}))
                 for s in sentences
-                for call in SUPPORTED.planned({"context": sample.contexts, "statement": s})
             ]
         listed = "\n".join(f"{i}. {s}" for i, s in enumerate(sentences, 1))
         verdicts = VERDICTS.render({"context": sample.contexts, "statements": listed})
