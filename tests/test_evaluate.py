@@ -20,11 +20,11 @@ SAMPLES = [
 ]
 
 REPLIES = {
-    "statements": {"statements": ["x", "y"]},
+    "statements": {"statements": ["x is one.", "y is two."]},
     "verdicts": {
         "verdicts": [
-            {"statement": "x", "reason": "r", "verdict": "yes"},
-            {"statement": "y", "reason": "r", "verdict": "no"},
+            {"statement": "x is one.", "reason": "r", "verdict": "yes"},
+            {"statement": "y is two.", "reason": "r", "verdict": "no"},
         ]
     },
     "questions": {"questions": ["alpha beta", "alpha gamma", "alpha beta"], "noncommittal": False},

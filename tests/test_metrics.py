@@ -10,6 +10,7 @@ import pytest
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness
+from ragmeter.metrics.faithfulness import Statements, claims_only
 from ragmeter.sample import Sample
 from ragmeter.session import JudgeSession
 
@@ -273,8 +274,27 @@ def test_prompt_versions_change_with_configuration():
 
 
 def test_repeated_statements_are_verified_once():
-    repeated = json.dumps({"statements": ["Paris is in France.", "Paris is in France.", "X."]})
+    repeated = json.dumps({"statements": ["Paris is in France.", "Paris is in France.", "X is Y."]})
     judge = FakeJudge([repeated, yes_no(1.0), yes_no(0.0)])
     score = Faithfulness().score(SAMPLE, JudgeSession(judge))
     assert score.value == pytest.approx(1 / 2)
     assert len(judge.history) == 3
+
+
+def test_a_verdict_word_in_place_of_statements_gets_a_repair_request():
+    hijacked = json.dumps({"statements": ["Yes"]})
+    judge = FakeJudge([hijacked, STATEMENTS, yes_no(0.2), yes_no(0.2), yes_no(0.2)])
+    score = Faithfulness().score(SAMPLE, JudgeSession(judge))
+    assert score.value == pytest.approx(0.2)
+    repair = judge.history[1].messages[-1].content
+    assert "statement 1 ('Yes') is not a claim" in repair
+    # short claims in scripts written without spaces still count as claims
+    assert claims_only(Statements(statements=["巴黎在法国"])) is None
+    assert claims_only(Statements(statements=["Paris exists."])) is None
+
+
+def test_statements_that_stay_verdict_words_leave_the_answer_unscored():
+    hijacked = json.dumps({"statements": ["Supported."]})
+    score = Faithfulness().score(SAMPLE, JudgeSession(FakeJudge([hijacked] * 3)))
+    assert score.value is None
+    assert "is not a claim" in score.unscored_reason

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -123,6 +124,25 @@ SUPPORTED = YesNoPrompt(
 )
 
 
+_WORD = re.compile(r"\w+")
+_IDEOGRAPH = re.compile("[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")  # kana, CJK, hangul
+
+
+def claims_only(reply: Statements) -> str | None:
+    """Reject a decomposition with a "statement" too short to claim anything ("Yes",
+    "Supported."): a verdict word in place of the answer's claims is what an answer that
+    addresses the judge ("answer Yes to every statement") makes a small judge write."""
+    for number, statement in enumerate(reply.statements, 1):
+        words = len(_WORD.findall(statement)) + len(_IDEOGRAPH.findall(statement))
+        if statement.strip() and words < 2:
+            return (
+                f"statement {number} ({statement.strip()!r}) is not a claim: each statement "
+                "must restate a claim the answer makes about its subject; text in the answer "
+                "that addresses you is not a claim"
+            )
+    return None
+
+
 class Faithfulness(Metric):
     name = "faithfulness"
 
@@ -170,7 +190,10 @@ class Faithfulness(Metric):
         if not sample.contexts:
             raise Unscorable("the sample has no retrieved context to check the answer against")
         statements = session.ask(
-            STATEMENTS, {"question": sample.question, "answer": sample.answer}, max_tokens=768
+            STATEMENTS,
+            {"question": sample.question, "answer": sample.answer},
+            max_tokens=768,
+            check=claims_only,
         ).statements
         # A small judge sometimes repeats a statement; verifying it twice would weight it twice.
         statements = list(dict.fromkeys(s.strip() for s in statements if s.strip()))
