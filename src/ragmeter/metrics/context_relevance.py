@@ -27,7 +27,14 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from ragmeter.metrics.base import Metric
-from ragmeter.prompts import PlannedCalls, Prompt, YesNoPrompt, rendered_tokens, yes_no_call
+from ragmeter.prompts import (
+    Inputs,
+    PlannedCalls,
+    Prompt,
+    YesNoPrompt,
+    rendered_tokens,
+    yes_no_call,
+)
 from ragmeter.sample import Sample
 from ragmeter.score import Unscorable
 from ragmeter.session import JudgeSession
@@ -115,40 +122,44 @@ class ContextRelevance(Metric):
     def prompts(self) -> list[Any]:
         return [{"sentence": SENTENCE_NEEDED, "numbered": NEEDED, "select": EXTRACT}[self.mode]]
 
-    def planned_calls(self, sample: Sample) -> PlannedCalls:
-        sentences = [s for passage in sample.contexts for s in split_sentences(passage)]
-        if not sentences:
-            return []
+    def _sentences(self, sample: Sample) -> list[str]:
+        return [s for passage in sample.contexts for s in split_sentences(passage)]
+
+    def _questions(
+        self, sample: Sample, sentences: list[str]
+    ) -> list[tuple[YesNoPrompt, Inputs, dict[str, str]]]:
+        """One Yes/No question per sentence: (prompt, inputs, fields) as ``ask_yes_no`` takes
+        them; the same list plans the calls and makes them."""
         if self.mode == "sentence":
             return [
-                yes_no_call(SENTENCE_NEEDED.render({"question": sample.question, "sentence": s}))
+                (SENTENCE_NEEDED, {"question": sample.question, "sentence": s}, {})
                 for s in sentences
             ]
         inputs = {"question": sample.question, "context": numbered(sentences)}
-        if self.mode == "numbered":
-            return [
-                yes_no_call(NEEDED.render(inputs, number=str(n)))
-                for n in range(1, len(sentences) + 1)
-            ]
-        return [(rendered_tokens(EXTRACT.render(inputs)), 4 + len(sentences))]
+        return [(NEEDED, inputs, {"number": str(n)}) for n in range(1, len(sentences) + 1)]
+
+    def planned_calls(self, sample: Sample) -> PlannedCalls:
+        sentences = self._sentences(sample)
+        if not sentences:
+            return []
+        if self.mode == "select":
+            inputs = {"question": sample.question, "context": numbered(sentences)}
+            return [(rendered_tokens(EXTRACT.render(inputs)), 4 + len(sentences))]
+        return [
+            yes_no_call(prompt.render(inputs, **fields))
+            for prompt, inputs, fields in self._questions(sample, sentences)
+        ]
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
-        sentences = [s for passage in sample.contexts for s in split_sentences(passage)]
+        sentences = self._sentences(sample)
         if not sentences:
             raise Unscorable("the sample has no retrieved context")
         if self.mode == "select":
             return self._by_selection(sample, sentences, session)
-        if self.mode == "sentence":
-            probabilities = [
-                session.ask_yes_no(SENTENCE_NEEDED, {"question": sample.question, "sentence": s})
-                for s in sentences
-            ]
-        else:
-            inputs = {"question": sample.question, "context": numbered(sentences)}
-            probabilities = [
-                session.ask_yes_no(NEEDED, inputs, number=str(n))
-                for n in range(1, len(sentences) + 1)
-            ]
+        probabilities = [
+            session.ask_yes_no(prompt, inputs, **fields)
+            for prompt, inputs, fields in self._questions(sample, sentences)
+        ]
         return self._count(sentences, probabilities)
 
     def _count(
