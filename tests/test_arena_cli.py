@@ -221,6 +221,52 @@ def test_agreement_command_prints_kappa_pearson_accuracy_and_flips(tmp_path, qua
     report = json.loads((tmp_path / "agree/agreement.json").read_text())
     assert report["verdict"]["accuracy"] == pytest.approx(2 / 3)
     assert report["verdict"]["pairs"] == 3 and report["flips"] == 0
+    # a consistent judge: every way of combining the orders, and a random order, agree
+    assert set(report["by_combination"]) == {"agree", "sum", "random order"}
+    assert all(r["accuracy"] == pytest.approx(2 / 3) for r in report["by_combination"].values())
+    assert "summed" in result.output and "random" in result.output
+
+
+def unsure_when_the_good_answer_is_first(request: ChatRequest) -> str:
+    """ "not sure" when the good answer is shown first, right when it is shown second."""
+    first = request.messages[-1].content.split("<answer 1>")[1]
+    return json.dumps({"reasoning": "r", "rating": 0 if first.startswith("\nGood") else 2})
+
+
+def create_unsure_judge(model: str = "", **_: object) -> FakeJudge:
+    return FakeJudge(responder=unsure_when_the_good_answer_is_first, model="unsure")
+
+
+def test_agreement_combine_option_sets_the_verdict_rule(tmp_path, monkeypatch, no_user_cache):
+    monkeypatch.setitem(registry._BUILTIN_JUDGES, "unsure", f"{__name__}:create_unsure_judge")
+    pairs = tmp_path / "pairs.jsonl"
+    row = {"question": "q?", "answer_a": "Good answer.", "answer_b": "Bad answer.", "label": -1}
+    pairs.write_text(json.dumps(row) + "\n")
+    verdicts = {}
+    for rule in ("agree", "sum"):
+        out = tmp_path / rule
+        result = runner.invoke(
+            app,
+            [
+                "arena",
+                "agreement",
+                str(pairs),
+                "--judge",
+                "unsure",
+                "--combine",
+                rule,
+                "--out",
+                str(out),
+                "--no-cache",
+            ],
+        )
+        assert result.exit_code == 0, result.output
+        battle = json.loads((out / "battles.jsonl").read_text())
+        verdicts[rule] = battle["verdict"]
+    # order ab: not sure; order ba: answer 2 = A. Agreement ties; the sum picks A.
+    assert verdicts == {"agree": 0, "sum": -1}
+    bad = runner.invoke(app, ["arena", "agreement", str(pairs), "--combine", "average"])
+    assert bad.exit_code != 0
 
 
 def test_judge_without_input_is_a_clear_error(tmp_path, quality_judge):
