@@ -1,6 +1,10 @@
 """Benchmark the RAGAS metrics on the example set: time, calls, tokens, memory, cached rerun.
 
     python bench/bench_core.py [--judge local] [--data examples/basic.jsonl]
+    python bench/bench_core.py --wikieval ../shared/data/wikieval/wikieval_dev.jsonl --limit 5
+
+``--wikieval`` times WikiEval samples instead (question, the focused context, the grounded
+answer): long contexts, the case the per-sample time target is set for.
 
 Runs once with an empty call cache (every call reaches the model), then again with the same cache
 and a new results folder: the second run must make zero model calls.
@@ -20,6 +24,7 @@ from ragmeter import evaluate
 from ragmeter.data import load_samples
 from ragmeter.evaluate import DEFAULT_METRICS
 from ragmeter.judges.registry import get_embedder, get_judge
+from ragmeter.meta.wikieval import load_wikieval
 
 
 def main() -> None:
@@ -29,10 +34,17 @@ def main() -> None:
     parser.add_argument(
         "--data", default=str(Path(__file__).parent.parent / "examples/basic.jsonl")
     )
+    parser.add_argument("--wikieval", type=Path, help="time WikiEval samples from this file")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N samples")
     parser.add_argument("--metrics", default=",".join(DEFAULT_METRICS))
     args = parser.parse_args()
 
-    samples = load_samples(args.data).samples
+    if args.wikieval:
+        pairs = load_wikieval(args.wikieval)
+        samples = [p.preferred for p in pairs if p.dimension == "faithfulness"]
+    else:
+        samples = load_samples(args.data).samples
+    samples = samples[: args.limit]
     metrics = args.metrics.split(",")
     clock = time.perf_counter()
     judge = get_judge(args.judge)
@@ -86,6 +98,13 @@ def main() -> None:
             f"{metric:<20}{statistics.median(seconds):>14.2f}{statistics.mean(seconds):>15.2f}"
             f"{calls:>14.2f}{prompt:>12.0f}{generated:>10.0f}{unscored:>10}"
         )
+    totals = defaultdict(float)
+    for score in first.scores:
+        totals[score.sample_id] += score.seconds
+    print(
+        f"all metrics together: median {statistics.median(totals.values()):.1f} s per sample "
+        f"(min {min(totals.values()):.1f}, max {max(totals.values()):.1f})"
+    )
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak memory (max RSS) {peak_mib:.0f} MiB")
     usage = rerun.usage()
