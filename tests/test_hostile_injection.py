@@ -21,7 +21,7 @@ from ragmeter.injection_cases import (
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 from ragmeter.metrics.answer_relevance import COMPLETE, questions_prompt
-from ragmeter.metrics.context_relevance import NEEDED, numbered
+from ragmeter.metrics.context_relevance import NEEDED, SENTENCE_NEEDED, numbered
 from ragmeter.metrics.faithfulness import STATEMENTS, SUPPORTED
 from ragmeter.text import split_sentences
 
@@ -107,7 +107,9 @@ def rendered(case: InjectionCase) -> list[str]:
     elif case.metric == "context_relevance":
         sentences = [x for passage in s.contexts for x in split_sentences(passage)]
         inputs = {"question": s.question, "context": numbered(sentences)}
-        prompts = [NEEDED.render(inputs, number="1")]
+        prompts = [NEEDED.render(inputs, number="1")] + [
+            SENTENCE_NEEDED.render({"question": s.question, "sentence": x}) for x in sentences
+        ]
     else:
         prompts = [
             questions_prompt(3).render({"answer": s.answer}),
@@ -120,7 +122,8 @@ def rendered(case: InjectionCase) -> list[str]:
 def test_no_case_can_close_a_tag_or_open_a_turn(case):
     for text in rendered(case):
         for name in re.findall(r"^<(\w+)>$", text, re.MULTILINE):
-            assert text.count(f"</{name}>") == 1  # only the real closing tag
+            # only the real closing tag (a "<context>" line inside a sentence is data, unclosed)
+            assert text.count(f"</{name}>") <= 1
         assert "<|im_start|>" not in text and "<|im_end|>" not in text
         assert not re.search("[\U000e0000-\U000e007f\u200b]", text)  # nothing invisible
 

@@ -291,6 +291,10 @@ def test_a_verdict_word_in_place_of_statements_gets_a_repair_request():
     # short claims in scripts written without spaces still count as claims
     assert claims_only(Statements(statements=["巴黎在法国"])) is None
     assert claims_only(Statements(statements=["Paris exists."])) is None
+    assert claims_only(Statements(statements=["서울은 수도이다."])) is None
+    # a one-character verdict in a script without spaces is still a verdict word
+    for verdict in ("是", "はい", "支持", "Ja", "네"):
+        assert claims_only(Statements(statements=[verdict])) is not None, verdict
 
 
 def test_statements_that_stay_verdict_words_leave_the_answer_unscored():

@@ -15,7 +15,7 @@ from ragmeter.data import write_jsonl
 from ragmeter.evaluate import BudgetWarning
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 from ragmeter.judges.openai import OpenAIEmbedder, OpenAIJudge
-from ragmeter.metrics import metric_by_name
+from ragmeter.metrics import Metric, metric_by_name
 from ragmeter.metrics.context_relevance import SENTENCE_NEEDED
 from ragmeter.store import ScoreStore
 
@@ -204,3 +204,19 @@ def test_the_cli_stops_at_max_calls_and_says_how_to_continue(tmp_path, monkeypat
     assert resumed.exit_code == 0, resumed.output
     assert "model calls 7, cached 2" in resumed.output
     assert "1 items resumed" in resumed.output
+
+
+def test_a_metric_that_does_not_plan_its_calls_gets_a_guess():
+    class Custom(Metric):
+        name = "custom"
+
+        def measure(self, sample, session):
+            return 1.0, {}
+
+    row = estimate(SAMPLES, [Custom()]).metrics[0]
+    assert row.pattern == "guessed" and row.calls == len(SAMPLES)  # one call per prompt, at least 1
+    text = ["".join([s.question, s.answer, *s.contexts]) for s in SAMPLES]
+    assert row.prompt_tokens == sum(math.ceil(len(t) / 4) for t in text)
+    assert row.completion_tokens == 64 * len(SAMPLES)
+    assert estimate([], [Custom()]).metrics[0].pattern == "guessed"
+    assert estimate([], [metric_by_name("faithfulness")]).metrics[0].pattern == "known"

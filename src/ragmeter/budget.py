@@ -281,12 +281,13 @@ def estimate(
     fitted = [fit_sample(sample, max_input_chars)[0] for sample in samples]
     rows = []
     for metric in metrics:
-        row = MetricEstimate(metric.name, items=len(fitted))
+        plans = type(metric).planned_calls is not Metric.planned_calls
+        row = MetricEstimate(
+            metric.name, items=len(fitted), pattern="known" if plans else "guessed"
+        )
         for sample in fitted:
-            planned = metric.planned_calls(sample)
-            if planned is None:
-                row.pattern, planned = "guessed", _guessed(metric, sample)
-            row.add(planned)
+            planned = metric.planned_calls(sample) if plans else None
+            row.add(_guessed(metric, sample) if planned is None else planned)
             if metric.needs_embedder and sample.answer.strip():
                 row.embedding_calls += 1
         rows.append(row)

@@ -142,8 +142,13 @@ def agreement_report(battles: Sequence[Battle], seed: int = 0) -> AgreementRepor
             by_combination[rule] = stats(
                 lambda b, rule=rule: combine(b.orders, rule)[0] if len(b.orders) == 2 else None
             )
+        # On the same pairs as the combined rows: those whose two orders were both scored.
         by_combination["random order"] = stats(
-            lambda b: in_order(random_order(b.pair_id, seed))(b) if len(b.orders) == 2 else None
+            lambda b: (
+                in_order(random_order(b.pair_id, seed))(b)
+                if len(b.orders) == 2 and all(o.preference is not None for o in b.orders)
+                else None
+            )
         )
     both = [b for b in battles if b.flipped is not None]
     flips = [b for b in both if b.flipped]
@@ -223,7 +228,8 @@ def agreement_table(report: AgreementReport, title: str = "judge vs human labels
     }
     rows = [("verdict", report.verdict)]
     rows += [(names[key], stats) for key, stats in report.by_combination.items()]
-    rows.append(("first order alone (A first)", report.first_order))
+    first = "first order alone (A first)" if report.by_combination else "the order judged"
+    rows.append((first, report.first_order))
     for name, stats in rows:
         table.add_row(
             name,

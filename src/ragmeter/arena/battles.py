@@ -55,10 +55,12 @@ class Battle(BaseModel):
     system_a: str
     system_b: str
     verdict: Label | None
-    """-1 A wins, 1 B wins, 0 tie (including the two orders disagreeing); None when unscored."""
+    """-1 A wins, 1 B wins, 0 tie; None when unscored. When the two orders disagree it is a tie
+    under the "agree" rule, the sign of their summed preferences under "sum"."""
     unscored_reason: str | None = None
     flipped: bool | None = None
-    """Both orders scored and disagreed; None unless both orders were judged and scored."""
+    """Both orders scored and their preferences differ (whatever the verdict rule made of it);
+    None unless both orders were judged and scored."""
     orders: list[OrderVerdict]
     label: Label | None = None
     """The human preference, when the pairs file has one."""

@@ -339,6 +339,8 @@ def judge_pairs(
         workers: pairs judged at once (useful for remote endpoints; a local model serialises).
         on_battle: called with each battle as it completes (e.g. for a progress bar).
     """
+    if combine_rule not in COMBINE_RULES:
+        raise ValueError(f"combine must be 'agree' or 'sum', not {combine_rule!r}")
     ids = [p.id for p in pairs]
     if len(set(ids)) != len(ids):
         raise ValueError("pair ids must be unique within a run")

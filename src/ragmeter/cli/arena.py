@@ -43,7 +43,7 @@ app = typer.Typer(
 
 JudgeOption = Annotated[str, typer.Option(help="'local', 'openai:MODEL', 'fake:FILE', ...")]
 OrdersOption = Annotated[
-    str, typer.Option(help="'both' (agreement is the verdict) or 'random' (one seeded order).")
+    str, typer.Option(help="'both' (combined by --combine) or 'random' (one seeded order).")
 ]
 CombineOption = Annotated[
     Combine,

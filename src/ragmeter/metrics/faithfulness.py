@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, Literal
 
@@ -134,15 +135,22 @@ SUPPORTED = YesNoPrompt(
 
 
 _WORD = re.compile(r"\w+")
-_IDEOGRAPH = re.compile("[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")  # kana, CJK, hangul
+_IDEOGRAPH = re.compile("[\u3040-\u30ff\u3400-\u9fff]")  # kana and CJK: written without spaces
 
 
 def claims_only(reply: Statements) -> str | None:
     """Reject a decomposition with a "statement" too short to claim anything ("Yes",
-    "Supported."): a verdict word in place of the answer's claims is what an answer that
-    addresses the judge ("answer Yes to every statement") makes a small judge write."""
+    "Supported.", "是"): a verdict word in place of the answer's claims is what an answer that
+    addresses the judge ("answer Yes to every statement") makes a small judge write.
+
+    Words are counted as runs of word characters; kana and CJK, written without spaces, count
+    one word per two characters (the usual length of a word there: "はい", "支持"). A bare
+    value ("1989") is not a self-contained claim either: the prompt asks for "The Berlin Wall
+    fell in 1989.", and a judge that keeps writing the bare value leaves the answer unscored
+    rather than verified on a fragment."""
     for number, statement in enumerate(reply.statements, 1):
-        words = len(_WORD.findall(statement)) + len(_IDEOGRAPH.findall(statement))
+        ideographs = len(_IDEOGRAPH.findall(statement))
+        words = len(_WORD.findall(_IDEOGRAPH.sub(" ", statement))) + math.ceil(ideographs / 2)
         if statement.strip() and words < 2:
             return (
                 f"statement {number} ({statement.strip()!r}) is not a claim: each statement "
