@@ -61,6 +61,7 @@ class Killer:
         self.plan = list(plan)  # (request number, in flight?, delay after the reply)
         self.process: subprocess.Popen[bytes] | None = None
         self.chat = 0
+        self.doomed: int | None = None
         self.lock = threading.Lock()
 
     def __call__(self, seen: Seen) -> None:
@@ -70,8 +71,12 @@ class Killer:
             self.chat += 1
             if not self.plan or self.chat < self.plan[0][0] or self.process is None:
                 return
+            # One kill per process: two moments a few requests apart would otherwise both
+            # aim at the run the first has already doomed, and count as one kill.
+            if self.process.pid == self.doomed:
+                return
             _, in_flight, delay = self.plan.pop(0)
-            pid = self.process.pid
+            pid = self.doomed = self.process.pid
         if in_flight:
             kill(pid)
         else:
