@@ -48,6 +48,13 @@ from ragmeter.store import ScoreStore
 Orders = Literal["both", "random"]
 Combine = Literal["agree", "sum"]
 COMBINE_RULES: tuple[Combine, ...] = ("agree", "sum")
+
+
+def check_combine(rule: str) -> None:
+    if rule not in COMBINE_RULES:
+        raise ValueError(f"combine must be 'agree' or 'sum', not {rule!r}")
+
+
 MAX_TOKENS = 200
 """Enough for two sentences of reasoning and the rating; a small local model writes ~20 tokens/s."""
 
@@ -181,8 +188,7 @@ def combine(
     tie; under ``"sum"`` the verdict is the sign of the preferences' sum, so only opposite picks
     tie. Any unscored order leaves the pair unscored rather than guessing from the other order.
     """
-    if rule not in COMBINE_RULES:
-        raise ValueError(f"combine must be 'agree' or 'sum', not {rule!r}")
+    check_combine(rule)
     missing = [v for v in verdicts if v.preference is None]
     if missing:
         reasons = "; ".join(f"order {v.order}: {v.unscored_reason}" for v in missing)
@@ -339,8 +345,7 @@ def judge_pairs(
         workers: pairs judged at once (useful for remote endpoints; a local model serialises).
         on_battle: called with each battle as it completes (e.g. for a progress bar).
     """
-    if combine_rule not in COMBINE_RULES:
-        raise ValueError(f"combine must be 'agree' or 'sum', not {combine_rule!r}")
+    check_combine(combine_rule)
     ids = [p.id for p in pairs]
     if len(set(ids)) != len(ids):
         raise ValueError("pair ids must be unique within a run")

@@ -22,7 +22,7 @@ In the two Yes/No modes, ``soft=True`` counts each sentence by its probability o
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel
 
@@ -106,7 +106,7 @@ class ContextRelevance(Metric):
         soft: bool = True,
         threshold: float = 0.5,
     ) -> None:
-        if mode not in ("sentence", "numbered", "select"):
+        if mode not in get_args(Mode):
             raise ValueError(f"mode must be 'sentence', 'numbered' or 'select', not {mode!r}")
         self.mode = mode
         self.soft = soft
