@@ -1,6 +1,6 @@
 """KaLMA on BioKaLMA with one judge: evolved questions, attributed answers, the paper's tables.
 
-    python bench/kalma_report.py --judge local --n 50 [--data PATH] [--out DIR] [--ablation]
+    python bench/kalma_report.py --judge local --n 50 [--data PATH] [--out DIR] [--experiment E]
 
 1. Evolves ``--n`` questions (seeded sample of BioKaLMA rows, read in place and never copied:
    the data is licensed for non-commercial use) with minimum knowledge sets.
@@ -9,7 +9,8 @@
 3. Answers each evolved question from its gold graphs with 0-3 minimum-set triples removed
    (conscious incompetence), judges them, and prints the citation table (alignment, correctness,
    micro/macro precision/recall/F1, [NA] precision/recall), G-Eval text quality, and seconds,
-   calls and tokens per question. ``--ablation`` adds the retrieval-accuracy ablation.
+   calls and tokens per question. ``--experiment main`` runs the main condition only,
+   ``--experiment all`` adds the retrieval-accuracy ablation.
 
 Everything is written to ``--out`` as it completes; rerun the same command to resume.
 """
@@ -21,12 +22,14 @@ import importlib.util
 import json
 import resource
 import time
+from collections import Counter
 from pathlib import Path
 
 from rich.console import Console
 
 from ragmeter.attribution.benchmark import build_benchmark, load_benchmark, store_graph, usable
 from ragmeter.attribution.experiments import (
+    EXPERIMENTS,
     experiment_conditions,
     run_conditions,
     run_retrieval,
@@ -57,7 +60,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--ablation", action="store_true", help="also the retrieval ablation")
+    parser.add_argument(
+        "--experiment",
+        choices=EXPERIMENTS,
+        default="incompetence",
+        help="main: the main condition only; incompetence: and 1-3 triples removed; retrieval: "
+        "the retrieval-accuracy ablation; all: both",
+    )
     parser.add_argument("--no-quality", action="store_true", help="skip G-Eval")
     args = parser.parse_args()
 
@@ -101,6 +110,12 @@ def main() -> None:
     )
     for reason in stopped:
         console.print(f"  [yellow]stopped: {reason}[/yellow]")
+    skipped = sum(len(i.evolution.skipped) for i in items if i.evolution)
+    sizes = Counter(len(i.minimum or []) for i in items)
+    console.print(
+        f"  minimum set sizes {dict(sorted(sizes.items()))}; {skipped} triples the model did "
+        "not state were replaced by spares"
+    )
 
     every = load_benchmark(args.data)
     store = store_graph(every)
@@ -121,8 +136,7 @@ def main() -> None:
     else:
         console.print("[yellow]retrieval accuracy skipped: pip install 'ragmeter[attribution]'")
 
-    kind = "all" if args.ablation else "incompetence"
-    conditions = experiment_conditions(kind, quality=not args.no_quality)
+    conditions = experiment_conditions(args.experiment, quality=not args.no_quality)
     clock = time.perf_counter()
     runs = run_conditions(
         ready,

@@ -61,21 +61,18 @@ def test_each_round_adds_its_triple_to_the_minimum_set():
     judge = FakeJudge(
         [
             reply(question="Who was Ada Quill?"),
-            reply(addition="Her father was Bram Quill.", question="Who was Ada Quill's father?"),
-            reply(
-                addition="She worked at Lowmere Glassworks.",
-                question="Who was Ada Quill's father, and where did she work?",
-            ),
-            reply(
-                addition="Bram Quill was a ferryman.",
-                question="What did Ada Quill's father do, and where did she work?",
-            ),
+            reply(sentence="Her father was Bram Quill."),
+            reply(question="Who was Ada Quill's father?"),
+            reply(sentence="She worked at Lowmere Glassworks."),
+            reply(question="Who was Ada Quill's father, and where did she work?"),
+            reply(sentence="Bram Quill was a ferryman."),
+            reply(question="What did Ada Quill's father do, and where did she work?"),
         ]
     )
     evolution = evolve(
         "Ada Quill was a glassblower.", [FATHER, EMPLOYER, FERRY], NAMES, JudgeSession(judge)
     )
-    assert evolution.complete
+    assert evolution.complete and not evolution.skipped
     assert [r.number for r in evolution.rounds] == [1, 2, 3, 4]
     assert [r.minimum for r in evolution.rounds] == [
         [],
@@ -89,43 +86,93 @@ def test_each_round_adds_its_triple_to_the_minimum_set():
         "Glassworks. Bram Quill was a ferryman."
     )
     assert evolution.final.question == "What did Ada Quill's father do, and where did she work?"
-    # Each round sees the previous answer and question and the knowledge, named as the paper
-    # shows it.
-    third = judge.history[2].messages[-1].content
-    assert "Her father was Bram Quill." in third and "Who was Ada Quill's father?" in third
-    assert "[Q101, name: Ada Quill, employer: Lowmere Glassworks]" in third
+    # The third round's sentence is asked for with the answer so far and the knowledge, named
+    # as the paper shows it; its question is rewritten from the previous one and the extended
+    # answer, with the new sentence pointed out.
+    add = judge.history[3].messages[-1].content
+    assert "Her father was Bram Quill." in add and "Who was Ada Quill's father?" not in add
+    assert "[Q101, name: Ada Quill, employer: Lowmere Glassworks]" in add
+    assert "<value>\nLowmere Glassworks\n</value>" in add
+    rewrite = judge.history[4].messages[-1].content
+    assert "Who was Ada Quill's father?" in rewrite
+    assert "<new_sentence>\nShe worked at Lowmere Glassworks.\n</new_sentence>" in rewrite
 
 
-def test_an_addition_that_omits_the_knowledge_is_sent_back():
+def test_a_sentence_that_omits_the_knowledge_is_sent_back():
     judge = FakeJudge(
         [
             reply(question="Who was Ada Quill?"),
-            reply(addition="She was talented.", question="Was Ada Quill talented?"),
-            reply(addition="She was born on 3 February 1850.", question="When was Ada Quill born?"),
+            reply(sentence="She was talented."),
+            reply(sentence="She was born on 3 February 1850."),
+            reply(question="When was Ada Quill born?"),
         ]
     )
     evolution = evolve("Ada Quill was a glassblower.", [BIRTH], NAMES, JudgeSession(judge))
     assert evolution.complete and evolution.final.minimum == [BIRTH]
+    assert evolution.final.answer.endswith("glassblower. She was born on 3 February 1850.")
     repair = judge.history[2].messages[-1].content
-    assert "the addition must state date of birth: 1850-02-03" in repair
+    assert "the sentence must state date of birth: 1850-02-03" in repair
 
 
-def test_evolution_that_cannot_go_on_stops_with_the_reason_and_keeps_its_rounds():
+def test_a_triple_the_model_will_not_state_is_skipped_for_a_spare():
     judge = FakeJudge(
         [
             reply(question="Who was Ada Quill?"),
-            reply(addition="Her father was Bram Quill.", question="Who was her father?"),
+            reply(sentence="Her father was Bram Quill."),
+            reply(question="Who was her father?"),
             "no",
             "no",
             "no",
+            reply(sentence="Bram Quill was a ferryman."),
+            reply(question="Who was her father, and what did he do?"),
+        ]
+    )
+    evolution = evolve(
+        "Ada Quill was a glassblower.",
+        [FATHER, EMPLOYER, FERRY],
+        NAMES,
+        JudgeSession(judge, retries=2),
+        injections=2,
+    )
+    assert evolution.complete
+    assert evolution.final.minimum == [FATHER, FERRY]
+    assert [r.triple for r in evolution.skipped] == [EMPLOYER]
+    assert evolution.skipped[0].reason.startswith("kalma.evolve.add: unreadable reply")
+    assert len(judge.history) == 8
+
+
+def test_evolution_that_runs_out_of_candidates_stops_with_the_reason_and_keeps_its_rounds():
+    judge = FakeJudge(
+        [
+            reply(question="Who was Ada Quill?"),
+            reply(sentence="Her father was Bram Quill."),
+            reply(question="Who was her father?"),
+            *["no"] * 3,
         ]
     )
     evolution = evolve(
         "Ada Quill was a glassblower.", [FATHER, EMPLOYER], NAMES, JudgeSession(judge, retries=2)
     )
     assert not evolution.complete
-    assert evolution.stopped.startswith("round 3: kalma.evolve.extend: unreadable reply")
+    assert evolution.stopped.startswith(
+        "1 of 2 triples injected; skipped: kalma.evolve.add: unreadable reply"
+    )
     assert evolution.final.minimum == [FATHER]
+
+
+def test_a_question_that_cannot_be_rewritten_stops_evolution_at_that_round():
+    judge = FakeJudge(
+        [
+            reply(question="Who was Ada Quill?"),
+            reply(sentence="Her father was Bram Quill."),
+            *["no"] * 3,
+        ]
+    )
+    evolution = evolve(
+        "Ada Quill was a glassblower.", [FATHER], NAMES, JudgeSession(judge, retries=2)
+    )
+    assert evolution.stopped.startswith("round 2: kalma.evolve.question: unreadable reply")
+    assert [r.number for r in evolution.rounds] == [1]
 
 
 def test_mentions_value():
@@ -168,9 +215,12 @@ def test_evolve_item_records_the_minimum_set_of_the_final_question():
     def respond(request):
         if "Write one natural question" in request.messages[0].content:
             return reply(question="Who was Ada Quill?")
-        knowledge = request.messages[-1].content.split("<knowledge>\n")[1].split("\n</")[0]
-        value = knowledge.rsplit(": ", 1)[1].rstrip("]")
-        return reply(addition=f"Also: {value}.", question=f"What about {value}?")
+        shown = request.messages[-1].content
+        if "You extend an answer" in request.messages[0].content:
+            value = shown.split("<value>\n")[1].split("\n</")[0]
+            return reply(sentence=f"Also: {value}.")
+        value = shown.split("<new_sentence>\nAlso: ")[1].split(".\n</")[0]
+        return reply(question=f"What about {value}?")
 
     item = BenchmarkItem(
         id="x", question="Who was Ada Quill?", gold=["Q101", "Q102"], entities=[ADA, BRAM]
@@ -182,7 +232,8 @@ def test_evolve_item_records_the_minimum_set_of_the_final_question():
     assert evolved.minimum[0] == FATHER
     assert evolved.question == f"What about {evolved.minimum[-1].value}?"
     assert evolved.source["original_question"] == "Who was Ada Quill?"
-    assert evolved.usage.model_calls == 4 == len(judge.history)
+    assert evolved.usage.model_calls == 7 == len(judge.history)  # 1 + 2 per injection
+    assert len(evolved.evolution.planned) == 5  # 3 wanted and 2 spares, unused
     # Same seed, same choice of triples.
     assert (
         evolve_item(item, FakeJudge(responder=respond), rounds=4, seed=3).minimum == evolved.minimum

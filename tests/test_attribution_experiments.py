@@ -112,9 +112,11 @@ def respond(request: ChatRequest) -> str | ChatResponse:
         return first_token({"4": 0.75, "5": 0.25})
     if "Write one natural question" in system:
         return json.dumps({"question": "Who was this?"})
-    if "You evolve a question-answer pair" in system:
-        value = tagged(request, "knowledge").rsplit(": ", 1)[1].rstrip("]")
-        return json.dumps({"addition": f"It involved {value}.", "question": f"And {value}?"})
+    if "You extend an answer" in system:
+        return json.dumps({"sentence": f"It involved {tagged(request, 'value')}."})
+    if "You evolve a question" in system:
+        value = tagged(request, "new_sentence").removeprefix("It involved ").rstrip(".")
+        return json.dumps({"question": f"And {value}?"})
     raise AssertionError(f"unexpected prompt: {system[:60]}")
 
 
@@ -331,7 +333,9 @@ def test_evolve_writes_a_benchmark_with_minimum_sets_and_resumes(tmp_path, judge
     assert ada.paragraph == "Ada Quill was a glassblower."
     assert t("Q101", "occupation", "glassblower") not in ada.minimum
     calls = len(judge.history)
-    assert calls == 2 * 3
+    assert calls == 2 * (
+        1 + 2 * 2
+    )  # per question: the seed, then a sentence and a question per injection
     again = runner.invoke(
         app,
         [

@@ -104,20 +104,29 @@ def store_graph(items: Sequence[BenchmarkItem]) -> KnowledgeGraph:
 
 
 def evolve_item(
-    item: BenchmarkItem, judge: Judge, *, rounds: int = 6, seed: int = 0, retries: int = 2
+    item: BenchmarkItem,
+    judge: Judge,
+    *,
+    rounds: int = 6,
+    seed: int = 0,
+    retries: int = 2,
+    spares: int = 2,
 ) -> BenchmarkItem:
     """A new item whose question was evolved from ``item``'s graphs over ``rounds`` rounds
     (round 1 plus one injected triple per further round); the injected triples are its
     minimum set. The triples are chosen by a generator seeded with ``seed`` and the item id,
-    so a rerun picks the same ones."""
+    so a rerun picks the same ones; ``spares`` more are drawn to replace triples the model
+    fails to state."""
     rng = random.Random(f"{seed}:{item.id}")
     paragraph, stated = seed_paragraph(item.entities)
     if item.paragraph:
         paragraph, stated = item.paragraph, []
-    planned = pick_triples(item.entities, max(0, rounds - 1), rng, exclude=stated)
+    injections = max(0, rounds - 1)
+    candidates = pick_triples(item.entities, injections + spares, rng, exclude=stated)
     session = JudgeSession(judge, retries=retries)
     started = time.perf_counter()
-    evolution = evolve(paragraph, planned, {e.id: e.name for e in item.entities}, session)
+    names = {e.id: e.name for e in item.entities}
+    evolution = evolve(paragraph, candidates, names, session, injections=injections)
     final = evolution.final
     return BenchmarkItem(
         id=item.id,
@@ -142,6 +151,7 @@ def build_benchmark(
     seed: int = 0,
     rounds: int = 6,
     retries: int = 2,
+    spares: int = 2,
     on_item: Callable[[BenchmarkItem], None] | None = None,
 ) -> list[BenchmarkItem]:
     """Evolve ``n`` questions from the items of ``data`` (BioKaLMA rows or our own items with
@@ -158,7 +168,7 @@ def build_benchmark(
     for row in chosen:
         item = done.get(row.id)
         if item is None:
-            item = evolve_item(row, judge, rounds=rounds, seed=seed, retries=retries)
+            item = evolve_item(row, judge, rounds=rounds, seed=seed, retries=retries, spares=spares)
             out.parent.mkdir(parents=True, exist_ok=True)
             with out.open("a", encoding="utf-8") as handle:
                 handle.write(item.model_dump_json() + "\n")

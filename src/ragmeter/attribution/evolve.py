@@ -1,16 +1,16 @@
 """Evolutionary question generation (paper §2.2, appendix D), which yields minimum knowledge sets.
 
 Round 1 writes a question that a seed paragraph answers. Each later round injects one triple of
-the graph: the model extends the answer so that it states the triple, then writes a new question
-from the extended answer (answer first, question second: the paper's answer-to-question
-paradigm, which keeps the question answerable). The model writes only the added sentences, which
-are appended to the answer: the earlier answer is kept exactly, and a round costs a few dozen
-generated tokens instead of the whole paragraph again. The triples injected so far are the
-question's minimum knowledge set. With the paper's six rounds, the final question needs five.
+the graph: the model writes one sentence that states the triple, which is appended to the answer,
+then rewrites the question from the extended answer (answer first, question second: the paper's
+answer-to-question paradigm, which keeps the question answerable). The earlier answer is kept
+exactly, and a round costs a few dozen generated tokens instead of the whole paragraph again.
+The triples injected so far are the question's minimum knowledge set. With the paper's six
+rounds, the final question needs five.
 
-The added sentences must state the injected value (a date may be written another way; its year
-must appear); otherwise the reply is sent back for repair, and if it still does not, evolution
-stops there with the reason rather than record a minimum set the answer does not use.
+The added sentence must state the injected value (a date may be written another way; its year
+must appear); otherwise the reply is sent back for repair, and if it still does not, that triple
+is skipped for the next candidate rather than record a minimum set the answer does not use.
 """
 
 from __future__ import annotations
@@ -44,14 +44,13 @@ SEED_PROPERTIES = ("occupation", "country of citizenship")
 _ISO_DATE = re.compile(r"^[+-]?(\d{1,4})-\d{2}-\d{2}")
 
 
-class SeedQuestion(BaseModel):
+class Question(BaseModel):
     question: str
 
 
-class Evolved(BaseModel):
-    addition: str
-    """The sentences that extend the answer; the earlier answer is kept verbatim before them."""
-    question: str
+class Addition(BaseModel):
+    sentence: str
+    """Appended to the answer; the earlier answer is kept verbatim before it."""
 
 
 SEED = Prompt(
@@ -60,41 +59,60 @@ SEED = Prompt(
         "You write questions for a question-answering benchmark. Write one natural question "
         "that the given paragraph answers, about the person or people it describes."
     ),
-    output=SeedQuestion,
+    output=Question,
     examples=[
         (
             {
                 "paragraph": "Maren Holt was a cartographer born in Bergen. Her father Ivar Holt "
                 "was a ship captain."
             },
-            SeedQuestion(question="Who was Maren Holt, and what did her father do?"),
+            Question(question="Who was Maren Holt, and what did her father do?"),
         )
     ],
 )
 
-EXTEND = Prompt(
-    name="kalma.evolve.extend",
+# Stating the fact and rewriting the question are two requests: asked for both in one reply,
+# the 1.5B default judge mostly wrote what it already believed about the person and left the
+# injected fact out.
+ADD_FACT = Prompt(
+    name="kalma.evolve.add",
     instruction=(
-        "You evolve a question-answer pair by adding one piece of knowledge. First write one "
-        "to three sentences that continue the answer and state the new knowledge, writing its "
-        "value as given; they are appended to the answer as it stands. Then write a new "
-        "question that the whole extended answer answers, covering the new knowledge too: one "
-        "question where possible, otherwise as few as possible."
+        "You extend an answer with one piece of knowledge. Write one sentence that continues "
+        "the answer and states the knowledge, with its value written exactly as given."
     ),
-    output=Evolved,
+    output=Addition,
     examples=[
         (
             {
                 "answer": "Maren Holt was a cartographer born in Bergen. Her father Ivar Holt was "
                 "a ship captain.",
-                "question": "Who was Maren Holt, and what did her father do?",
                 "knowledge": "[Q9990001, name: Maren Holt, employer: Norwegian Polar Institute]",
+                "value": "Norwegian Polar Institute",
             },
-            Evolved(
-                addition="She later worked for the Norwegian Polar Institute, where she mapped "
-                "the northern coast.",
-                question="Who was Maren Holt, how did her father's work shape her, and where "
-                "did she work as a cartographer?",
+            Addition(sentence="She later worked for the Norwegian Polar Institute."),
+        )
+    ],
+)
+
+REWRITE = Prompt(
+    name="kalma.evolve.question",
+    instruction=(
+        "You evolve a question for a question-answering benchmark. The answer has a new last "
+        "sentence. Rewrite the question so that the whole answer answers it, the new sentence "
+        "too: one question where possible, otherwise as few as possible."
+    ),
+    output=Question,
+    examples=[
+        (
+            {
+                "question": "Who was Maren Holt, and what did her father do?",
+                "answer": "Maren Holt was a cartographer born in Bergen. Her father Ivar Holt was "
+                "a ship captain. She later worked for the Norwegian Polar Institute.",
+                "new_sentence": "She later worked for the Norwegian Polar Institute.",
+            },
+            Question(
+                question="Who was Maren Holt, what did her father do, and which institute did "
+                "she work for?"
             ),
         )
     ],
@@ -110,12 +128,20 @@ class EvolutionRound(BaseModel):
     """The triples injected up to and including this round."""
 
 
+class Refusal(BaseModel):
+    triple: Triple
+    reason: str
+
+
 class Evolution(BaseModel):
     paragraph: str
     planned: list[Triple]
+    """Candidate triples in the order they are tried; those past the wanted rounds are spares."""
     rounds: list[EvolutionRound] = Field(default_factory=list)
+    skipped: list[Refusal] = Field(default_factory=list)
+    """Candidates the model did not state even after repair; the next one was tried instead."""
     stopped: str | None = None
-    """Why evolution ended before the planned rounds, when it did."""
+    """Why evolution ended before the wanted rounds, when it did."""
 
     @property
     def complete(self) -> bool:
@@ -194,16 +220,24 @@ def pick_triples(
 
 def evolve(
     paragraph: str,
-    triples: Sequence[Triple],
+    candidates: Sequence[Triple],
     names: dict[str, str],
     session: JudgeSession,
     *,
-    max_tokens: int = 256,
+    injections: int | None = None,
+    max_tokens: int = 96,
 ) -> Evolution:
-    """Run round 1 on ``paragraph``, then one round per triple in ``triples``."""
-    evolution = Evolution(paragraph=paragraph, planned=list(triples))
+    """Run round 1 on ``paragraph``, then inject ``injections`` triples (default: every
+    candidate), one per round, trying ``candidates`` in order.
+
+    A candidate the model does not state even after repair is skipped for the next one, so
+    candidates beyond ``injections`` are spares; a triple enters the minimum set only once the
+    answer states it.
+    """
+    wanted = len(candidates) if injections is None else injections
+    evolution = Evolution(paragraph=paragraph, planned=list(candidates))
     try:
-        seed = session.ask(SEED, {"paragraph": paragraph}, max_tokens=96)
+        seed = session.ask(SEED, {"paragraph": paragraph}, max_tokens=max_tokens)
     except Unscorable as exc:
         evolution.stopped = f"round 1: {exc.reason}"
         return evolution
@@ -212,31 +246,51 @@ def evolve(
             number=1, injected=None, answer=paragraph, question=seed.question, minimum=[]
         )
     )
-    for triple in triples:
+    for triple in candidates:
+        if len(evolution.rounds) > wanted:
+            break
         last = evolution.rounds[-1]
-
-        def states_it(reply: Evolved, triple: Triple = triple) -> str | None:
-            if mentions_value(reply.addition, triple.value):
-                return None
-            return f"the addition must state {triple.property}: {triple.value}"
-
-        inputs = {
-            "answer": last.answer,
-            "question": last.question,
-            "knowledge": knowledge_line(triple, names),
-        }
         try:
-            step = session.ask(EXTEND, inputs, max_tokens=max_tokens, check=states_it)
+            added = _add_fact(last.answer, triple, names, session, max_tokens)
+        except Unscorable as exc:
+            evolution.skipped.append(Refusal(triple=triple, reason=exc.reason))
+            continue
+        answer = f"{last.answer} {added}"
+        inputs = {"question": last.question, "answer": answer, "new_sentence": added}
+        try:
+            rewritten = session.ask(REWRITE, inputs, max_tokens=max_tokens)
         except Unscorable as exc:
             evolution.stopped = f"round {last.number + 1}: {exc.reason}"
-            break
+            return evolution
         evolution.rounds.append(
             EvolutionRound(
                 number=last.number + 1,
                 injected=triple,
-                answer=f"{last.answer} {step.addition.strip()}",
-                question=step.question.strip(),
+                answer=answer,
+                question=rewritten.question.strip(),
                 minimum=[*last.minimum, triple],
             )
         )
+    if len(evolution.rounds) <= wanted:
+        injected = len(evolution.rounds) - 1
+        evolution.stopped = (
+            f"{injected} of {wanted} triples injected; skipped: "
+            + "; ".join(r.reason for r in evolution.skipped)
+            if evolution.skipped
+            else f"{injected} of {wanted} triples injected: no candidates left"
+        )
     return evolution
+
+
+def _add_fact(
+    answer: str, triple: Triple, names: dict[str, str], session: JudgeSession, max_tokens: int
+) -> str:
+    """One sentence continuing ``answer`` that states ``triple``, checked to contain its value."""
+
+    def states_it(reply: Addition) -> str | None:
+        if mentions_value(reply.sentence, triple.value):
+            return None
+        return f"the sentence must state {triple.property}: {triple.value}"
+
+    inputs = {"answer": answer, "knowledge": knowledge_line(triple, names), "value": triple.value}
+    return session.ask(ADD_FACT, inputs, max_tokens=max_tokens, check=states_it).sentence.strip()

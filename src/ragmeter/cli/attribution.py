@@ -284,6 +284,9 @@ def evolve_command(
     judge: JudgeSpec = "local",
     limit: Annotated[int, typer.Option("--limit", "--n", help="Questions to evolve.")] = 50,
     rounds: Annotated[int, typer.Option(help="Rounds, the first without injection.")] = 6,
+    spares: Annotated[
+        int, typer.Option(help="Extra triples to try when the model does not state one.")
+    ] = 2,
     seed: Seed = 0,
     out: Out = None,
     retries: Retries = 2,
@@ -304,6 +307,7 @@ def evolve_command(
                 seed=seed,
                 rounds=rounds,
                 retries=retries,
+                spares=spares,
                 on_item=lambda _: progress.advance(task),
             )
         except (GraphError, OSError, ValueError) as exc:
@@ -336,6 +340,9 @@ def evolve_command(
     console.print(table)
     for reason, count in stopped.items():
         console.print(f"[yellow]{count} stopped early — {reason}[/yellow]")
+    skipped = sum(len(i.evolution.skipped) for i in items if i.evolution)
+    if skipped:
+        console.print(f"{skipped} triples the model did not state were replaced by spares")
     console.print(f"benchmark in {target}")
 
 
