@@ -54,7 +54,11 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--judge", default="local")
-    parser.add_argument("--generator", default=None, help="answer model [default: the judge]")
+    parser.add_argument(
+        "--generator",
+        default=None,
+        help="model that evolves the questions and writes the answers [default: the judge]",
+    )
     parser.add_argument("--n", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=6)
@@ -113,8 +117,8 @@ def main() -> None:
     skipped = sum(len(i.evolution.skipped) for i in items if i.evolution)
     sizes = Counter(len(i.minimum or []) for i in items)
     console.print(
-        f"  minimum set sizes {dict(sorted(sizes.items()))}; {skipped} triples the model did "
-        "not state were replaced by spares"
+        f"  minimum set sizes {dict(sorted(sizes.items()))}; {skipped} triples skipped (not "
+        "stated, or the request failed)"
     )
 
     every = load_benchmark(args.data)

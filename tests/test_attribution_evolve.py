@@ -29,6 +29,7 @@ ADA = Entity(
         "employer": ["Lowmere Glassworks"],
         "date of birth": ["1850-02-03"],
         "award received": ["Silver Lens"],
+        "cause of death": ["Q84955445"],
     },
 )
 BRAM = Entity(
@@ -192,6 +193,8 @@ def test_pick_triples_links_people_first_then_takes_turns_and_is_reproducible():
     assert len(first) == len(set(first)) == 5
     assert {x.entity for x in first[1:3]} == {"Q101", "Q102"}  # turns between the people
     assert all(x.property not in {"instance of", "name"} for x in first)
+    # A value held only as an entity id cannot be stated in an answer.
+    assert all(x.property != "cause of death" for x in pick_triples([ADA], 10, random.Random(1)))
     assert stated[0] not in first
     # Asking for more than there is yields everything once.
     everything = pick_triples([BRAM], 10, random.Random(0))

@@ -11,6 +11,7 @@ rounds, the final question needs five.
 The added sentence must state the injected value (a date may be written another way; its year
 must appear); otherwise the reply is sent back for repair, and if it still does not, that triple
 is skipped for the next candidate rather than record a minimum set the answer does not use.
+Evolution stops early when the candidates run out, or when a question cannot be rewritten.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ NOT_INJECTED = frozenset(
 )
 SEED_PROPERTIES = ("occupation", "country of citizenship")
 _ISO_DATE = re.compile(r"^[+-]?(\d{1,4})-\d{2}-\d{2}")
+_BARE_ID = re.compile(r"^Q\d+$")
+"""A value the graph holds only as an entity id (no label): no answer text can state it."""
 
 
 class Question(BaseModel):
@@ -139,7 +142,8 @@ class Evolution(BaseModel):
     """Candidate triples in the order they are tried; those past the wanted rounds are spares."""
     rounds: list[EvolutionRound] = Field(default_factory=list)
     skipped: list[Refusal] = Field(default_factory=list)
-    """Candidates the model did not state even after repair; the next one was tried instead."""
+    """Candidates passed over: the model did not state them even after repair, or the request
+    failed. The next candidate, if any, was tried instead."""
     stopped: str | None = None
     """Why evolution ended before the wanted rounds, when it did."""
 
@@ -204,7 +208,9 @@ def pick_triples(
         pool = [
             t
             for t in entity.triples(with_name=False)
-            if normalize(t.property) not in NOT_INJECTED and t.key not in skip
+            if normalize(t.property) not in NOT_INJECTED
+            and t.key not in skip
+            and not _BARE_ID.match(t.value.strip())
         ]
         rng.shuffle(pool)
         pools.append(pool)

@@ -1,6 +1,8 @@
-"""KaLMA attribution: knowledge-graph retrieval, attributed generation, scoring, question
-evolution and experiments. Each command writes records as it goes (rerun with the same --out to
-resume) and prints the paper-style tables."""
+"""KaLMA attribution: graph retrieval, attributed answers, citation scores, evolution, experiments.
+
+Each command writes records as it goes (rerun with the same --out to resume) and prints the
+paper-style tables.
+"""
 
 from __future__ import annotations
 
@@ -54,7 +56,7 @@ Benchmark = Annotated[
 ]
 JudgeSpec = Annotated[str, typer.Option(help="Judge: 'local', 'openai:MODEL', 'fake:FILE'.")]
 GeneratorSpec = Annotated[
-    str | None, typer.Option(help="Model that writes the answers. [default: the judge]")
+    str | None, typer.Option(help="Model that writes the answers. \\[default: the judge]")
 ]
 Out = Annotated[Path | None, typer.Option(help="Results folder; rerun with it to resume.")]
 Limit = Annotated[int | None, typer.Option("--limit", "--n", help="Use the first N questions.")]
@@ -69,7 +71,7 @@ AnswerTokens = Annotated[int, typer.Option(help="Token limit of one answer.")]
 GraphOption = Annotated[
     Path | None,
     typer.Option(
-        "--graph", help="Graph store to retrieve from. [default: all the benchmark's graphs]"
+        "--graph", help="Graph store to retrieve from. \\[default: all the benchmark's graphs]"
     ),
 ]
 RecognizerOption = Annotated[
@@ -287,7 +289,9 @@ def evolve_command(
     spares: Annotated[
         int, typer.Option(help="Extra triples to try when the model does not state one.")
     ] = 2,
-    seed: Seed = 0,
+    seed: Annotated[
+        int, typer.Option(help="Seed for the sample of rows and the triples to inject.")
+    ] = 0,
     out: Out = None,
     retries: Retries = 2,
     cache: Cache = True,
@@ -342,7 +346,7 @@ def evolve_command(
         console.print(f"[yellow]{count} stopped early — {reason}[/yellow]")
     skipped = sum(len(i.evolution.skipped) for i in items if i.evolution)
     if skipped:
-        console.print(f"{skipped} triples the model did not state were replaced by spares")
+        console.print(f"{skipped} triples skipped (not stated, or the request failed)")
     console.print(f"benchmark in {target}")
 
 

@@ -162,7 +162,10 @@ def evaluate_command(
     judge: Annotated[str, typer.Option(help="'local', 'openai:MODEL', or a plugin.")] = "local",
     embedder: Annotated[str, typer.Option(help="'minilm', 'openai:MODEL', ...")] = "minilm",
     out: Annotated[
-        Path | None, typer.Option(help="Results folder; rerun with it to resume. [runs/FILE]")
+        Path | None,
+        typer.Option(
+            help="Results folder; rerun with it to resume. \\[default: runs/FILE without extension]"
+        ),
     ] = None,
     columns: Annotated[
         str | None, typer.Option(help="Column mapping, e.g. user_input=question,response=answer")

@@ -9,7 +9,7 @@ from ragmeter.cli.attribution import app as attribution_app
 from ragmeter.cli.evaluate import evaluate_command
 from ragmeter.cli.meta import app as meta_app
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+app = typer.Typer(no_args_is_help=True, add_completion=False)
 app.command("evaluate")(evaluate_command)
 app.add_typer(attribution_app, name="attribution")
 app.add_typer(arena_app, name="arena")
