@@ -30,6 +30,8 @@ ADA = Entity(
         "date of birth": ["1850-02-03"],
         "award received": ["Silver Lens"],
         "cause of death": ["Q84955445"],
+        "date of death": ["fe85645a47f98ce71181560eee106ded"],
+        "topic's main category": ["Category:Ada Quill"],
     },
 )
 BRAM = Entity(
@@ -193,8 +195,17 @@ def test_pick_triples_links_people_first_then_takes_turns_and_is_reproducible():
     assert len(first) == len(set(first)) == 5
     assert {x.entity for x in first[1:3]} == {"Q101", "Q102"}  # turns between the people
     assert all(x.property not in {"instance of", "name"} for x in first)
-    # A value held only as an entity id cannot be stated in an answer.
-    assert all(x.property != "cause of death" for x in pick_triples([ADA], 10, random.Random(1)))
+    # Neither a value held only as an entity id or an unknown-value hash, nor a bookkeeping
+    # property, is injected.
+    candidates = {x.property for x in pick_triples([ADA], 20, random.Random(1))}
+    assert candidates == {
+        "occupation",
+        "country of citizenship",
+        "father",
+        "employer",
+        "date of birth",
+        "award received",
+    }
     assert stated[0] not in first
     # Asking for more than there is yields everything once.
     everything = pick_triples([BRAM], 10, random.Random(0))

@@ -41,10 +41,12 @@ NOT_INJECTED = frozenset(
         "sex or gender",
     }
 )
+_NOT_INJECTED = frozenset(normalize(p) for p in NOT_INJECTED)  # "topic's" is "topics" then
 SEED_PROPERTIES = ("occupation", "country of citizenship")
 _ISO_DATE = re.compile(r"^[+-]?(\d{1,4})-\d{2}-\d{2}")
-_BARE_ID = re.compile(r"^Q\d+$")
-"""A value the graph holds only as an entity id (no label): no answer text can state it."""
+_UNSTATABLE = re.compile(r"^(Q\d+|[0-9a-f]{32})$")
+"""Values no answer text can state: an entity id without its label, or the hash Wikidata dumps
+give an unknown value (BioKaLMA has dates of death like that)."""
 
 
 class Question(BaseModel):
@@ -208,9 +210,9 @@ def pick_triples(
         pool = [
             t
             for t in entity.triples(with_name=False)
-            if normalize(t.property) not in NOT_INJECTED
+            if normalize(t.property) not in _NOT_INJECTED
             and t.key not in skip
-            and not _BARE_ID.match(t.value.strip())
+            and not _UNSTATABLE.match(t.value.strip())
         ]
         rng.shuffle(pool)
         pools.append(pool)
