@@ -27,9 +27,11 @@ from ragmeter.prompts import Prompt
 from ragmeter.score import Unscorable
 from ragmeter.session import JudgeSession
 
-# Properties that are labels or bookkeeping rather than knowledge worth asking about.
+# Properties that are labels or bookkeeping rather than knowledge worth asking about, in the
+# form properties are compared in ("topic's" becomes "topics").
 NOT_INJECTED = frozenset(
-    {
+    normalize(p)
+    for p in (
         "name",
         "qid",
         "instance of",
@@ -39,9 +41,8 @@ NOT_INJECTED = frozenset(
         "topic's main category",
         "described by source",
         "sex or gender",
-    }
+    )
 )
-_NOT_INJECTED = frozenset(normalize(p) for p in NOT_INJECTED)  # "topic's" is "topics" then
 SEED_PROPERTIES = ("occupation", "country of citizenship")
 _ISO_DATE = re.compile(r"^[+-]?(\d{1,4})-\d{2}-\d{2}")
 _UNSTATABLE = re.compile(r"^(Q\d+|[0-9a-f]{32})$")
@@ -210,7 +211,7 @@ def pick_triples(
         pool = [
             t
             for t in entity.triples(with_name=False)
-            if normalize(t.property) not in _NOT_INJECTED
+            if normalize(t.property) not in NOT_INJECTED
             and t.key not in skip
             and not _UNSTATABLE.match(t.value.strip())
         ]
