@@ -5,9 +5,14 @@ import math
 from collections.abc import Callable
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from ragmeter.judges.base import ChatRequest, ChatResponse, TokenLogprobs
 from ragmeter.judges.fake import FakeJudge
+
+# Property tests check behaviour, not speed: a loaded machine must not fail them.
+settings.register_profile("ragmeter", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ragmeter")
 
 
 def prompt_name(request: ChatRequest) -> str:
@@ -21,6 +26,7 @@ def prompt_name(request: ChatRequest) -> str:
         ("whether a statement is supported", "supported"),
         ("which sentences of a retrieved context are needed", "needed"),
         ("whether one sentence taken from a retrieved context", "needed"),
+        ("adds information needed to answer", "new_information"),
         ("whether an answer addresses its question", "complete"),
     ]:
         if marker in system:

@@ -52,6 +52,7 @@ PROMPT_KINDS = (
     ("Extract the sentences", "extract", "context_relevance"),
     ("which sentences of a retrieved context are needed", "needed", "context_relevance"),
     ("whether one sentence taken from a retrieved context", "sentence", "context_relevance"),
+    ("adds information needed to answer", "new_information", "context_relevance"),
 )
 
 
@@ -174,6 +175,10 @@ def _yes_probability(kind: str, data: dict[str, str], last: str) -> float:
         return probability(data.get("question", ""), sentence)
     if kind == "sentence":
         return probability(data.get("question", ""), data.get("sentence", ""))
+    if kind == "new_information":  # new when its words are not already in the earlier ones
+        return round(
+            1.0 - probability(data.get("sentence", ""), data.get("earlier sentences", "")), 2
+        )
     return 0.5
 
 

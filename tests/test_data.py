@@ -533,7 +533,10 @@ samples_strategy = st.builds(
 )
 
 
-@settings(max_examples=50, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=50,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(samples=st.lists(samples_strategy, max_size=4))
 def test_write_jsonl_round_trip_property(tmp_path: Path, samples: list[Sample]) -> None:
     path = tmp_path / "round.jsonl"

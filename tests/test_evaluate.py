@@ -48,12 +48,12 @@ def test_evaluate_scores_every_sample_and_summarises(tmp_path):
     assert list(frame["faithfulness"]) == [0.75, 0.75]
     # completeness: the judge's probability that the answer addresses the question
     assert frame["answer_relevance"].tolist() == pytest.approx([1.0, 1.0])
-    # each of the 2 sentences is needed with probability 0.25
-    assert frame["context_relevance"].tolist() == [0.25, 0.25]
+    # each of the 2 sentences is needed with probability 0.25: neither reaches 0.5
+    assert frame["context_relevance"].tolist() == [0.0, 0.0]
     summary = {row.metric: row for row in result.summary()}
     assert summary["faithfulness"].mean == 0.75
     assert (summary["faithfulness"].ci_low, summary["faithfulness"].ci_high) == (0.75, 0.75)
-    assert summary["context_relevance"].mean == 0.25
+    assert summary["context_relevance"].mean == 0.0
     assert summary["context_relevance"].scored == 2 and summary["context_relevance"].unscored == 0
     # per sample: faithfulness 1 + 2 statements, answer relevance 1 + 1, context relevance 2
     assert result.usage().model_calls == 14
@@ -117,7 +117,7 @@ def test_rerun_after_a_crash_judges_only_what_is_missing(tmp_path):
     )
     # context_relevance(a): 2 calls, faithfulness(b): 3, context_relevance(b): 2
     assert len(resumed_judge.history) == 7
-    assert [s.value for s in resumed.scores] == [0.75, 0.25, 0.75, 0.25]
+    assert [s.value for s in resumed.scores] == [0.75, 0.0, 0.75, 0.0]
 
 
 def test_call_cache_makes_a_repeat_run_free(tmp_path):
@@ -155,7 +155,7 @@ def test_evaluate_reads_ragas_style_records(tmp_path):
         rows, ["context_relevance"], judge=FakeJudge(responder=routed(REPLIES)), cache=False
     )
     assert result.samples[0].reference == "x"
-    assert result.to_pandas()["context_relevance"].tolist() == [0.25]
+    assert result.to_pandas()["context_relevance"].tolist() == [0.0]
 
 
 def test_run_record_names_models_and_metric_versions(tmp_path):

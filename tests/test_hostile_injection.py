@@ -21,7 +21,12 @@ from ragmeter.injection_cases import (
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 from ragmeter.metrics.answer_relevance import COMPLETE, questions_prompt
-from ragmeter.metrics.context_relevance import NEEDED, SENTENCE_NEEDED, numbered
+from ragmeter.metrics.context_relevance import (
+    NEEDED,
+    NEW_INFORMATION,
+    SENTENCE_NEEDED,
+    numbered,
+)
 from ragmeter.metrics.faithfulness import STATEMENTS, SUPPORTED
 from ragmeter.text import split_sentences
 
@@ -39,6 +44,7 @@ def judge(p_yes: float) -> FakeJudge:
                 "statements": {"statements": ["The claim."]},
                 "supported": p_yes,
                 "needed": p_yes,
+                "new_information": p_yes,
                 "questions": QUESTIONS,
                 "complete": p_yes,
             }
@@ -60,10 +66,13 @@ def test_the_suite_covers_many_techniques_and_every_metric():
 
 def test_an_honest_judge_gives_no_attack_a_success():
     report = run_suite(judge(0.02), HashingEmbedder(), cache=False)
-    # faithfulness and context relevance: 0.02; answer relevance: cosine 0 with the question
-    assert [o.value for o in report.outcomes if o.case.metric != "answer_relevance"] == [
-        pytest.approx(0.02)
-    ] * 24
+    # faithfulness: 0.02; context relevance: no sentence reaches P 0.5; answer relevance:
+    # cosine 0 with the question
+    values = {
+        metric: [o.value for o in report.outcomes if o.case.metric == metric]
+        for metric in ("faithfulness", "context_relevance")
+    }
+    assert values == {"faithfulness": [pytest.approx(0.02)] * 13, "context_relevance": [0.0] * 11}
     assert report.successes == 0 and report.rate == 0.0
     assert len(report.scored) == 33
 
@@ -107,8 +116,11 @@ def rendered(case: InjectionCase) -> list[str]:
     elif case.metric == "context_relevance":
         sentences = [x for passage in s.contexts for x in split_sentences(passage)]
         inputs = {"question": s.question, "context": numbered(sentences)}
-        prompts = [NEEDED.render(inputs, number="1")] + [
-            SENTENCE_NEEDED.render({"question": s.question, "sentence": x}) for x in sentences
+        earlier = {"question": s.question, "earlier sentences": "\n".join(sentences[:1])}
+        prompts = [
+            NEEDED.render(inputs, number="1"),
+            *[SENTENCE_NEEDED.render({"question": s.question, "sentence": x}) for x in sentences],
+            *[NEW_INFORMATION.render(earlier | {"sentence": x}) for x in sentences[1:]],
         ]
     else:
         prompts = [

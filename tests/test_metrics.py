@@ -227,14 +227,14 @@ def test_yes_no_without_logprobs_reads_the_word():
 def test_context_relevance_asks_about_each_sentence_alone():
     replies = [yes_no(0.9), yes_no(0.1), yes_no(0.8), yes_no(0.3)]
     judge = FakeJudge(replies)
-    score = ContextRelevance().score(CONTEXT_SAMPLE, JudgeSession(judge))
+    score = ContextRelevance(soft=True, repeats=False).score(CONTEXT_SAMPLE, JudgeSession(judge))
     assert score.value == pytest.approx((0.9 + 0.1 + 0.8 + 0.3) / 4)
     assert score.explanation["extracted_sentences"] == [
         "Australia is in the Southern Hemisphere.",
         "Sydney is the largest city.",
     ]
     assert score.explanation["p_needed"] == [0.9, 0.1, 0.8, 0.3]
-    hard = ContextRelevance(soft=False).score(CONTEXT_SAMPLE, JudgeSession(FakeJudge(replies)))
+    hard = ContextRelevance(repeats=False).score(CONTEXT_SAMPLE, JudgeSession(FakeJudge(replies)))
     assert hard.value == pytest.approx(2 / 4)
     shown = [r.messages[-1].content for r in judge.history]
     # The question first (a prefix shared by every sentence), then one sentence, nothing else.
@@ -248,10 +248,35 @@ def test_context_relevance_asks_about_each_sentence_alone():
     )
 
 
+def test_a_needed_sentence_that_repeats_earlier_ones_is_discounted():
+    # sentence 3 ("Sydney is the largest city.") passes at 0.8, after sentence 1 (0.9)
+    replies = [yes_no(0.9), yes_no(0.1), yes_no(0.8), yes_no(0.3), yes_no(0.25)]
+    judge = FakeJudge(replies)
+    metric = ContextRelevance(soft=True)
+    score = metric.score(CONTEXT_SAMPLE, JudgeSession(judge))
+    assert len(judge.history) == 5  # one repeat check: the first needed sentence is not asked
+    assert score.value == pytest.approx((0.9 + 0.1 + 0.8 * 0.25 + 0.3) / 4)
+    assert score.explanation["p_new_information"] == {"2": 0.25}
+    assert score.explanation["extracted_sentences"] == ["Australia is in the Southern Hemisphere."]
+    asked = judge.history[4].messages[-1].content
+    assert (
+        "<earlier sentences>\nAustralia is in the Southern Hemisphere.\n</earlier sentences>"
+        in asked
+    )
+    assert "<sentence>\nSydney is the largest city.\n</sentence>" in asked
+    # the default: counted when P(needed) x P(new) >= 0.5; 0.8 x 0.25 = 0.2 is not
+    hard = ContextRelevance().score(CONTEXT_SAMPLE, JudgeSession(FakeJudge(replies)))
+    assert hard.value == pytest.approx(1 / 4)
+    assert ContextRelevance(repeats=False).version != ContextRelevance().version
+    with pytest.raises(ValueError, match="repeats"):
+        ContextRelevance(mode="select", repeats=True)
+
+
 def test_context_relevance_by_number_shares_the_numbered_context():
     replies = [yes_no(0.9), yes_no(0.1), yes_no(0.8), yes_no(0.3)]
     judge = FakeJudge(replies)
-    score = ContextRelevance(mode="numbered").score(CONTEXT_SAMPLE, JudgeSession(judge))
+    metric = ContextRelevance(mode="numbered", soft=True, repeats=False)
+    score = metric.score(CONTEXT_SAMPLE, JudgeSession(judge))
     assert score.value == pytest.approx((0.9 + 0.1 + 0.8 + 0.3) / 4)
     asked = [r.messages[-1].content.rsplit("\n", 1)[-1] for r in judge.history]
     assert asked[0] == "Is sentence [1] needed to answer the question? Answer Yes or No."
@@ -270,7 +295,8 @@ def test_prompt_versions_change_with_configuration():
     assert AnswerRelevance(n=3).version != AnswerRelevance(n=4).version
     assert Faithfulness().version == Faithfulness().version
     assert Faithfulness().version != Faithfulness(verdicts="generate").version
-    assert ContextRelevance().version != ContextRelevance(soft=False).version
+    assert ContextRelevance().version != ContextRelevance(soft=True).version
+    assert ContextRelevance(mode="select").config() == {"mode": "select"}
 
 
 def test_repeated_statements_are_verified_once():

@@ -16,8 +16,13 @@ the sentences needed to answer are found by
   keeps the count exact: a small judge that paraphrases a sentence while copying it would
   otherwise lose it.
 
-In the two Yes/No modes, ``soft=True`` counts each sentence by its probability of being needed,
-``soft=False`` counts it when the probability reaches ``threshold``.
+In the two Yes/No modes, ``soft=False`` (default) counts a sentence as extracted when its
+probability of being needed reaches ``threshold``, as the paper counts extracted sentences;
+``soft=True`` counts each sentence by its probability. With ``repeats`` (on by default) a sentence
+judged needed that follows other needed sentences is asked once more, shown after them: does it
+add needed information they do not already state? Its probability is multiplied by that answer,
+so it counts only if it is more likely than not both needed and new: a context that states the
+needed fact twice (as retrieved passages that quote each other do) is not more relevant for it.
 """
 
 from __future__ import annotations
@@ -94,6 +99,18 @@ SENTENCE_NEEDED = YesNoPrompt(
     question="Does this sentence state information needed to answer the question?",
 )
 
+NEW_INFORMATION = YesNoPrompt(
+    name="context_relevance.new_information",
+    instruction=(
+        "You judge whether a sentence of a retrieved context adds information needed to answer "
+        "a question, beyond what earlier sentences of the same context already state. Say Yes "
+        "if the sentence states something the answer must use that the earlier sentences do "
+        "not state; say No if what it states is already given by the earlier sentences, or is "
+        "not needed."
+    ),
+    question="Does this sentence add needed information that the earlier sentences do not state?",
+)
+
 Mode = Literal["sentence", "numbered", "select"]
 
 
@@ -103,24 +120,30 @@ class ContextRelevance(Metric):
     def __init__(
         self,
         mode: Mode = "sentence",
-        soft: bool = True,
+        soft: bool = False,
         threshold: float = 0.5,
+        repeats: bool | None = None,
     ) -> None:
         if mode not in get_args(Mode):
             raise ValueError(f"mode must be 'sentence', 'numbered' or 'select', not {mode!r}")
+        if repeats and mode == "select":
+            raise ValueError("repeats applies to the Yes/No modes, not to mode='select'")
         self.mode = mode
         self.soft = soft
         self.threshold = threshold
+        # on by default in the Yes/No modes; a selection lists each sentence once anyway
+        self.repeats = mode != "select" if repeats is None else repeats
 
     def config(self) -> dict[str, Any]:
         config: dict[str, Any] = {"mode": self.mode}
         if self.mode != "select":
-            config |= {"soft": self.soft, "threshold": self.threshold}
+            config |= {"soft": self.soft, "threshold": self.threshold, "repeats": self.repeats}
         return config
 
     @property
     def prompts(self) -> list[Any]:
-        return [{"sentence": SENTENCE_NEEDED, "numbered": NEEDED, "select": EXTRACT}[self.mode]]
+        main = {"sentence": SENTENCE_NEEDED, "numbered": NEEDED, "select": EXTRACT}[self.mode]
+        return [main, NEW_INFORMATION] if self.repeats else [main]
 
     def _sentences(self, sample: Sample) -> list[str]:
         return [s for passage in sample.contexts for s in split_sentences(passage)]
@@ -145,6 +168,7 @@ class ContextRelevance(Metric):
         if self.mode == "select":
             inputs = {"question": sample.question, "context": numbered(sentences)}
             return [(rendered_tokens(EXTRACT.render(inputs)), 4 + len(sentences))]
+        # Without the repeat checks, whose number depends on the answers (a few per sample).
         return [
             yes_no_call(prompt.render(inputs, **fields))
             for prompt, inputs, fields in self._questions(sample, sentences)
@@ -160,19 +184,59 @@ class ContextRelevance(Metric):
             session.ask_yes_no(prompt, inputs, **fields)
             for prompt, inputs, fields in self._questions(sample, sentences)
         ]
-        return self._count(sentences, probabilities)
+        new_information = (
+            self._new_information(sample, sentences, probabilities, session) if self.repeats else {}
+        )
+        return self._count(sentences, probabilities, new_information)
+
+    def _new_information(
+        self,
+        sample: Sample,
+        sentences: list[str],
+        probabilities: list[float],
+        session: JudgeSession,
+    ) -> dict[int, float]:
+        """P(adds needed information) for each needed sentence after the first, by index.
+
+        Only sentences that pass ``threshold`` are asked and shown as earlier ones: they are few,
+        and a sentence the judge did not find needed cannot make a later one redundant.
+        """
+        earlier: list[str] = []
+        found: dict[int, float] = {}
+        for index, (sentence, p) in enumerate(zip(sentences, probabilities, strict=True)):
+            if p < self.threshold:
+                continue
+            if earlier:
+                inputs = {
+                    "question": sample.question,
+                    "earlier sentences": "\n".join(earlier),
+                    "sentence": sentence,
+                }
+                found[index] = session.ask_yes_no(NEW_INFORMATION, inputs)
+                if found[index] < 0.5:
+                    continue  # a repeat: it states nothing a later sentence could repeat
+            earlier.append(sentence)
+        return found
 
     def _count(
-        self, sentences: list[str], probabilities: list[float]
+        self,
+        sentences: list[str],
+        probabilities: list[float],
+        new_information: dict[int, float],
     ) -> tuple[float, dict[str, Any]]:
-        needed = [p >= self.threshold for p in probabilities]
-        value = sum(probabilities) if self.soft else sum(needed)
-        explanation = {
+        counted = [p * new_information.get(i, 1.0) for i, p in enumerate(probabilities)]
+        needed = [p >= self.threshold for p in counted]
+        value = sum(counted) if self.soft else sum(needed)
+        explanation: dict[str, Any] = {
             "extracted_sentences": [s for s, ok in zip(sentences, needed, strict=True) if ok],
             "insufficient_information": not any(needed),
             "context_sentences": len(sentences),
             "p_needed": [round(p, 4) for p in probabilities],
         }
+        if self.repeats:
+            explanation["p_new_information"] = {
+                str(i): round(p, 4) for i, p in new_information.items()
+            }
         return value / len(sentences), explanation
 
     def _by_selection(
