@@ -45,9 +45,13 @@ def test_local_judge_scores_a_sample_end_to_end(judge, tmp_path):
     assert any("Gustave Eiffel" in s for s in extracted)
     assert any("March 1889" in s for s in extracted)
     # faithfulness: statements + one Yes/No per statement; answer relevance: questions +
-    # completeness; context relevance: one Yes/No per sentence.
+    # completeness; context relevance: one Yes/No per sentence, then one check for repeated
+    # facts per needed sentence after the first.
     statements = len(scores["faithfulness"].explanation["statements"])
-    assert result.usage().model_calls == 1 + statements + 2 + 3
+    p_needed = scores["context_relevance"].explanation["p_needed"]
+    checks = scores["context_relevance"].explanation["p_new_information"]
+    assert len(checks) == sum(p >= 0.5 for p in p_needed) - 1 >= 1
+    assert result.usage().model_calls == 1 + statements + 2 + 3 + len(checks)
 
     rerun = evaluate(
         [UNFAITHFUL], judge=judge, embedder=MiniLMEmbedder(), cache=tmp_path / "c.sqlite"
