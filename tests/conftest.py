@@ -10,28 +10,21 @@ from hypothesis import HealthCheck, settings
 from ragmeter.judges.base import ChatRequest, ChatResponse, TokenLogprobs
 from ragmeter.judges.fake import FakeJudge
 
+from .fault_server import prompt_kind
+
 # Property tests check behaviour, not speed: a loaded machine must not fail them.
 settings.register_profile("ragmeter", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ragmeter")
 
 
 def prompt_name(request: ChatRequest) -> str:
-    """Which metric prompt a request renders, read from its system instruction."""
+    """Which metric prompt a request renders, read from its system instruction (the markers of
+    ``fault_server.PROMPT_KINDS``); both per-sentence Yes/No prompts are ``needed``."""
     system = request.messages[0].content
-    for marker, name in [
-        ("create one or more statements", "statements"),
-        ("determine whether each statement", "verdicts"),
-        ("questions that the given answer answers", "questions"),
-        ("Extract the sentences", "extract"),
-        ("whether a statement is supported", "supported"),
-        ("which sentences of a retrieved context are needed", "needed"),
-        ("whether one sentence taken from a retrieved context", "needed"),
-        ("adds information needed to answer", "new_information"),
-        ("whether an answer addresses its question", "complete"),
-    ]:
-        if marker in system:
-            return name
-    raise AssertionError(f"unrecognised prompt: {system[:80]}")
+    kind, _ = prompt_kind(system)
+    if kind == "other":
+        raise AssertionError(f"unrecognised prompt: {system[:80]}")
+    return "needed" if kind == "sentence" else kind
 
 
 def yes_no(p_yes: float) -> ChatResponse:

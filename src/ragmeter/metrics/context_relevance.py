@@ -214,7 +214,7 @@ class ContextRelevance(Metric):
                 }
                 found[index] = session.ask_yes_no(NEW_INFORMATION, inputs)
                 if found[index] < 0.5:
-                    continue  # a repeat: it states nothing a later sentence could repeat
+                    continue  # more likely a repeat than new: nothing for a later one to repeat
             earlier.append(sentence)
         return found
 
