@@ -102,6 +102,36 @@ def test_report_compares_the_verdict_with_the_first_order_and_counts_flips():
     assert report.by_combination["agree"] == report.verdict
 
 
+def test_the_longer_answer_baseline_and_length_preferences():
+    def sized(orders: list[int | None], label: int, words: tuple[int, int]) -> Battle:
+        flipped = None if None in orders else len(set(orders)) > 1
+        battle = _battle(orders, label, flipped)
+        return battle.model_copy(update={"words_a": words[0], "words_b": words[1]})
+
+    battles = [
+        sized([1, 1], 1, (10, 20)),  # B longer; judge and human both pick it
+        sized([-1, -1], 1, (30, 5)),  # A longer; judge picks it, the human does not
+        sized([-1, 1], -1, (8, 8)),  # same length: the baseline ties; the judge ties too
+        sized([1, 1], -1, (12, 40)),  # B longer; judge picks it, the human does not
+        sized([-1, None], -1, (5, 50)),  # unscored: not counted anywhere
+    ]
+    report = agreement_report(battles)
+    baseline = report.longer_answer
+    assert baseline is not None
+    # baseline [1, -1, 0, 1] against humans [1, 1, -1, -1]: one right of four, one tie;
+    # chance agreement 1/4 * 2/4 (A) + 2/4 * 2/4 (B) = 3/8, so kappa (1/4 - 3/8) / (5/8).
+    assert (baseline.pairs, baseline.accuracy, baseline.judge_tie_rate) == (4, 0.25, 0.25)
+    assert baseline.kappa == pytest.approx(-0.2)
+    # the judge's three picks all fell on the longer answer; the humans' on one of three
+    assert report.judge_longer_rate == 1.0
+    assert report.human_longer_rate == pytest.approx(1 / 3)
+
+
+def test_battles_without_answer_lengths_have_no_length_baseline():
+    report = agreement_report([_battle([-1, -1], -1, False)])
+    assert report.longer_answer is None and report.judge_longer_rate is None
+
+
 def test_the_random_order_row_reads_the_order_a_random_run_would_judge():
     battles = [_battle([-1, 1], -1, True) for _ in range(6)]
     battles = [b.model_copy(update={"pair_id": f"p{i}"}) for i, b in enumerate(battles)]
@@ -130,6 +160,9 @@ def test_measure_agreement_exposes_a_judge_that_always_picks_the_first_answer(tm
     assert len(biased.history) == 8
     saved = json.loads((tmp_path / "run" / "agreement.json").read_text())
     assert saved["first_order"]["accuracy"] == 0.75
+    # one-word answers: the baseline ties every pair, and no pick fell on a longer answer
+    assert report.longer_answer is not None and report.longer_answer.judge_tie_rate == 1.0
+    assert report.judge_longer_rate is None
 
     # --limit judges only the first pairs; the rest of the file is not touched.
     limited = measure_agreement(

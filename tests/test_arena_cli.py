@@ -225,6 +225,11 @@ def test_agreement_command_prints_kappa_pearson_accuracy_and_flips(tmp_path, qua
     assert set(report["by_combination"]) == {"agree", "sum", "random order"}
     assert all(r["accuracy"] == pytest.approx(2 / 3) for r in report["by_combination"].values())
     assert "summed" in result.output and "random" in result.output
+    # the careful answer (40 words) is the longer one (23): the judge always picked it, the
+    # humans in two rows of three, and the longer-answer baseline scores as the judge does
+    assert "the longer answer won 1.000 of the judge's picks, 0.667 of the humans'" in result.output
+    assert report["longer_answer"]["accuracy"] == pytest.approx(2 / 3)
+    assert "baseline" in result.output  # the table row (wrapped to the terminal width)
 
 
 def unsure_when_the_good_answer_is_first(request: ChatRequest) -> str:

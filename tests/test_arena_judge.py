@@ -183,6 +183,7 @@ def test_judging_commits_as_it_goes_and_resumes_without_any_call(tmp_path):
     assert [b.verdict for b in first] == [-1, -1, -1, -1] and len(first_judge.history) == 8
     assert (tmp_path / JUDGEMENTS_DB).exists()
     assert read_battles(tmp_path) == first
+    assert (first[0].words_a, first[0].words_b) == (3, 3)  # "good answer 0", "bad answer 0"
     run = json.loads((tmp_path / RUN_FILE).read_text())
     assert run["usage_this_run"]["model_calls"] == 8 and run["orders"] == "both"
 

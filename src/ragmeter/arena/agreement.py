@@ -11,6 +11,11 @@ other order) with a single presentation: the first order alone (A shown first) a
 random order per pair, which is what ``--orders random`` would have judged. It reports the flip
 rate: how often the two orders disagree. A high flip rate with a first-order preference far from
 one half is position bias.
+
+Length is the other bias judges are known for. The report scores a baseline that always prefers
+the longer answer, on the same pairs as the verdict: a judge that does no better than that has
+learnt nothing the word counts do not already say. It also gives how often the judge's picks and
+the humans' picks fell on the longer answer; a judge far above the humans favours length.
 """
 
 from __future__ import annotations
@@ -77,6 +82,14 @@ class AgreementReport(BaseModel):
     first_position_rate: float | None
     """Share of scored presentations in which the answer shown first won."""
     second_position_rate: float | None
+    longer_answer: AgreementStats | None = None
+    """The baseline that prefers the longer answer (a tie at equal length), on the pairs the
+    verdict row counts; None when the battles do not record answer lengths."""
+    judge_longer_rate: float | None = None
+    """Of the verdicts that picked a side between answers of different lengths, the share that
+    picked the longer one."""
+    human_longer_rate: float | None = None
+    """The same for the human labels, on the same pairs."""
 
 
 def cohen_kappa(judge: Sequence[int], human: Sequence[int]) -> float | None:
@@ -150,6 +163,10 @@ def agreement_report(battles: Sequence[Battle], seed: int = 0) -> AgreementRepor
                 else None
             )
         )
+    sized = [b for b in labelled if b.scored and _longer(b) is not None]
+    longer_answer = None
+    if sized:
+        longer_answer = agreement([_longer(b) for b in sized], [b.label for b in sized])  # type: ignore[misc]
     both = [b for b in battles if b.flipped is not None]
     flips = [b for b in both if b.flipped]
     reversals = [b for b in flips if {o.preference for o in b.orders} == {-1, 1}]
@@ -168,7 +185,25 @@ def agreement_report(battles: Sequence[Battle], seed: int = 0) -> AgreementRepor
         reversals=len(reversals),
         first_position_rate=_mean(np.asarray(ratings) == 1) if ratings else None,
         second_position_rate=_mean(np.asarray(ratings) == 2) if ratings else None,
+        longer_answer=longer_answer,
+        judge_longer_rate=_longer_rate(sized, lambda b: b.verdict),
+        human_longer_rate=_longer_rate(sized, lambda b: b.label),
     )
+
+
+def _longer(battle: Battle) -> Label | None:
+    """-1 when answer A has more words, 1 when B has, 0 when equal; None if not recorded."""
+    if battle.words_a is None or battle.words_b is None:
+        return None
+    return (battle.words_b > battle.words_a) - (battle.words_a > battle.words_b)  # type: ignore[return-value]
+
+
+def _longer_rate(
+    battles: Sequence[Battle], picked: Callable[[Battle], Label | None]
+) -> float | None:
+    """Share of side-picking labels, on pairs of different lengths, that fell on the longer."""
+    hits = [picked(b) == _longer(b) for b in battles if picked(b) and _longer(b)]
+    return _mean(np.asarray(hits)) if hits else None
 
 
 def measure_agreement(
@@ -230,6 +265,8 @@ def agreement_table(report: AgreementReport, title: str = "judge vs human labels
     rows += [(names[key], stats) for key, stats in report.by_combination.items()]
     first = "first order alone (A first)" if report.by_combination else "the order judged"
     rows.append((first, report.first_order))
+    if report.longer_answer is not None:
+        rows.append(("baseline: the longer answer", report.longer_answer))
     for name, stats in rows:
         table.add_row(
             name,

@@ -66,6 +66,10 @@ class Battle(BaseModel):
     """The human preference, when the pairs file has one."""
     no_answer_a: bool = False
     no_answer_b: bool = False
+    words_a: int | None = None
+    """Answer A's length in words (None in battles files written before it was recorded): the
+    agreement report compares the judge with simply preferring the longer answer."""
+    words_b: int | None = None
 
     @property
     def scored(self) -> bool:

@@ -311,6 +311,8 @@ def judge_pair(
         label=pair.label,
         no_answer_a=is_no_answer(pair.answer_a),
         no_answer_b=is_no_answer(pair.answer_b),
+        words_a=len(pair.answer_a.split()),
+        words_b=len(pair.answer_b.split()),
     )
 
 

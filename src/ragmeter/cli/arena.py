@@ -288,7 +288,8 @@ def agreement_command(
     retries: Annotated[int, typer.Option(help="Further attempts per call.")] = 2,
     cache: CacheOption = True,
 ) -> None:
-    """Judge labelled pairs and report Cohen's kappa, Pearson, accuracy and the flip rate."""
+    """Judge labelled pairs and report Cohen's kappa, Pearson, accuracy, the flip rate and a
+    baseline that always prefers the longer answer."""
     console = Console()
     chosen_orders = _check_orders(orders)
     try:
@@ -322,6 +323,11 @@ def agreement_command(
         console.print(
             f"answer shown first won {report.first_position_rate:.3f} of presentations, "
             f"second {report.second_position_rate:.3f}"
+        )
+    if report.judge_longer_rate is not None and report.human_longer_rate is not None:
+        console.print(
+            f"the longer answer won {report.judge_longer_rate:.3f} of the judge's picks, "
+            f"{report.human_longer_rate:.3f} of the humans'"
         )
     for reason, count in report.unscored_reasons.items():
         console.print(f"[yellow]{count} unscored[/yellow] — {reason}")
