@@ -110,6 +110,10 @@ def test_judge_then_leaderboard_on_the_example(tmp_path, quality_judge):
     assert float(rows["careful"]["win"]) == 0.0 and float(rows["careful"]["win_tie"]) == 1.0
     assert float(rows["sloppy"]["no_answer"]) == pytest.approx(2 / 6)
     assert float(rows["reference"]["no_answer"]) == 0.0
+    # each answer counted once, though brief's four sampled answers are in three battles each
+    brief = [json.loads(line)["answer"] for line in (EXAMPLE / "answers/brief.jsonl").open()]
+    words = sum(len(answer.split()) for answer in brief) / len(brief)
+    assert float(rows["brief"]["mean_words"]) == pytest.approx(words)
     assert "RAG-QA arena" in result.output and "by domain" in result.output
 
     # Rerun with a judge that fails on every call: the run resumes from the folder.

@@ -10,8 +10,8 @@ import pytest
 
 from ragmeter.arena.battles import Battle, OrderVerdict
 from ragmeter.arena.leaderboard import (
+    answer_profiles,
     build_leaderboard,
-    no_answer_ratios,
     win_rates,
     write_leaderboard,
 )
@@ -37,6 +37,7 @@ def battle(
     no_answer_a: bool = False,
     no_answer_b: bool = False,
     flipped: bool | None = None,
+    words: tuple[int, int] | None = None,
 ) -> Battle:
     return Battle(
         pair_id=f"{q}|{a}|{b}",
@@ -50,6 +51,8 @@ def battle(
         orders=[OrderVerdict(order="ab", preference=verdict)],  # type: ignore[arg-type]
         no_answer_a=no_answer_a,
         no_answer_b=no_answer_b,
+        words_a=words[0] if words else None,
+        words_b=words[1] if words else None,
     )
 
 
@@ -182,17 +185,20 @@ def test_win_rates_against_the_reference_by_hand():
     assert ("other", "overall") not in rates
 
 
-def test_no_answer_ratio_counts_each_answer_once():
+def test_answer_profiles_count_each_answer_once():
     battles = [
-        battle("s", "reference", -1, q="1", no_answer_a=True),
-        battle("s", "t", 1, q="1", no_answer_a=True),  # the same answer of s, seen again
-        battle("s", "reference", 1, q="2"),
-        battle("t", "reference", 1, q="2", no_answer_a=True),
+        battle("s", "reference", -1, q="1", no_answer_a=True, words=(5, 40)),
+        battle("s", "t", 1, q="1", no_answer_a=True, words=(5, 12)),  # s's answer seen again
+        battle("s", "reference", 1, q="2", words=(30, 50)),
+        battle("t", "reference", 1, q="2", no_answer_a=True, words=(5, 50)),
     ]
-    ratios = no_answer_ratios(battles)
-    assert ratios["s"] == (0.5, 2)
-    assert ratios["t"] == (0.5, 2)
-    assert ratios["reference"] == (0.0, 2)
+    profiles = answer_profiles(battles)
+    # s: answers of 5 and 30 words; t: 12 and 5; the reference: 40 and 50
+    assert profiles["s"] == (0.5, 2, 17.5)
+    assert profiles["t"] == (0.5, 2, 8.5)
+    assert profiles["reference"] == (0.0, 2, 45.0)
+    # battles written before lengths were recorded: no mean rather than a partial one
+    assert answer_profiles([battle("s", "t", 1)])["s"] == (0.0, 1, None)
 
 
 def test_leaderboard_ranks_counts_and_writes_csv_and_json(tmp_path):

@@ -4,7 +4,8 @@ Per system: the Bradley-Terry Elo rating with its bootstrap interval, the win an
 against the reference (the paper's Table 3) with bootstrap intervals, overall and per domain, and
 the share of its answers that declined ("I couldn't find an answer."), which the paper reports
 beside the win rates because a declining system loses battles for a different reason than a wrong
-one. Unscored battles are counted and their reasons listed; they never enter a rate.
+one, and the mean length of its answers in words, because judges (and people) favour longer
+answers. Unscored battles are counted and their reasons listed; they never enter a rate.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import csv
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import BaseModel
 from rich.table import Table
@@ -59,6 +61,8 @@ class SystemRow(BaseModel):
     win_tie_high: float | None = None
     no_answer: float | None = None
     answers: int = 0
+    mean_words: float | None = None
+    """Mean length of the system's distinct answers; None when the battles do not record it."""
 
 
 class Leaderboard(BaseModel):
@@ -118,19 +122,34 @@ def win_rates(
     return rows
 
 
-def no_answer_ratios(battles: Sequence[Battle]) -> dict[str, tuple[float, int]]:
-    """Share of each system's distinct answers that decline, and how many answers were seen.
+class AnswerProfile(NamedTuple):
+    no_answer: float
+    """Share of the system's answers that decline."""
+    answers: int
+    mean_words: float | None
+    """None when the battles do not record answer lengths."""
 
-    An answer is counted once however many battles it took part in (one per question)."""
-    seen: dict[tuple[str, str], bool] = {}
+
+def answer_profiles(battles: Sequence[Battle]) -> dict[str, AnswerProfile]:
+    """Per system, over its distinct answers: how many decline, how many there are, and how long
+    they are. An answer is counted once however many battles it took part in (one per question)."""
+    seen: dict[tuple[str, str], tuple[bool, int | None]] = {}
     for battle in battles:
         question = battle.question_id or battle.pair_id
-        seen[(battle.system_a, question)] = battle.no_answer_a
-        seen[(battle.system_b, question)] = battle.no_answer_b
-    flags: dict[str, list[bool]] = defaultdict(list)
-    for (system, _), flag in seen.items():
-        flags[system].append(flag)
-    return {s: (sum(f) / len(f), len(f)) for s, f in flags.items()}
+        seen[(battle.system_a, question)] = (battle.no_answer_a, battle.words_a)
+        seen[(battle.system_b, question)] = (battle.no_answer_b, battle.words_b)
+    answers: dict[str, list[tuple[bool, int | None]]] = defaultdict(list)
+    for (system, _), answer in seen.items():
+        answers[system].append(answer)
+    profiles = {}
+    for system, found in answers.items():
+        words = [w for _, w in found if w is not None]
+        profiles[system] = AnswerProfile(
+            no_answer=sum(declined for declined, _ in found) / len(found),
+            answers=len(found),
+            mean_words=sum(words) / len(words) if len(words) == len(found) else None,
+        )
+    return profiles
 
 
 def build_leaderboard(
@@ -161,9 +180,9 @@ def build_leaderboard(
             row = rows.setdefault(rate.system, _empty_row(rate.system, battles))
             for name in ("win", "win_low", "win_high", "win_tie", "win_tie_low", "win_tie_high"):
                 setattr(row, name, getattr(rate, name))
-    for system, (ratio, count) in no_answer_ratios(battles).items():
+    for system, profile in answer_profiles(battles).items():
         row = rows.setdefault(system, _empty_row(system, battles))
-        row.no_answer, row.answers = ratio, count
+        row.no_answer, row.answers, row.mean_words = profile
     both = [b for b in battles if b.flipped is not None]
     flips = sum(bool(b.flipped) for b in both)
     return Leaderboard(
@@ -232,6 +251,7 @@ def leaderboard_table(board: Leaderboard, title: str = "RAG-QA arena") -> Table:
         f"win % vs {board.reference}",
         "win+tie %",
         "no answer %",
+        "words",
     ):
         table.add_column(column, justify="right")
     for rank, row in enumerate(board.systems, 1):
@@ -248,6 +268,7 @@ def leaderboard_table(board: Leaderboard, title: str = "RAG-QA arena") -> Table:
             if row.system == board.reference
             else _pct(row.win_tie, row.win_tie_low, row.win_tie_high),
             _pct(row.no_answer),
+            "—" if row.mean_words is None else f"{row.mean_words:.0f}",
         )
     return table
 
