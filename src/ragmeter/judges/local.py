@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +50,14 @@ class LocalJudge:
         # RAGMETER_THREADS lets a user leave cores to other work: llama.cpp's threads wait for
         # each other at every step, so sharing cores with another busy process is very slow.
         threads = n_threads or int(os.environ.get("RAGMETER_THREADS", "0")) or os.cpu_count() or 2
-        self._llm = Llama(
-            model_path=str(path),
-            n_ctx=n_ctx,
-            n_threads=threads,
-            seed=seed,
-            verbose=False,
-        )
+        with _amx_buffers_off():
+            self._llm = Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=threads,
+                seed=seed,
+                verbose=False,
+            )
         self._formatter = Jinja2ChatFormatter(
             template=self._llm.metadata["tokenizer.chat_template"],
             eos_token=self._llm.detokenize([self._llm.token_eos()]).decode(),
@@ -129,6 +132,39 @@ class LocalJudge:
             completion_tokens=1,
             finish_reason="length",
         )
+
+
+_LOAD_LOCK = threading.Lock()
+
+
+@contextmanager
+def _amx_buffers_off() -> Iterator[None]:
+    """Load the model without llama.cpp's extra weight buffers when the CPU backend uses AMX.
+
+    On AMX-capable CPUs a build for the local machine moves Q4_K weights into AMX buffers, and
+    the AMX matrix kernel then crashes the process on the first prompt of more than one token
+    (a segmentation fault, ggml-org/llama.cpp#20824). Without extra buffers the weights stay in
+    plain CPU memory and the AVX-512 kernels run instead. ``Llama`` has no argument for this, so
+    the default model parameters are adjusted while it loads.
+    """
+    import llama_cpp.llama_cpp as native
+
+    if b"AMX_INT8 = 1" not in native.llama_print_system_info():
+        yield
+        return
+    defaults = native.llama_model_default_params
+
+    def without_extra_buffers() -> Any:
+        params = defaults()
+        params.use_extra_bufts = False
+        return params
+
+    with _LOAD_LOCK:
+        native.llama_model_default_params = without_extra_buffers
+        try:
+            yield
+        finally:
+            native.llama_model_default_params = defaults
 
 
 def create_judge(model: str = "", **options: Any) -> LocalJudge:
