@@ -191,3 +191,30 @@ def test_a_pair_labelled_by_several_humans_is_judged_once_and_scored_per_label(t
     report = measure_agreement(pairs, judge=judge, out_dir=tmp_path / "run", cache=False)
     assert len(judge.history) == 2  # one pair, two orders; the repeats come from the store
     assert report.verdict.pairs == 3 and report.verdict.accuracy == pytest.approx(2 / 3)
+
+
+def test_the_report_says_how_often_confidence_settled_a_reversal_the_humans_way():
+    def reversal(label: int, ab: dict[str, float] | None, ba: dict[str, float] | None) -> Battle:
+        battle = _battle([-1, 1], label, True)  # each order picked the answer shown first
+        orders = [
+            battle.orders[0].model_copy(update={"probabilities": ab}),
+            battle.orders[1].model_copy(update={"probabilities": ba}),
+        ]
+        return battle.model_copy(update={"pair_id": f"r{label}{ab}{ba}", "orders": orders})
+
+    sure_first = {"1": 0.9, "2": 0.1, "0": 0.0}
+    unsure_first = {"1": 0.5, "2": 0.4, "0": 0.1}
+    battles = [
+        # (0.1 - 0.9) + (0.5 - 0.4) < 0: A, as the human said
+        reversal(-1, sure_first, unsure_first),
+        # (0.4 - 0.5) + (0.9 - 0.1) > 0: B, the human said A
+        reversal(-1, unsure_first, sure_first),
+        # (0.1 - 0.9) + (0.9 - 0.1) = 0: a tie, which misses the human's B
+        reversal(1, sure_first, sure_first),
+        reversal(1, None, None),  # no probabilities: not counted
+        _battle([-1, -1], -1, False),  # not a reversal
+    ]
+    report = agreement_report(battles)
+    assert report.reversals == 4 and report.reversals_settled == 3
+    assert report.reversal_accuracy == pytest.approx(1 / 3)
+    assert agreement_report([_battle([-1, 1], -1, True)]).reversal_accuracy is None

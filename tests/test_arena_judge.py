@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 
@@ -14,13 +15,16 @@ from ragmeter.arena.designs import complete_pairs, design_pairs, reference_pairs
 from ragmeter.arena.judge import (
     MAX_TOKENS,
     PAIRWISE,
+    RATING_ALTERNATIVES,
     combine,
+    expected_preference,
     judge_pair,
     judge_pairs,
     preference_in_pair,
     presentation_orders,
+    rating_probabilities,
 )
-from ragmeter.judges.base import ChatRequest, JudgeError
+from ragmeter.judges.base import ChatRequest, ChatResponse, JudgeError, TokenLogprobs
 from ragmeter.judges.fake import FakeJudge
 
 
@@ -76,10 +80,13 @@ def test_a_rating_names_a_position_which_maps_back_to_a_or_b(rating_value, order
     assert preference_in_pair(rating_value, order) == preference
 
 
-def _v(order: str, preference: int | None) -> OrderVerdict:
+def _v(
+    order: str, preference: int | None, probabilities: dict[str, float] | None = None
+) -> OrderVerdict:
     return OrderVerdict(
-        order=order,
+        order=order,  # type: ignore[arg-type]
         preference=preference,  # type: ignore[arg-type]
+        probabilities=probabilities,
         unscored_reason=None if preference is not None else "unreadable",
     )
 
@@ -103,6 +110,106 @@ def test_summed_orders_let_not_sure_defer_and_opposite_picks_tie():
     assert combine([_v("ab", 1), _v("ba", None)], "sum")[0] is None
     with pytest.raises(ValueError, match="combine must be"):
         combine([_v("ab", 1), _v("ba", 1)], "average")  # type: ignore[arg-type]
+
+
+def test_expected_preference_weighs_the_ratings_by_their_probabilities_in_pair_terms():
+    probabilities = {"1": 0.7, "2": 0.2, "0": 0.1}
+    # A shown first: rating 1 is A (-1), rating 2 is B (+1): 0.2 - 0.7
+    assert expected_preference(_v("ab", -1, probabilities)) == pytest.approx(-0.5)
+    # B shown first: rating 1 is B: 0.7 - 0.2
+    assert expected_preference(_v("ba", 1, probabilities)) == pytest.approx(0.5)
+    assert expected_preference(_v("ab", 0)) == 0  # no probabilities: the preference itself
+    assert expected_preference(_v("ab", None, probabilities)) is None
+
+
+def test_confidence_settles_opposite_picks_and_otherwise_sums():
+    # Both orders pick the answer shown first: A at 0.9 vs 0.1, then B at 0.6 vs 0.3. Weighted:
+    # (0.1 - 0.9) + (0.6 - 0.3) = -0.5, so A, the more confident pick.
+    sure_a = _v("ab", -1, {"1": 0.9, "2": 0.1, "0": 0.0})
+    unsure_b = _v("ba", 1, {"1": 0.6, "2": 0.3, "0": 0.1})
+    assert combine([sure_a, unsure_b], "confidence") == (-1, True, None)
+    assert combine([sure_a, unsure_b], "sum") == (0, True, None)
+    strong_b = _v("ba", 1, {"1": 0.95, "2": 0.05, "0": 0.0})  # (-0.8) + 0.9 = 0.1: B
+    assert combine([sure_a, strong_b], "confidence") == (1, True, None)
+    # Not a reversal: the written ratings decide as under "sum", whatever the probabilities.
+    leaning_a = _v("ba", 0, {"1": 0.1, "2": 0.4, "0": 0.5})  # not sure, leaning A
+    assert combine([_v("ab", 1, {"1": 0.4, "2": 0.5, "0": 0.1}), leaning_a], "confidence") == (
+        1,
+        True,
+        None,
+    )
+    unsure = {"1": 0.3, "2": 0.1, "0": 0.6}
+    assert combine([_v("ab", 0, unsure), _v("ba", 0, unsure)], "confidence") == (0, False, None)
+    # Without probabilities a reversal stays a tie, as under "sum".
+    assert combine([_v("ab", -1), _v("ba", 1)], "confidence") == (0, True, None)
+    assert combine([_v("ab", -1), _v("ba", None)], "confidence")[0] is None
+
+
+def _tokens(pieces: list[str], at: int, top: dict[str, float]) -> list[TokenLogprobs]:
+    return [
+        TokenLogprobs(
+            token=piece,
+            logprob=math.log(top.get(piece.strip(), 0.5)) if n == at else -0.01,
+            top={k: math.log(v) for k, v in top.items()} if n == at else {piece: -0.01},
+        )
+        for n, piece in enumerate(pieces)
+    ]
+
+
+def test_rating_probabilities_are_read_where_the_rating_digit_was_written():
+    pieces = ['{"', "reasoning", '":', ' "', "2", " is", " better", '",', ' "', "rating", '":']
+    # The "2" in the reasoning is not the rating; the digit after "rating": is.
+    top = {"2": 0.6, "1": 0.2, "0": 0.1, "}": 0.05}
+    logprobs = _tokens([*pieces, " ", "2", "}"], at=12, top=top)
+    assert rating_probabilities(logprobs) == pytest.approx(
+        {"1": 0.2 / 0.9, "2": 0.6 / 0.9, "0": 0.1 / 0.9}
+    )
+    # A tokenizer that writes the space and the digit as one token (" 2"), with " 1" beside it
+    merged = _tokens([*pieces, " 2", "}"], at=11, top={" 2": 0.5, " 1": 0.5})
+    assert rating_probabilities(merged) == pytest.approx({"1": 0.5, "2": 0.5, "0": 0.0})
+
+
+def test_rating_probabilities_are_none_without_log_probabilities_or_a_rating():
+    assert rating_probabilities(None) is None and rating_probabilities([]) is None
+    assert rating_probabilities(_tokens(['{"', "rating", '":', " 7", "}"], 3, {"7": 1.0})) is None
+    assert (
+        rating_probabilities(_tokens(['{"', "reasoning", '":', ' "', "1"], 4, {"1": 1.0})) is None
+    )
+
+
+def test_the_judge_keeps_the_probabilities_of_its_ratings_and_confidence_uses_them():
+    def reply(rating_value: int, top: dict[str, float]) -> ChatResponse:
+        text = json.dumps({"reasoning": "r", "rating": rating_value})
+        head, digit, tail = text.rpartition(str(rating_value))
+        return ChatResponse(
+            text=text,
+            logprobs=[
+                TokenLogprobs(token=head, logprob=0.0),
+                TokenLogprobs(
+                    token=digit,
+                    logprob=math.log(top[digit]),
+                    top={k: math.log(v) for k, v in top.items()},
+                ),
+                TokenLogprobs(token=tail, logprob=0.0),
+            ],
+        )
+
+    # Position-biased: the first answer both times, surer when it is A.
+    judge = FakeJudge(
+        [reply(1, {"1": 0.8, "2": 0.15, "0": 0.05}), reply(1, {"1": 0.5, "2": 0.4, "0": 0.1})]
+    )
+    battle = judge_pair(PAIR, judge, combine_rule="confidence")
+    assert all(r.top_logprobs == RATING_ALTERNATIVES for r in judge.history)
+    assert battle.orders[0].probabilities == pytest.approx({"1": 0.8, "2": 0.15, "0": 0.05})
+    assert (battle.verdict, battle.flipped) == (-1, True)  # (0.15 - 0.8) + (0.5 - 0.4) < 0
+    # The same judgements under "sum" tie: opposite picks.
+    assert combine(battle.orders, "sum")[0] == 0
+
+
+def test_a_judge_without_log_probabilities_keeps_none_and_confidence_is_the_sum():
+    battle = judge_pair(PAIR, FakeJudge([rating(1), rating(1)]), combine_rule="confidence")
+    assert [o.probabilities for o in battle.orders] == [None, None]
+    assert (battle.verdict, battle.flipped) == (0, True)
 
 
 def test_a_consistent_judge_gives_a_verdict_and_a_position_biased_one_a_flip():
@@ -133,6 +240,7 @@ def test_the_request_carries_the_rubric_examples_schema_and_a_small_budget():
     assert request.json_schema["properties"]["rating"]["enum"] == [0, 1, 2]
     assert list(request.json_schema["properties"]) == ["reasoning", "rating"]  # think, then rate
     assert request.max_tokens == MAX_TOKENS == 200
+    assert request.top_logprobs == RATING_ALTERNATIVES  # the ratings' probabilities, for free
     assert "<query>\nWhy is the sky blue?\n</query>" in request.messages[-1].content
 
 

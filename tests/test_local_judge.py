@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ragmeter import evaluate
@@ -83,3 +85,31 @@ def test_next_token_logprobs_reuse_the_shared_prefix(judge):
     contradicted = ask("The tower was completed in 1950.")
     assert max(supported, key=supported.get).lower().strip() == "yes"
     assert max(contradicted, key=contradicted.get).lower().strip() == "no"
+
+
+def test_generated_tokens_carry_their_log_probabilities(judge):
+    from ragmeter.judges.base import ChatRequest, Message
+
+    schema = {
+        "type": "object",
+        "properties": {"reasoning": {"type": "string"}, "year": {"type": "integer"}},
+        "required": ["reasoning", "year"],
+    }
+    request = ChatRequest(
+        messages=(
+            Message(
+                role="user",
+                content=f"{CONTEXT}\nIn which year was the tower completed? Reply in JSON.",
+            ),
+        ),
+        json_schema=schema,
+        max_tokens=80,
+        top_logprobs=5,
+    )
+    response = judge.complete(request)
+    assert response.logprobs is not None
+    assert "".join(t.token for t in response.logprobs) == response.text
+    assert all(len(t.top) == 5 and t.logprob <= 0 for t in response.logprobs)
+    # each chosen token's log-probability is its own, also where it heads the alternatives
+    assert all(t.top[t.token] == t.logprob for t in response.logprobs if t.token in t.top)
+    assert json.loads(response.text)["year"] == 1889

@@ -16,7 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from ragmeter.judges.base import ChatRequest, ChatResponse, Embedder, Judge, JudgeError, Message
+from ragmeter.judges.base import (
+    ChatRequest,
+    ChatResponse,
+    Embedder,
+    Judge,
+    JudgeError,
+    Message,
+    TokenLogprobs,
+)
 from ragmeter.prompts import Inputs, Out, Prompt, ReplyError, YesNoPrompt
 from ragmeter.score import Exchange, Score, Unscorable, Usage
 
@@ -117,12 +125,30 @@ class JudgeSession:
     ) -> Out:
         """Return the judge's reply parsed as ``prompt.output``; ``check`` may reject a reply
         that parses but is unusable (e.g. the wrong number of verdicts)."""
+        return self.ask_with_logprobs(
+            prompt, inputs, max_tokens=max_tokens, top_logprobs=0, check=check
+        )[0]
+
+    def ask_with_logprobs(
+        self,
+        prompt: Prompt[Out],
+        inputs: Inputs,
+        *,
+        max_tokens: int = 512,
+        top_logprobs: int,
+        check: Check[Out] | None = None,
+    ) -> tuple[Out, list[TokenLogprobs] | None]:
+        """As ``ask``, with the log-probabilities of the reply's tokens and their ``top_logprobs``
+        most likely alternatives, or None from a judge that gives none."""
         messages = prompt.render(inputs)
         attempts = _Attempts(self.retries, self.repairs)
         while True:
             attempts.made += 1
             request = ChatRequest(
-                messages=messages, json_schema=prompt.schema, max_tokens=max_tokens
+                messages=messages,
+                json_schema=prompt.schema,
+                max_tokens=max_tokens,
+                top_logprobs=top_logprobs,
             )
             exchange = Exchange(prompt=prompt.name, messages=list(messages))
             self.exchanges.append(exchange)
@@ -141,7 +167,7 @@ class JudgeSession:
                 rejection = check(parsed) if check else None
                 if rejection:
                     raise ReplyError(rejection)
-                return parsed
+                return parsed, response.logprobs
             except ReplyError as exc:
                 cut = (
                     " (the reply was cut off at the token limit)"

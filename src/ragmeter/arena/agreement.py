@@ -10,7 +10,10 @@ orders (a disagreement is a tie; or the preferences summed, so that a "not sure"
 other order) with a single presentation: the first order alone (A shown first) and one seeded
 random order per pair, which is what ``--orders random`` would have judged. It reports the flip
 rate: how often the two orders disagree. A high flip rate with a first-order preference far from
-one half is position bias.
+one half is position bias. Where the judge gave the probabilities of its ratings, it also reports
+how often its confidence settled a reversal (opposite picks) the humans' way: near one half, the
+``"confidence"`` rule decides those pairs by a coin, and what it gains over a tie comes only from
+deciding at all.
 
 Length is the other bias judges are known for. The report scores a baseline that always prefers
 the longer answer, on the same pairs as the verdict: a judge that does no better than that has
@@ -79,6 +82,11 @@ class AgreementReport(BaseModel):
     flip_rate: float | None
     reversals: int
     """Flips in which the orders picked opposite answers (not one answer against a tie)."""
+    reversal_accuracy: float | None = None
+    """On reversals the humans did not tie: how often the judge's confidence (the
+    ``"confidence"`` rule) sided with them. 0.5 is a coin; None without rating probabilities."""
+    reversals_settled: int = 0
+    """The reversals that ``reversal_accuracy`` counts."""
     first_position_rate: float | None
     """Share of scored presentations in which the answer shown first won."""
     second_position_rate: float | None
@@ -170,6 +178,11 @@ def agreement_report(battles: Sequence[Battle], seed: int = 0) -> AgreementRepor
     both = [b for b in battles if b.flipped is not None]
     flips = [b for b in both if b.flipped]
     reversals = [b for b in flips if {o.preference for o in b.orders} == {-1, 1}]
+    settled = [
+        (combine(b.orders, "confidence")[0], b.label)
+        for b in reversals
+        if b.label and all(o.probabilities is not None for o in b.orders)
+    ]
     ratings = [o.rating for b in battles for o in b.orders if o.rating is not None]
     return AgreementReport(
         pairs=len(battles),
@@ -183,6 +196,8 @@ def agreement_report(battles: Sequence[Battle], seed: int = 0) -> AgreementRepor
         flips=len(flips),
         flip_rate=len(flips) / len(both) if both else None,
         reversals=len(reversals),
+        reversal_accuracy=_mean(np.asarray([j == h for j, h in settled])) if settled else None,
+        reversals_settled=len(settled),
         first_position_rate=_mean(np.asarray(ratings) == 1) if ratings else None,
         second_position_rate=_mean(np.asarray(ratings) == 2) if ratings else None,
         longer_answer=longer_answer,
@@ -202,7 +217,8 @@ def _longer_rate(
     battles: Sequence[Battle], picked: Callable[[Battle], Label | None]
 ) -> float | None:
     """Share of side-picking labels, on pairs of different lengths, that fell on the longer."""
-    hits = [picked(b) == _longer(b) for b in battles if picked(b) and _longer(b)]
+    sides = [(picked(b), _longer(b)) for b in battles]
+    hits = [pick == longer for pick, longer in sides if pick and longer]
     return _mean(np.asarray(hits)) if hits else None
 
 
@@ -259,6 +275,7 @@ def agreement_table(report: AgreementReport, title: str = "judge vs human labels
     names = {
         "agree": "both orders, a disagreement is a tie",
         "sum": "both orders, summed (not sure defers)",
+        "confidence": "both orders, summed; opposite picks by confidence",
         "random order": "one random order",
     }
     rows = [("verdict", report.verdict)]

@@ -36,6 +36,9 @@ class OrderVerdict(BaseModel):
     """In the pair's terms: -1 prefers A, 1 prefers B, 0 not sure; None when unscored."""
     rating: Literal[0, 1, 2] | None = None
     """The judge's raw rating in its own terms: 1 = <answer 1>, 2 = <answer 2>, 0 = not sure."""
+    probabilities: dict[str, float] | None = None
+    """The judge's probabilities of the ratings "1", "2" and "0" (its own terms) at the position
+    where it wrote its rating; None from a judge that gives no log-probabilities."""
     reasoning: str | None = None
     unscored_reason: str | None = None
     cached: bool = False
@@ -56,7 +59,8 @@ class Battle(BaseModel):
     system_b: str
     verdict: Label | None
     """-1 A wins, 1 B wins, 0 tie; None when unscored. When the two orders disagree it is a tie
-    under the "agree" rule, the sign of their summed preferences under "sum"."""
+    under the "agree" rule, the sign of their summed preferences under "sum"; under "confidence"
+    as "sum", but opposite picks are settled by the sign of their probability-weighted sum."""
     unscored_reason: str | None = None
     flipped: bool | None = None
     """Both orders scored and their preferences differ (whatever the verdict rule made of it);

@@ -9,15 +9,25 @@ bad answer), so by default each pair is judged in both orders: when the two agre
 verdict; when they disagree, the verdict is a tie and the pair counts as a flip (``combine=
 "agree"``). With ``combine="sum"`` the verdict is the sign of the two preferences added up: a
 "not sure" in one order leaves the other order's preference standing, while opposite picks still
-cancel to a tie, so position bias is cancelled just the same. A single random
-order per pair (seeded, so a rerun shows the same order) halves the cost. A reply that stays
-unreadable after the session's retries makes the pair unscored, never a tie.
+cancel to a tie, so position bias is cancelled just the same. ``combine="confidence"`` is the
+sum, except that opposite picks are not a tie: picking the answer in the same position both times
+is the position bias, not a judgement that the answers are equal, so the judge's confidence
+decides. Each order's preference is weighted by the judge's probabilities of its ratings, read
+from the log-probabilities where it wrote its rating, and the verdict is the sign of the weighted
+sum. A tie is then what the judge said: "not sure" in both orders. From a judge that gives no
+log-probabilities it is the ``"sum"`` rule. Whether the confidence is worth more than a coin on
+those pairs depends on the judge: the agreement report measures it (see docs/agreement.md).
+
+A single random order per pair (seeded, so a rerun shows the same order) halves the cost. A reply
+that stays unreadable after the session's retries makes the pair unscored, never a tie.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -37,7 +47,7 @@ from ragmeter.arena.battles import (
     write_battles,
 )
 from ragmeter.arena.data import Label, Pair, is_no_answer
-from ragmeter.judges.base import Judge
+from ragmeter.judges.base import Judge, TokenLogprobs
 from ragmeter.judges.cache import CachedJudge, CallCache
 from ragmeter.judges.registry import get_judge
 from ragmeter.prompts import Prompt
@@ -46,17 +56,20 @@ from ragmeter.session import JudgeSession, measured
 from ragmeter.store import ScoreStore
 
 Orders = Literal["both", "random"]
-Combine = Literal["agree", "sum"]
-COMBINE_RULES: tuple[Combine, ...] = ("agree", "sum")
+Combine = Literal["agree", "sum", "confidence"]
+COMBINE_RULES: tuple[Combine, ...] = ("agree", "sum", "confidence")
 
 
 def check_combine(rule: str) -> None:
     if rule not in COMBINE_RULES:
-        raise ValueError(f"combine must be 'agree' or 'sum', not {rule!r}")
+        raise ValueError(f"combine must be 'agree', 'sum' or 'confidence', not {rule!r}")
 
 
 MAX_TOKENS = 200
 """Enough for two sentences of reasoning and the rating; a small local model writes ~20 tokens/s."""
+
+RATING_ALTERNATIVES = 10
+"""Log-probabilities asked for each reply token: enough for the three ratings to be among them."""
 
 
 class PairwiseRating(BaseModel):
@@ -179,6 +192,48 @@ def preference_in_pair(rating: int, order: Order) -> Label:
     return position if order == "ab" else -position  # type: ignore[return-value]
 
 
+_RATING_VALUE = re.compile(r'"rating"\s*:\s*(?=[012])')
+
+
+def rating_probabilities(
+    logprobs: Sequence[TokenLogprobs] | None,
+) -> dict[str, float] | None:
+    """The judge's probabilities of the ratings "1", "2" and "0" where it wrote its rating.
+
+    Read from the alternatives of the token that holds the rating's digit and renormalised over
+    the three; None when the reply carries no log-probabilities or none of them is a rating.
+    """
+    if not logprobs:
+        return None
+    text = "".join(t.token for t in logprobs)
+    found = _RATING_VALUE.search(text)
+    if found is None:
+        return None
+    digit_at, end = found.end(), 0
+    for token in logprobs:
+        end += len(token.token)
+        if end > digit_at:
+            break
+    mass = dict.fromkeys(("1", "2", "0"), 0.0)
+    for alternative, logprob in token.top.items():
+        if alternative.strip() in mass and logprob <= 0:
+            mass[alternative.strip()] += math.exp(logprob)
+    total = sum(mass.values())
+    if total <= 0:
+        return None
+    return {rating: p / total for rating, p in mass.items()}
+
+
+def expected_preference(verdict: OrderVerdict) -> float | None:
+    """The order's preference in the pair's terms (-1 A ... 1 B) weighted by the judge's
+    probabilities of its ratings; the preference itself where there are none."""
+    if verdict.preference is None or verdict.probabilities is None:
+        return verdict.preference
+    p = verdict.probabilities
+    toward_second = p.get("2", 0.0) - p.get("1", 0.0)
+    return toward_second if verdict.order == "ab" else -toward_second
+
+
 def combine(
     verdicts: Sequence[OrderVerdict], rule: Combine = "agree"
 ) -> tuple[Label | None, bool | None, str | None]:
@@ -186,7 +241,9 @@ def combine(
 
     The orders disagree (a flip) when their preferences differ. Under ``"agree"`` a flip is a
     tie; under ``"sum"`` the verdict is the sign of the preferences' sum, so only opposite picks
-    tie. Any unscored order leaves the pair unscored rather than guessing from the other order.
+    tie; under ``"confidence"`` opposite picks are settled by the sign of the sum of the expected
+    preferences (see ``expected_preference``). Any unscored order leaves the pair unscored rather
+    than guessing from the other order.
     """
     check_combine(rule)
     missing = [v for v in verdicts if v.preference is None]
@@ -198,10 +255,15 @@ def combine(
         return verdicts[0].preference, None, None
     if len(preferences) == 1:
         return verdicts[0].preference, False, None
-    if rule == "sum":
-        total = sum(v.preference or 0 for v in verdicts)
-        return (total > 0) - (total < 0), True, None  # type: ignore[return-value]
+    if rule == "confidence" and preferences == {-1, 1}:
+        return _sign(sum(expected_preference(v) or 0.0 for v in verdicts)), True, None
+    if rule in ("sum", "confidence"):
+        return _sign(sum(v.preference or 0 for v in verdicts)), True, None
     return 0, True, None
+
+
+def _sign(value: float) -> Label:
+    return (value > 0) - (value < 0)  # type: ignore[return-value]
 
 
 # --- judging ------------------------------------------------------------------------------------
@@ -221,7 +283,17 @@ def judgement_key(pair: Pair, order: Order, judge: Judge, max_tokens: int) -> st
     first, second = (
         (pair.answer_a, pair.answer_b) if order == "ab" else (pair.answer_b, pair.answer_a)
     )
-    material = json.dumps([PAIRWISE.version, judge.name, max_tokens, pair.question, first, second])
+    material = json.dumps(
+        [
+            PAIRWISE.version,
+            judge.name,
+            max_tokens,
+            RATING_ALTERNATIVES,
+            pair.question,
+            first,
+            second,
+        ]
+    )
     return hashlib.sha256(material.encode()).hexdigest()
 
 
@@ -229,21 +301,24 @@ def judge_order(
     pair: Pair, order: Order, judge: Judge, *, retries: int = 2, max_tokens: int = MAX_TOKENS
 ) -> Score:
     """One presentation; ``value`` is -1 when the answer shown first wins, 1 for the second, 0
-    not sure, None when unscored (with the reason)."""
+    not sure, None when unscored (with the reason). The explanation holds the rating, the
+    reasoning and the probabilities of the ratings (None without log-probabilities)."""
     first, second = (
         (pair.answer_a, pair.answer_b) if order == "ab" else (pair.answer_b, pair.answer_a)
     )
     session = JudgeSession(judge, retries=retries)
 
     def measure() -> tuple[float, dict[str, Any]]:
-        reply = session.ask(
+        reply, logprobs = session.ask_with_logprobs(
             PAIRWISE,
             {"query": pair.question, "answer 1": first, "answer 2": second},
             max_tokens=max_tokens,
+            top_logprobs=RATING_ALTERNATIVES,
         )
         return float(_POSITION[reply.rating]), {
             "rating": reply.rating,
             "reasoning": reply.reasoning,
+            "probabilities": rating_probabilities(logprobs),
         }
 
     return measured(pair.id, f"{PAIRWISE.name}.{order}", session, measure)
@@ -263,6 +338,7 @@ def _order_verdict(order: Order, score: Score, cached: bool) -> OrderVerdict:
         order=order,
         preference=preference_in_pair(rating, order),
         rating=rating,  # type: ignore[arg-type]
+        probabilities=score.explanation.get("probabilities"),
         reasoning=score.explanation.get("reasoning"),
         cached=cached,
         usage=score.usage,
@@ -338,8 +414,9 @@ def judge_pairs(
         out_dir: judgements are committed here as they complete; rerunning with the same folder
             judges only what is missing or was unscored.
         orders: ``"both"`` or ``"random"`` (one seeded order per pair, half the calls).
-        combine_rule: how both orders make the verdict: ``"agree"`` (a disagreement is a tie)
-            or ``"sum"`` (a "not sure" defers to the other order's pick).
+        combine_rule: how both orders make the verdict: ``"agree"`` (a disagreement is a tie),
+            ``"sum"`` (a "not sure" defers to the other order's pick) or ``"confidence"`` (the
+            sum, with opposite picks settled by the judge's probabilities of its ratings).
         seed: picks the random orders.
         retries: further attempts after a failed call or an unreadable reply.
         max_tokens: the judge's budget per call.

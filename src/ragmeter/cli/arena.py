@@ -49,8 +49,9 @@ CombineOption = Annotated[
     Combine,
     typer.Option(
         "--combine",
-        help="Both orders' verdict: 'agree' (a disagreement is a tie) or 'sum' (a 'not sure' "
-        "defers to the other order; opposite picks tie).",
+        help="Both orders' verdict: 'agree' (a disagreement is a tie), 'sum' (a 'not sure' "
+        "defers to the other order; opposite picks tie) or 'confidence' (as 'sum', but the "
+        "judge's probabilities of its ratings settle opposite picks).",
     ),
 ]
 CacheOption = Annotated[bool, typer.Option(help="Reuse cached judge calls.")]
@@ -318,6 +319,11 @@ def agreement_command(
         console.print(
             f"flip rate {report.flip_rate:.3f} ({report.flips}/{report.both_orders} pairs; "
             f"{report.reversals} picked opposite answers)"
+        )
+    if report.reversal_accuracy is not None:
+        console.print(
+            f"the judge's confidence settled {report.reversal_accuracy:.3f} of "
+            f"{report.reversals_settled} opposite picks the humans' way (0.5 is a coin)"
         )
     if report.first_position_rate is not None:
         console.print(

@@ -83,6 +83,11 @@ class LocalJudge:
         options: dict[str, Any] = {}
         if request.json_schema is not None:
             options["response_format"] = {"type": "json_object", "schema": request.json_schema}
+        steps = _StepLogprobs(self._llm, request.top_logprobs) if request.top_logprobs else None
+        if steps is not None:
+            from llama_cpp import LogitsProcessorList
+
+            options["logits_processor"] = LogitsProcessorList([steps])
         reply: Any = self._llm.create_chat_completion(
             messages=messages,  # type: ignore[arg-type]
             temperature=request.temperature,
@@ -90,8 +95,10 @@ class LocalJudge:
             **options,
         )
         choice = reply["choices"][0]
+        text = choice["message"]["content"] or ""
         return ChatResponse(
-            text=choice["message"]["content"] or "",
+            text=text,
+            logprobs=steps.tokens(text) if steps is not None else None,
             prompt_tokens=reply["usage"]["prompt_tokens"],
             completion_tokens=reply["usage"]["completion_tokens"],
             finish_reason=choice.get("finish_reason"),
@@ -132,6 +139,53 @@ class LocalJudge:
             completion_tokens=1,
             finish_reason="length",
         )
+
+
+class _StepLogprobs:
+    """A logits processor that changes nothing and keeps, for each generated token, its
+    log-probability and the most likely alternatives.
+
+    llama-cpp-python returns per-token log-probabilities only from a context that keeps the
+    logits of every position (``logits_all``: n_ctx x vocabulary floats, gigabytes here); the
+    processor sees each step's logits as they are computed, before a grammar masks them.
+    """
+
+    def __init__(self, llm: Any, top: int) -> None:
+        self._llm = llm
+        self._top = top
+        self._steps: list[TokenLogprobs] = []
+        self._last: np.ndarray | None = None
+        """The latest step's log-probabilities, until the next step shows which token it chose."""
+
+    def __call__(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        if self._last is not None:  # the previous step's choice is now the last input
+            self._choose(int(input_ids[-1]))
+        logits = np.asarray(scores, dtype=np.float64)
+        peak = logits.max()
+        self._last = logits - (peak + np.log(np.exp(logits - peak).sum()))
+        best = np.argpartition(self._last, -self._top)[-self._top :]
+        top = {self._piece(int(i)): float(self._last[i]) for i in best}
+        self._steps.append(TokenLogprobs(token="", logprob=0.0, top=top))
+        return scores
+
+    def tokens(self, text: str) -> list[TokenLogprobs]:
+        """One entry per token of ``text``; the last step's choice is what remains of the text
+        (nothing when it chose to end the reply)."""
+        if self._last is not None:
+            written = "".join(step.token for step in self._steps[:-1])
+            rest = self._llm.tokenize(text[len(written) :].encode(), add_bos=False, special=True)
+            if text.startswith(written) and len(rest) == 1:
+                self._choose(rest[0])
+        return [step for step in self._steps if step.token]
+
+    def _choose(self, token: int) -> None:
+        assert self._last is not None
+        step = self._steps[-1]
+        step.token, step.logprob = self._piece(token), float(self._last[token])
+        self._last = None
+
+    def _piece(self, token: int) -> str:
+        return self._llm.detokenize([token]).decode(errors="replace")
 
 
 _LOAD_LOCK = threading.Lock()
