@@ -64,8 +64,9 @@ def main() -> None:
         for name, kappa in kappas.items():
             draws[name].append(kappa if kappa is not None else np.nan)
             if name != "longer answer":
+                baseline = kappas["longer answer"]
                 draws[f"{name} - longer answer"].append(
-                    np.nan if kappa is None else kappa - (kappas["longer answer"] or 0.0)
+                    np.nan if kappa is None or baseline is None else kappa - baseline
                 )
 
     print(f"{len(battles)} labelled rows, {len(members)} distinct pairs, {args.rounds} rounds")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -20,6 +21,7 @@ from ragmeter.arena.judge import (
     expected_preference,
     judge_pair,
     judge_pairs,
+    judgement_key,
     preference_in_pair,
     presentation_orders,
     rating_probabilities,
@@ -140,8 +142,10 @@ def test_confidence_settles_opposite_picks_and_otherwise_sums():
     )
     unsure = {"1": 0.3, "2": 0.1, "0": 0.6}
     assert combine([_v("ab", 0, unsure), _v("ba", 0, unsure)], "confidence") == (0, False, None)
-    # Without probabilities a reversal stays a tie, as under "sum".
+    # Without probabilities a reversal stays a tie, as under "sum"; also with them on one side
+    # only, where a bare -1 would outweigh any probability on the other.
     assert combine([_v("ab", -1), _v("ba", 1)], "confidence") == (0, True, None)
+    assert combine([_v("ab", -1), strong_b], "confidence") == (0, True, None)
     assert combine([_v("ab", -1), _v("ba", None)], "confidence")[0] is None
 
 
@@ -206,6 +210,17 @@ def test_the_judge_keeps_the_probabilities_of_its_ratings_and_confidence_uses_th
     assert combine(battle.orders, "sum")[0] == 0
 
 
+def test_judgements_without_probabilities_keep_their_key_and_with_them_get_another():
+    judge = FakeJudge()
+    plain = json.dumps(
+        [PAIRWISE.version, "fake:scripted", 200, PAIR.question, PAIR.answer_b, PAIR.answer_a]
+    )
+    assert judgement_key(PAIR, "ba", judge, 200) == hashlib.sha256(plain.encode()).hexdigest()
+    assert judgement_key(PAIR, "ba", judge, 200, RATING_ALTERNATIVES) != judgement_key(
+        PAIR, "ba", judge, 200
+    )
+
+
 def test_a_judge_without_log_probabilities_keeps_none_and_confidence_is_the_sum():
     battle = judge_pair(PAIR, FakeJudge([rating(1), rating(1)]), combine_rule="confidence")
     assert [o.probabilities for o in battle.orders] == [None, None]
@@ -240,7 +255,7 @@ def test_the_request_carries_the_rubric_examples_schema_and_a_small_budget():
     assert request.json_schema["properties"]["rating"]["enum"] == [0, 1, 2]
     assert list(request.json_schema["properties"]) == ["reasoning", "rating"]  # think, then rate
     assert request.max_tokens == MAX_TOKENS == 200
-    assert request.top_logprobs == RATING_ALTERNATIVES  # the ratings' probabilities, for free
+    assert request.top_logprobs == 0  # only the confidence rule asks for log-probabilities
     assert "<query>\nWhy is the sky blue?\n</query>" in request.messages[-1].content
 
 

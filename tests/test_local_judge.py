@@ -109,7 +109,8 @@ def test_generated_tokens_carry_their_log_probabilities(judge):
     response = judge.complete(request)
     assert response.logprobs is not None
     assert "".join(t.token for t in response.logprobs) == response.text
-    assert all(len(t.top) == 5 and t.logprob <= 0 for t in response.logprobs)
+    # up to 5 alternatives: byte pieces that print alike share one entry
+    assert all(1 <= len(t.top) <= 5 and t.logprob <= 0 for t in response.logprobs)
     # each chosen token's log-probability is its own, also where it heads the alternatives
     assert all(t.top[t.token] == t.logprob for t in response.logprobs if t.token in t.top)
     assert json.loads(response.text)["year"] == 1889

@@ -159,7 +159,9 @@ def agreement_report(battles: Sequence[Battle], seed: int = 0) -> AgreementRepor
     by_combination: dict[str, AgreementStats] = {}
     paired = [b for b in labelled if len(b.orders) == 2]
     if paired:
-        for rule in COMBINE_RULES:
+        weighed = any(o.probabilities is not None for b in paired for o in b.orders)
+        # Without the ratings' probabilities the confidence rule is the sum: no row of its own.
+        for rule in (r for r in COMBINE_RULES if weighed or r != "confidence"):
             by_combination[rule] = stats(
                 lambda b, rule=rule: combine(b.orders, rule)[0] if len(b.orders) == 2 else None
             )

@@ -14,9 +14,10 @@ sum, except that opposite picks are not a tie: picking the answer in the same po
 is the position bias, not a judgement that the answers are equal, so the judge's confidence
 decides. Each order's preference is weighted by the judge's probabilities of its ratings, read
 from the log-probabilities where it wrote its rating, and the verdict is the sign of the weighted
-sum. A tie is then what the judge said: "not sure" in both orders. From a judge that gives no
-log-probabilities it is the ``"sum"`` rule. Whether the confidence is worth more than a coin on
-those pairs depends on the judge: the agreement report measures it (see docs/agreement.md).
+sum; a tie is left where the judge said "not sure" in both orders (or the weights cancel
+exactly). Only this rule asks the judge for log-probabilities; from a judge that gives none it is
+the ``"sum"`` rule. Whether the confidence is worth more than a coin on those pairs depends on
+the judge: the agreement report measures it (see docs/agreement.md).
 
 A single random order per pair (seeded, so a rerun shows the same order) halves the cost. A reply
 that stays unreadable after the session's retries makes the pair unscored, never a tie.
@@ -70,6 +71,12 @@ MAX_TOKENS = 200
 
 RATING_ALTERNATIVES = 10
 """Log-probabilities asked for each reply token: enough for the three ratings to be among them."""
+
+
+def rating_alternatives(rule: Combine) -> int:
+    """Log-probabilities to ask for under ``rule``: only ``"confidence"`` reads them, and some
+    endpoints refuse a request for them, so the other rules do not ask."""
+    return RATING_ALTERNATIVES if rule == "confidence" else 0
 
 
 class PairwiseRating(BaseModel):
@@ -209,15 +216,18 @@ def rating_probabilities(
     found = _RATING_VALUE.search(text)
     if found is None:
         return None
-    digit_at, end = found.end(), 0
-    for token in logprobs:
+    end = 0
+    for token in logprobs:  # the token in which the digit after "rating": begins
         end += len(token.token)
-        if end > digit_at:
+        if end > found.end():
+            digit = token
             break
     mass = dict.fromkeys(("1", "2", "0"), 0.0)
-    for alternative, logprob in token.top.items():
-        if alternative.strip() in mass and logprob <= 0:
-            mass[alternative.strip()] += math.exp(logprob)
+    for alternative, logprob in digit.top.items():
+        # A faulty server can send a log-probability that is not finite or above 0: ignored
+        # rather than allowed to turn the verdict into NaN.
+        if alternative.strip() in mass and math.isfinite(logprob) and logprob <= 1e-6:
+            mass[alternative.strip()] += math.exp(min(logprob, 0.0))
     total = sum(mass.values())
     if total <= 0:
         return None
@@ -242,8 +252,9 @@ def combine(
     The orders disagree (a flip) when their preferences differ. Under ``"agree"`` a flip is a
     tie; under ``"sum"`` the verdict is the sign of the preferences' sum, so only opposite picks
     tie; under ``"confidence"`` opposite picks are settled by the sign of the sum of the expected
-    preferences (see ``expected_preference``). Any unscored order leaves the pair unscored rather
-    than guessing from the other order.
+    preferences (see ``expected_preference``) where every order has the probabilities of its
+    ratings; with a bare rating on one side the two would not weigh alike, so such a pair is
+    summed. Any unscored order leaves the pair unscored rather than guessing from the other order.
     """
     check_combine(rule)
     missing = [v for v in verdicts if v.preference is None]
@@ -255,7 +266,8 @@ def combine(
         return verdicts[0].preference, None, None
     if len(preferences) == 1:
         return verdicts[0].preference, False, None
-    if rule == "confidence" and preferences == {-1, 1}:
+    weighed = all(v.probabilities is not None for v in verdicts)
+    if rule == "confidence" and preferences == {-1, 1} and weighed:
         return _sign(sum(expected_preference(v) or 0.0 for v in verdicts)), True, None
     if rule in ("sum", "confidence"):
         return _sign(sum(v.preference or 0 for v in verdicts)), True, None
@@ -277,32 +289,35 @@ def open_judge(judge: str | Judge, cache: bool | str | Path = True) -> Judge:
     return CachedJudge(model, CallCache(None if cache is True else Path(cache)))
 
 
-def judgement_key(pair: Pair, order: Order, judge: Judge, max_tokens: int) -> str:
+def judgement_key(
+    pair: Pair, order: Order, judge: Judge, max_tokens: int, top_logprobs: int = 0
+) -> str:
     """Keyed by what the judge is shown, not by the pair's id: the same two answers in the same
-    positions are one judgement, whichever design or file they came from."""
+    positions are one judgement, whichever design or file they came from. A judgement made with
+    the ratings' probabilities is another; one made without keeps the key it always had."""
     first, second = (
         (pair.answer_a, pair.answer_b) if order == "ab" else (pair.answer_b, pair.answer_a)
     )
+    asked = [top_logprobs] if top_logprobs else []
     material = json.dumps(
-        [
-            PAIRWISE.version,
-            judge.name,
-            max_tokens,
-            RATING_ALTERNATIVES,
-            pair.question,
-            first,
-            second,
-        ]
+        [PAIRWISE.version, judge.name, max_tokens, *asked, pair.question, first, second]
     )
     return hashlib.sha256(material.encode()).hexdigest()
 
 
 def judge_order(
-    pair: Pair, order: Order, judge: Judge, *, retries: int = 2, max_tokens: int = MAX_TOKENS
+    pair: Pair,
+    order: Order,
+    judge: Judge,
+    *,
+    retries: int = 2,
+    max_tokens: int = MAX_TOKENS,
+    top_logprobs: int = 0,
 ) -> Score:
     """One presentation; ``value`` is -1 when the answer shown first wins, 1 for the second, 0
     not sure, None when unscored (with the reason). The explanation holds the rating, the
-    reasoning and the probabilities of the ratings (None without log-probabilities)."""
+    reasoning and, when ``top_logprobs`` asks for them, the probabilities of the ratings (None
+    where the judge gives no log-probabilities)."""
     first, second = (
         (pair.answer_a, pair.answer_b) if order == "ab" else (pair.answer_b, pair.answer_a)
     )
@@ -313,7 +328,7 @@ def judge_order(
             PAIRWISE,
             {"query": pair.question, "answer 1": first, "answer 2": second},
             max_tokens=max_tokens,
-            top_logprobs=RATING_ALTERNATIVES,
+            top_logprobs=top_logprobs,
         )
         return float(_POSITION[reply.rating]), {
             "rating": reply.rating,
@@ -359,16 +374,22 @@ def judge_pair(
     """Judge a pair in its presentation order(s), reusing scored judgements from ``store`` and
     committing each new one to it as soon as it completes."""
     verdicts: list[OrderVerdict] = []
+    alternatives = rating_alternatives(combine_rule)
     for order in presentation_orders(pair, orders, seed):
-        key = judgement_key(pair, order, judge, max_tokens)
+        key = judgement_key(pair, order, judge, max_tokens, alternatives)
         stored = store.reusable(key) if store else None
         if stored is not None:
             score, cached = stored, True
         else:
-            score, cached = (
-                judge_order(pair, order, judge, retries=retries, max_tokens=max_tokens),
-                False,
+            score = judge_order(
+                pair,
+                order,
+                judge,
+                retries=retries,
+                max_tokens=max_tokens,
+                top_logprobs=alternatives,
             )
+            cached = False
             if store:
                 store.put(key, score)
         verdicts.append(_order_verdict(order, score, cached))

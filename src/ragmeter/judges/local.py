@@ -8,9 +8,10 @@ evaluated prefix, which is why metrics put long shared text first.
 
 from __future__ import annotations
 
+import codecs
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -124,12 +125,10 @@ class LocalJudge:
         llm.n_tokens = shared  # eval() drops the cache past this point
         llm.eval(tokens[shared:])
         logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),))
-        logprobs = logits - (logits.max() + np.log(np.exp(logits - logits.max()).sum()))
+        logprobs = _log_softmax(logits)
         best = np.argsort(logprobs)[::-1][:top]
-        alternatives = {
-            llm.detokenize([int(i)]).decode(errors="replace"): float(logprobs[i]) for i in best
-        }
-        first = llm.detokenize([int(best[0])]).decode(errors="replace")
+        alternatives = _alternatives(llm, logprobs, best)
+        first = _piece(llm, int(best[0]))
         return ChatResponse(
             text=first,
             logprobs=[
@@ -139,6 +138,20 @@ class LocalJudge:
             completion_tokens=1,
             finish_reason="length",
         )
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    logits = np.asarray(logits, dtype=np.float64)
+    peak = logits.max()
+    return logits - (peak + np.log(np.exp(logits - peak).sum()))
+
+
+def _piece(llm: Any, token: int) -> str:
+    return llm.detokenize([token]).decode(errors="replace")
+
+
+def _alternatives(llm: Any, logprobs: np.ndarray, tokens: Iterable[int]) -> dict[str, float]:
+    return {_piece(llm, int(i)): float(logprobs[i]) for i in tokens}
 
 
 class _StepLogprobs:
@@ -154,38 +167,45 @@ class _StepLogprobs:
         self._llm = llm
         self._top = top
         self._steps: list[TokenLogprobs] = []
+        self._chosen = 0
+        """How many of the steps are known to have chosen a token (all but the last, at most)."""
         self._last: np.ndarray | None = None
         """The latest step's log-probabilities, until the next step shows which token it chose."""
+        # A character of several bytes may be split over tokens: decoding the chosen tokens
+        # as one stream makes their texts add up to the reply's text.
+        self._text = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def __call__(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         if self._last is not None:  # the previous step's choice is now the last input
             self._choose(int(input_ids[-1]))
-        logits = np.asarray(scores, dtype=np.float64)
-        peak = logits.max()
-        self._last = logits - (peak + np.log(np.exp(logits - peak).sum()))
+        self._last = _log_softmax(scores)
         best = np.argpartition(self._last, -self._top)[-self._top :]
-        top = {self._piece(int(i)): float(self._last[i]) for i in best}
+        top = _alternatives(self._llm, self._last, best)
         self._steps.append(TokenLogprobs(token="", logprob=0.0, top=top))
         return scores
 
     def tokens(self, text: str) -> list[TokenLogprobs]:
-        """One entry per token of ``text``; the last step's choice is what remains of the text
-        (nothing when it chose to end the reply)."""
+        """The chosen tokens with their log-probabilities and alternatives.
+
+        Nothing shows the last step's choice but the reply: what remains of ``text`` (nothing
+        when the step chose to end it, or the last token when the token limit cut it off). If
+        that is not one token, the step is left out rather than guessed.
+        """
         if self._last is not None:
-            written = "".join(step.token for step in self._steps[:-1])
-            rest = self._llm.tokenize(text[len(written) :].encode(), add_bos=False, special=True)
-            if text.startswith(written) and len(rest) == 1:
-                self._choose(rest[0])
-        return [step for step in self._steps if step.token]
+            written = "".join(step.token for step in self._steps[: self._chosen])
+            rest = text[len(written) :] if text.startswith(written) else ""
+            ids = self._llm.tokenize(rest.encode(), add_bos=False, special=True) if rest else []
+            if len(ids) == 1:
+                self._choose(ids[0])
+        return self._steps[: self._chosen]
 
     def _choose(self, token: int) -> None:
         assert self._last is not None
         step = self._steps[-1]
-        step.token, step.logprob = self._piece(token), float(self._last[token])
+        step.token = self._text.decode(self._llm.detokenize([token]))
+        step.logprob = float(self._last[token])
+        self._chosen += 1
         self._last = None
-
-    def _piece(self, token: int) -> str:
-        return self._llm.detokenize([token]).decode(errors="replace")
 
 
 _LOAD_LOCK = threading.Lock()
