@@ -8,7 +8,6 @@ for the score's record.
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from collections.abc import Callable
@@ -36,22 +35,16 @@ _NO = re.compile(r"^\W*(no|false|unsupported|not)\b", re.IGNORECASE)
 
 def yes_probability(response: ChatResponse) -> float | None:
     """P(yes) / (P(yes) + P(no)) from the first token's alternatives, summing the spellings
-    ("Yes", " yes", "YES"...); None if the reply carries no usable log-probabilities.
-
-    A log-probability that is not finite or is above 0 is impossible; a faulty server can still
-    send one, so it is ignored rather than allowed to turn the score into NaN.
-    """
+    ("Yes", " yes", "YES"...); None if the reply carries no usable log-probabilities."""
     if not response.logprobs:
         return None
-    yes = no = 0.0
-    for token, logprob in response.logprobs[0].top.items():
-        if not math.isfinite(logprob) or logprob > 1e-6:
-            continue
-        if _YES.match(token):
-            yes += math.exp(min(logprob, 0.0))
-        elif _NO.match(token):
-            no += math.exp(min(logprob, 0.0))
+    mass = response.logprobs[0].probabilities(_yes_or_no)
+    yes, no = mass.get("yes", 0.0), mass.get("no", 0.0)
     return yes / (yes + no) if yes + no > 0 else None
+
+
+def _yes_or_no(token: str) -> str | None:
+    return "yes" if _YES.match(token) else "no" if _NO.match(token) else None
 
 
 def yes_from_text(text: str) -> float | None:

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, Literal
 
@@ -200,6 +200,7 @@ def preference_in_pair(rating: int, order: Order) -> Label:
 
 
 _RATING_VALUE = re.compile(r'"rating"\s*:\s*(?=[012])')
+_RATINGS = ("1", "2", "0")
 
 
 def rating_probabilities(
@@ -216,22 +217,14 @@ def rating_probabilities(
     found = _RATING_VALUE.search(text)
     if found is None:
         return None
-    end = 0
-    for token in logprobs:  # the token in which the digit after "rating": begins
-        end += len(token.token)
-        if end > found.end():
-            digit = token
-            break
-    mass = dict.fromkeys(("1", "2", "0"), 0.0)
-    for alternative, logprob in digit.top.items():
-        # A faulty server can send a log-probability that is not finite or above 0: ignored
-        # rather than allowed to turn the verdict into NaN.
-        if alternative.strip() in mass and math.isfinite(logprob) and logprob <= 1e-6:
-            mass[alternative.strip()] += math.exp(min(logprob, 0.0))
+    ends = accumulate(len(token.token) for token in logprobs)
+    # The token in which the digit after "rating": begins.
+    digit = next(token for token, end in zip(logprobs, ends, strict=True) if end > found.end())
+    mass = digit.probabilities(lambda t: t.strip() if t.strip() in _RATINGS else None)
     total = sum(mass.values())
     if total <= 0:
         return None
-    return {rating: p / total for rating, p in mass.items()}
+    return {rating: mass.get(rating, 0.0) / total for rating in _RATINGS}
 
 
 def expected_preference(verdict: OrderVerdict) -> float | None:

@@ -9,7 +9,6 @@ caller falls back to its parsed-JSON prompt without wasting a call per item.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 
 from ragmeter.judges.base import ChatRequest, JudgeError, Message
@@ -61,12 +60,8 @@ class NextTokenProbe:
             return None
         self.supported = True
         wanted = {o.casefold(): o for o in options}
-        found = dict.fromkeys(options, 0.0)
-        for token, logprob in response.logprobs[0].top.items():
-            option = wanted.get(token.strip().casefold())
-            if option is not None:
-                found[option] += math.exp(logprob)
-        return found
+        found = response.logprobs[0].probabilities(lambda t: wanted.get(t.strip().casefold()))
+        return {option: found.get(option, 0.0) for option in options}
 
 
 def token_messages(

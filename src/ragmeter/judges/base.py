@@ -7,6 +7,8 @@ A provider is one file exposing ``create_judge(model, **options)`` and/or
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -41,6 +43,22 @@ class TokenLogprobs(BaseModel):
     token: str
     logprob: float
     top: dict[str, float] = Field(default_factory=dict)
+
+    def probabilities(self, option_of: Callable[[str], str | None]) -> dict[str, float]:
+        """Probability summed per option over this position's alternatives (\"Yes\" and \" yes\"
+        both count for one option); ``option_of`` names the option an alternative spells, or
+        None. An option that no alternative spells is absent.
+
+        A log-probability that is not finite or is above 0 is impossible; a faulty server can
+        still send one, so it is ignored rather than allowed to turn a score into NaN.
+        """
+        mass: dict[str, float] = {}
+        for alternative, logprob in self.top.items():
+            option = option_of(alternative)
+            if option is None or not math.isfinite(logprob) or logprob > 1e-6:
+                continue
+            mass[option] = mass.get(option, 0.0) + math.exp(min(logprob, 0.0))
+        return mass
 
 
 class ChatResponse(BaseModel):
