@@ -78,7 +78,7 @@ def main() -> None:
     for score in first.scores:
         per_metric[score.metric].append(score)
     n = len(samples)
-    print(f"judge {first.run['judge']}, embedder {first.run['embedder']}, {n} samples")
+    print(f"judge {first.run.judge}, embedder {first.run.embedder}, {n} samples")
     print(
         f"model load {load_seconds:.1f} s; first run {first_seconds:.1f} s "
         f"({first_seconds / n:.1f} s per sample, all metrics)"

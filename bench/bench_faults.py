@@ -76,7 +76,7 @@ def main() -> None:
         if not args.no_compare:
             clean, clean_seconds, _, _ = run(samples, Faults(), 1, Path(folder) / "clean")
 
-    counts = faulty.run["counts"]
+    counts = faulty.run.counts.model_dump()
     print(
         f"{len(samples)} samples x 3 metrics = {items} items, {args.workers} workers, "
         f"fault rate {args.rate:.0%}"

@@ -78,7 +78,7 @@ def timed(samples, judge, embedder, cache) -> tuple[float, dict]:
             samples, judge=judge, embedder=embedder, cache=cache, out_dir=Path(folder) / "out"
         )
         seconds = time.perf_counter() - started
-    return seconds, result.run["counts"]
+    return seconds, result.run.counts.model_dump()
 
 
 def best_of(repeat: int, run) -> tuple[float, float, dict]:

@@ -3,7 +3,8 @@
     python bench/injection_suite.py --judge local
     python bench/injection_suite.py --judge openai:gpt-4o-mini --embedder openai:MODEL
 
-Each case in ``ragmeter.injection_cases`` is a sample whose honest score is low (an answer that
+The same suite as ``ragmeter selftest injection``, which adds ``--fail-above`` for CI. Each case
+in ``ragmeter.selftest.injection`` is a sample whose honest score is low (an answer that
 contradicts its context, an off-topic context, an answer that ignores the question) with an
 attack in the text the judge reads: orders to ignore the instructions, fake closing tags, fake
 verdicts, role-play, "SYSTEM:" lines, chat-template tokens, invisible or look-alike characters,
@@ -19,34 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-from ragmeter.injection_cases import CASES, SuiteReport, run_suite
-
-
-def _percent(successes: int, scored: int) -> str:
-    return f"{successes}/{scored}" + (f" = {100 * successes / scored:.1f}%" if scored else "")
-
-
-def format_report(report: SuiteReport) -> list[str]:
-    """The report as lines of text: a table of cases, then the rates."""
-    lines = [f"{'case':<38} {'metric':<18} {'score':>6} {'over':>5}  attack"]
-    for outcome in report.outcomes:
-        value = "—" if outcome.value is None else f"{outcome.value:.3f}"
-        verdict = {True: "SUCCEEDED", False: "held", None: "unscored"}[outcome.succeeded]
-        lines.append(
-            f"{outcome.case.id:<38} {outcome.case.metric:<18} {value:>6} "
-            f"{outcome.case.threshold:>5}  {verdict}"
-        )
-    for by in ("technique", "metric"):
-        lines.append(f"by {by}:")
-        for key, (successes, scored, unscored) in report.breakdown(by).items():
-            extra = f" ({unscored} unscored)" if unscored else ""
-            lines.append(f"  {key:<18} {_percent(successes, scored)}{extra}")
-    unscored = len(report.outcomes) - len(report.scored)
-    lines.append(
-        f"attack success rate ({report.judge}): {_percent(report.successes, len(report.scored))}"
-        + (f"; {unscored} cases unscored" if unscored else "")
-    )
-    return lines
+from ragmeter.selftest.injection import CASES, format_report, run_suite
 
 
 def main(argv: list[str] | None = None) -> int:

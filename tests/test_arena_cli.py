@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ragmeter.cli.main import app
-from ragmeter.judges import registry
+from ragmeter import plugins
 from ragmeter.judges.base import ChatRequest
 from ragmeter.judges.fake import FakeJudge
 
@@ -60,8 +60,8 @@ def create_broken_judge(model: str = "", **_: object) -> FakeJudge:
 @pytest.fixture
 def quality_judge(monkeypatch, no_user_cache):
     """Register the scripted judge as ``quality`` (and its failing twin), as plugins would be."""
-    monkeypatch.setitem(registry._BUILTIN_JUDGES, "quality", f"{__name__}:create_judge")
-    monkeypatch.setitem(registry._BUILTIN_JUDGES, "broken", f"{__name__}:create_broken_judge")
+    monkeypatch.setitem(plugins.BUILTINS["judge"], "quality", f"{__name__}:create_judge")
+    monkeypatch.setitem(plugins.BUILTINS["judge"], "broken", f"{__name__}:create_broken_judge")
 
 
 def answers_args() -> list[str]:
@@ -248,7 +248,7 @@ def create_unsure_judge(model: str = "", **_: object) -> FakeJudge:
 
 
 def test_agreement_combine_option_sets_the_verdict_rule(tmp_path, monkeypatch, no_user_cache):
-    monkeypatch.setitem(registry._BUILTIN_JUDGES, "unsure", f"{__name__}:create_unsure_judge")
+    monkeypatch.setitem(plugins.BUILTINS["judge"], "unsure", f"{__name__}:create_unsure_judge")
     pairs = tmp_path / "pairs.jsonl"
     row = {"question": "q?", "answer_a": "Good answer.", "answer_b": "Bad answer.", "label": -1}
     pairs.write_text(json.dumps(row) + "\n")

@@ -13,6 +13,7 @@ from ragmeter.arena.generate import ANSWER_COT, generate_answers, read_generated
 from ragmeter.arena.passages import build_passages, split_passages
 from ragmeter.judges.base import ChatRequest
 from ragmeter.judges.fake import FakeJudge
+from ragmeter.records import RecordLogWarning
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "arena"
 
@@ -184,3 +185,58 @@ def test_an_answers_file_holds_one_system(tmp_path):
         generate_answers(
             questions, documents, generator=FakeJudge(), system="b", out_path=out, cache=False
         )
+
+
+def test_a_corrupted_answers_file_resumes_and_redoes_only_the_bad_line(tmp_path):
+    pytest.importorskip("bm25s", reason="BM25 retrieval needs the 'arena' extra")
+    questions = load_questions(EXAMPLE / "questions.jsonl")[:3]
+    documents = load_corpus(EXAMPLE / "corpus.jsonl")
+    out = tmp_path / "answers.jsonl"
+    first = generate_answers(
+        questions,
+        documents,
+        generator=FakeJudge(responder=generator),
+        system="s",
+        out_path=out,
+        cache=False,
+    )
+    lines = out.read_text().splitlines()
+    lines[1] = lines[1][: len(lines[1]) // 2]  # the second answer's line, cut in half
+    out.write_text("\n".join(lines) + "\n")
+
+    with pytest.warns(RecordLogWarning) as caught:
+        assert [a.id for a in read_generated(out)] == [questions[0].id, questions[2].id]
+    assert f"{out}: skipped 1 unreadable line," in str(caught[0].message)
+    assert "(first: line 2: Invalid JSON: EOF while parsing" in str(caught[0].message)
+
+    again = FakeJudge(responder=generator)
+    with pytest.warns(RecordLogWarning, match="first: line 2: Invalid JSON") as caught:
+        resumed = generate_answers(
+            questions, documents, generator=again, system="s", out_path=out, cache=False
+        )
+    assert len(caught) == 1
+    assert len(again.history) == 1  # only the question whose line was bad is asked again
+    assert f"<query>\n{questions[1].question}\n</query>" in again.history[0].messages[-1].content
+    assert resumed == first  # the generator is deterministic
+    # Compacted: one readable line per question, in question order.
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == [
+        q.id for q in questions
+    ]
+
+
+def test_a_torn_last_answer_is_redone(tmp_path):
+    pytest.importorskip("bm25s", reason="BM25 retrieval needs the 'arena' extra")
+    questions = load_questions(EXAMPLE / "questions.jsonl")[:2]
+    documents = load_corpus(EXAMPLE / "corpus.jsonl")
+    out = tmp_path / "answers.jsonl"
+    kwargs = dict(system="s", out_path=out, cache=False)
+    first = generate_answers(
+        questions, documents, generator=FakeJudge(responder=generator), **kwargs
+    )
+    text = out.read_text()
+    out.write_text(text[: len(text) - 10])  # killed while writing the last answer
+    again = FakeJudge(responder=generator)
+    with pytest.warns(RecordLogWarning, match="line 2: the last line is incomplete"):
+        assert generate_answers(questions, documents, generator=again, **kwargs) == first
+    assert len(again.history) == 1
+    assert out.read_text() == text

@@ -26,7 +26,7 @@ from ragmeter.arena.judge import (
     presentation_orders,
     rating_probabilities,
 )
-from ragmeter.judges.base import ChatRequest, ChatResponse, JudgeError, TokenLogprobs
+from ragmeter.judges.base import ChatRequest, ChatResponse, JudgeError, TokenLogprobs, identity_of
 from ragmeter.judges.fake import FakeJudge
 
 
@@ -213,7 +213,8 @@ def test_the_judge_keeps_the_probabilities_of_its_ratings_and_confidence_uses_th
 def test_judgements_without_probabilities_keep_their_key_and_with_them_get_another():
     judge = FakeJudge()
     plain = json.dumps(
-        [PAIRWISE.version, "fake:scripted", 200, PAIR.question, PAIR.answer_b, PAIR.answer_a]
+        [PAIRWISE.version, identity_of(judge).digest, 200, PAIR.question, PAIR.answer_b]
+        + [PAIR.answer_a]
     )
     assert judgement_key(PAIR, "ba", judge, 200) == hashlib.sha256(plain.encode()).hexdigest()
     assert judgement_key(PAIR, "ba", judge, 200, RATING_ALTERNATIVES) != judgement_key(

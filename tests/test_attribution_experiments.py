@@ -10,11 +10,20 @@ import pytest
 from typer.testing import CliRunner
 
 from ragmeter.attribution.benchmark import BenchmarkItem, load_benchmark
-from ragmeter.attribution.experiments import ablation_plan, removal_order
+from ragmeter.attribution.experiments import (
+    GENERATIONS_FILE,
+    SCORES_FILE,
+    ablation_plan,
+    experiment_conditions,
+    removal_order,
+    run_conditions,
+)
 from ragmeter.attribution.graph import Entity, KnowledgeGraph, Triple
+from ragmeter.attribution.records import ScoreRecord
 from ragmeter.cli.main import app
 from ragmeter.judges.base import ChatRequest, ChatResponse, TokenLogprobs
 from ragmeter.judges.fake import FakeJudge
+from ragmeter.records import RecordLog, RecordLogWarning
 
 runner = CliRunner()
 
@@ -123,7 +132,7 @@ def respond(request: ChatRequest) -> str | ChatResponse:
 @pytest.fixture
 def judge(monkeypatch):
     fake = FakeJudge(responder=respond)
-    monkeypatch.setattr("ragmeter.cli.attribution.get_judge", lambda spec: fake)
+    monkeypatch.setattr("ragmeter.judges.registry.get_judge", lambda spec, **options: fake)
     return fake
 
 
@@ -402,3 +411,49 @@ def test_unknown_experiment_is_a_clear_error(tmp_path, benchmark, judge):
     )
     assert result.exit_code == 2
     assert "unknown experiment 'x'" in result.output
+
+
+def test_unreadable_records_are_reported_and_redone(tmp_path):
+    out = tmp_path / "run"
+    conditions = experiment_conditions("main")
+    judge = FakeJudge(responder=respond)
+    first = run_conditions(ITEMS, conditions, generator=judge, judge=judge, out_dir=out)
+    # 2 answers, 4 + 3 alignment pairs and 4 quality criteria per item.
+    assert len(judge.history) == 2 + 7 + 8
+    generations, scores = out / GENERATIONS_FILE, out / SCORES_FILE
+    # Item a's answer from a version whose records lack the question; item b's score torn.
+    lines = generations.read_text().splitlines()
+    old = json.loads(lines[0])
+    assert old["item_id"] == "a"
+    del old["question"]
+    generations.write_text("\n".join([json.dumps(old), lines[1]]) + "\n")
+    text = scores.read_text()
+    assert [json.loads(line)["item_id"] for line in text.splitlines()] == ["a", "b"]
+    scores.write_text(text[:-20])
+
+    again = FakeJudge(responder=respond)
+    with pytest.warns(RecordLogWarning) as caught:
+        second = run_conditions(ITEMS, conditions, generator=again, judge=again, out_dir=out)
+    assert [str(w.message) for w in caught] == [
+        f"{generations}: skipped 1 unreadable line, their records taken as missing "
+        "(first: line 1: question: Field required)",
+        f"{scores}: skipped 1 unreadable line, their records taken as missing "
+        "(first: line 2: the last line is incomplete (no newline at its end: the writer was "
+        "killed mid-write))",
+    ]
+    # a's answer again (same key, so its score is reused), then b's 3 pairs and 4 criteria.
+    assert len(again.history) == 1 + 3 + 4
+    assert [g.answer for g in second[0].generations] == [g.answer for g in first[0].generations]
+    assert [s.key for s in second[0].scores] == [s.key for s in first[0].scores]
+    assert [s.alignment for s in second[0].scores] == [s.alignment for s in first[0].scores]
+    assert [{c: q.value for c, q in s.quality.items()} for s in second[0].scores] == [
+        dict.fromkeys(("coherence", "consistency", "fluency", "relevance"), 4.25)
+    ] * 2
+
+    # Nothing more to do; the unreadable lines stay in the append-only files and are reported.
+    third = FakeJudge(responder=respond)
+    with pytest.warns(RecordLogWarning):
+        run_conditions(ITEMS, conditions, generator=third, judge=third, out_dir=out)
+    assert third.history == []
+    with pytest.warns(RecordLogWarning, match="line 2: Invalid JSON"):
+        assert [r.item_id for r in RecordLog(scores, ScoreRecord)] == ["a", "b"]

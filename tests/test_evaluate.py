@@ -160,10 +160,10 @@ def test_evaluate_reads_ragas_style_records(tmp_path):
 
 def test_run_record_names_models_and_metric_versions(tmp_path):
     result = run(FakeJudge(responder=routed(REPLIES)), tmp_path)
-    assert result.run["judge"] == "fake:scripted"
-    assert result.run["embedder"] == "fake:hashing-4096"
-    assert result.run["metrics"]["answer_relevance"]["config"] == {
+    assert result.run.judge == "fake:scripted"
+    assert result.run.embedder == "fake:hashing-4096"
+    assert result.run.metrics["answer_relevance"].config == {
         "n": 3,
         "score": "completeness",
     }
-    json.dumps(result.run)  # serialisable as is
+    json.loads(result.run.to_json())  # serialisable as is

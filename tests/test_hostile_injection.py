@@ -10,14 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from ragmeter.injection_cases import (
-    CASES,
-    TECHNIQUES,
-    InjectionCase,
-    Outcome,
-    SuiteReport,
-    run_suite,
-)
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 from ragmeter.metrics.answer_relevance import COMPLETE, questions_prompt
@@ -28,6 +20,14 @@ from ragmeter.metrics.context_relevance import (
     numbered,
 )
 from ragmeter.metrics.faithfulness import STATEMENTS, SUPPORTED
+from ragmeter.selftest.injection import (
+    CASES,
+    TECHNIQUES,
+    InjectionCase,
+    Outcome,
+    SuiteReport,
+    run_suite,
+)
 from ragmeter.text import split_sentences
 
 from .conftest import routed

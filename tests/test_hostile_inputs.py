@@ -115,7 +115,7 @@ def test_oversized_fields_are_cut_with_one_warning_and_a_note(tmp_path):
     assert big.sample_id == "big"  # filed under the original id
     asked = judge.history[0].messages[-1].content
     assert f"<answer>\n{'x' * 20_000} [… 5000 more characters cut]\n</answer>" in asked
-    assert result.run["counts"]["truncated_samples"] == 2
+    assert result.run.counts.truncated_samples == 2
 
 
 def test_changing_the_limit_re_judges_only_the_cut_samples(tmp_path):
@@ -136,7 +136,7 @@ def test_changing_the_limit_re_judges_only_the_cut_samples(tmp_path):
     # answer is no longer cut; 1 context sentence -> 1 call) and "wide" (its contexts cut at 25,000
     # instead of 20,000; one sentence per passage -> 2 calls). "small" is resumed.
     assert len(again.history) == 3
-    assert result.run["counts"]["resumed"] == 1
+    assert result.run.counts.resumed == 1
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -126,7 +126,7 @@ def test_completeness_is_the_default_score_and_product_weights_the_similarity():
         SAMPLE, JudgeSession(FakeJudge([json.dumps(reply), yes_no(0.8)]), HashingEmbedder())
     )
     assert product.value == pytest.approx(0.5 * 0.8)
-    with pytest.raises(ValueError, match="use completeness, similarity or product"):
+    with pytest.raises(ValueError, match="option 'score' of the metric answer_relevance"):
         AnswerRelevance(score="cosine")  # type: ignore[arg-type]
     # The completeness question shows the real question and the answer.
     asked = judge.history[1].messages[-1].content
@@ -287,7 +287,7 @@ def test_context_relevance_by_number_shares_the_numbered_context():
 
 
 def test_context_relevance_rejects_an_unknown_mode():
-    with pytest.raises(ValueError, match="mode must be"):
+    with pytest.raises(ValueError, match="option 'mode' of the metric context_relevance"):
         ContextRelevance(mode="logprob")  # type: ignore[arg-type]
 
 
@@ -296,7 +296,12 @@ def test_prompt_versions_change_with_configuration():
     assert Faithfulness().version == Faithfulness().version
     assert Faithfulness().version != Faithfulness(verdicts="generate").version
     assert ContextRelevance().version != ContextRelevance(soft=True).version
-    assert ContextRelevance(mode="select").config() == {"mode": "select"}
+    assert ContextRelevance(mode="select").config() == {
+        "mode": "select",
+        "soft": False,
+        "threshold": 0.5,
+        "repeats": False,
+    }
 
 
 def test_repeated_statements_are_verified_once():

@@ -47,9 +47,9 @@ def test_max_calls_stops_cleanly_and_a_rerun_with_more_completes(tmp_path):
     # 4 and is refused the 5th; the rest are refused their first.
     assert len(judge.history) == 4
     assert [s.value for s in partial.scores] == [0.75, None, None, None]
-    assert partial.run["status"] == "stopped"
-    assert partial.run["budget"]["calls"] == 4 and partial.run["budget"]["exhausted"] is True
-    counts = partial.run["counts"]
+    assert partial.run.status == "stopped"
+    assert partial.run.budget["calls"] == 4 and partial.run.budget["exhausted"] is True
+    counts = partial.run.counts.model_dump()
     assert (counts["scored"], counts["pending"], counts["unscored"]) == (1, 3, 0)
     assert partial.scores[1].unscored_reason == (
         "not judged: the budget ran out (max_calls=4); rerun with a higher budget to continue"
@@ -63,8 +63,8 @@ def test_max_calls_stops_cleanly_and_a_rerun_with_more_completes(tmp_path):
     # context_relevance(a) 2, faithfulness(b) 3, context_relevance(b) 2: exactly 7
     assert len(more.history) == 7
     assert [s.value for s in complete.scores] == [0.75, 0.0, 0.75, 0.0]
-    assert complete.run["status"] == "complete"
-    assert complete.run["counts"]["resumed"] == 1
+    assert complete.run.status == "complete"
+    assert complete.run.counts.resumed == 1
 
 
 def test_cached_calls_are_free(tmp_path):
@@ -75,7 +75,7 @@ def test_cached_calls_are_free(tmp_path):
     complete = budgeted(tmp_path, more, Budget(max_calls=6), cache=cache)
     # the 4th call (context_relevance(a)'s first) was cached by the stopped run
     assert len(more.history) == 6
-    assert complete.run["status"] == "complete"
+    assert complete.run.status == "complete"
 
 
 def test_max_cost_reserves_the_worst_case_before_each_call(tmp_path):
@@ -92,7 +92,7 @@ def test_max_cost_reserves_the_worst_case_before_each_call(tmp_path):
     # sample a: 2 calls ($2); sample b: the 1st ($3), then $3 + $1 > $3 is refused
     assert len(judge.history) == 3
     assert [s.value for s in result.scores] == [0.0, None]  # P(needed) 0.25 < 0.5
-    assert result.run["budget"]["cost"] == 3.0
+    assert result.run.budget["cost"] == 3.0
 
 
 def test_max_cost_without_a_price_is_refused_before_any_call():
@@ -153,7 +153,7 @@ def test_estimate_matches_a_real_run_call_for_call():
             embedder=OpenAIEmbedder("fault", base_url=server.url),
             cache=False,
         )
-    counts = result.run["counts"]
+    counts = result.run.counts.model_dump()
     assert counts["model_calls"] == expected.calls == 40
     assert counts["prompt_tokens"] == expected.prompt_tokens
     assert counts["embedding_calls"] == sum(row.embedding_calls for row in expected.metrics)

@@ -72,7 +72,7 @@ def test_faults_of_every_kind_change_no_score_and_lose_no_item(tmp_path):
     assert sorted({s.sample_id for s in unscored}) == sorted(poisoned)
     assert len(unscored) == 6
     assert all("HTTP 500" in (s.unscored_reason or "") for s in unscored)
-    assert faulty.run["counts"]["unscored"] == 6
+    assert faulty.run.counts.unscored == 6
     # Everything else is exactly the clean run's.
     assert [comparable(s) for s in faulty.scores if s.scored] == [
         comparable(s) for s in clean.scores if s.sample_id not in poisoned

@@ -35,7 +35,7 @@ def test_the_run_record_names_versions_models_prompts_and_counts(tmp_path):
         )
         chat_calls = sum(1 for s in server.seen if s.path == "/v1/chat/completions")
     record = json.loads((tmp_path / "run.json").read_text())
-    assert record == json.loads(json.dumps(result.run))
+    assert record == json.loads(result.run.to_json())
     assert record["schema"] == 1 and record["status"] == "complete"
     assert record["ragmeter_version"] == __version__
     judge = record["models"]["judge"]
@@ -65,7 +65,7 @@ def test_the_run_record_names_versions_models_prompts_and_counts(tmp_path):
 
 def test_a_bundled_local_judge_is_recorded_with_its_pinned_weights_hash():
     judge = SimpleNamespace(name=f"local:{QWEN_CODER_1_5B.name}")
-    assert model_record(judge)["weights_sha256"] == QWEN_CODER_1_5B.sha256
+    assert model_record(judge).weights_sha256 == QWEN_CODER_1_5B.sha256
 
 
 def test_credential_options_and_environment_values_are_redacted():

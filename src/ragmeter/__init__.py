@@ -1,12 +1,11 @@
 """ragmeter: measure how good a retrieval-augmented generation system is."""
 
-__version__ = "0.1.0"
-
 from ragmeter.evaluate import evaluate
 from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness
 from ragmeter.result import Result
 from ragmeter.sample import Sample
 from ragmeter.score import Score
+from ragmeter.version import __version__
 
 __all__ = [
     "AnswerRelevance",

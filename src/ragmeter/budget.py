@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragmeter.judges.base import ChatRequest, ChatResponse, Judge
+from ragmeter.judges.base import ChatRequest, ChatResponse, Judge, Wrapper
 from ragmeter.judges.registry import split_spec
 from ragmeter.limits import fit_sample
 from ragmeter.metrics import Metric
@@ -178,17 +178,13 @@ class Meter:
         }
 
 
-class MeteredJudge:
+class MeteredJudge(Wrapper):
     """A judge whose calls pass the meter first. Put it under the call cache, so that cached
     calls never reach it and cost nothing."""
 
     def __init__(self, inner: Judge, meter: Meter) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.meter = meter
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
 
     def complete(self, request: ChatRequest) -> ChatResponse:
         reserved = self.meter.reserve(request)

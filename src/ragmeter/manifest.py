@@ -17,13 +17,17 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from ragmeter import __version__
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from ragmeter.data import LoadedDataset
+from ragmeter.judges.base import identity_of
 from ragmeter.judges.weights import BUNDLED
 from ragmeter.metrics import Metric
 from ragmeter.sample import Sample
+from ragmeter.score import Usage
+from ragmeter.version import __version__
 
 MANIFEST_SCHEMA = 1
 RUN_FILE = "run.json"
@@ -57,32 +61,62 @@ def unwrap(model: Any) -> Any:
     return model
 
 
-def model_record(model: Any) -> dict[str, Any] | None:
-    """Who the judge or embedder is: provider, model, the weights' SHA-256 where it is pinned,
-    and whatever the provider's optional ``describe()`` adds (endpoint, served snapshots)."""
+class ModelRecord(BaseModel):
+    """Who the judge or embedder is. Providers' ``describe()`` adds fields of their own (the
+    endpoint, the snapshots a server reported), kept as extra fields."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    provider: str
+    model: str
+    weights_sha256: str | None = None
+    weights_path: str | None = None
+    weights_bytes: int | None = None
+    identity: str | None = None
+    """The digest that cache and store keys hash (absent from records made before it)."""
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """What besides provider and model determines the outputs (see ``ModelIdentity``)."""
+
+
+def model_record(model: Any) -> ModelRecord | None:
+    """Who the judge or embedder is: provider, model, the weights' SHA-256 where it is known,
+    the identity the keys hash, and whatever the provider's optional ``describe()`` adds."""
     if model is None:
         return None
-    provider, _, name = model.name.partition(":")
-    record: dict[str, Any] = {"name": model.name, "provider": provider, "model": name}
+    identity = identity_of(model)
     inner = unwrap(model)
-    pinned = BUNDLED.get(name) if provider == "local" else None
-    record["weights_sha256"] = pinned.sha256 if pinned else None
+    pinned = BUNDLED.get(identity.model) if identity.provider == "local" else None
+    weights = identity.settings.get("weights_sha256") or (pinned.sha256 if pinned else None)
+    record = ModelRecord(
+        name=model.name,
+        provider=identity.provider,
+        model=identity.model,
+        weights_sha256=weights,
+        identity=identity.digest,
+        settings=identity.settings,
+    )
     path = getattr(inner, "model_path", None)
-    if record["weights_sha256"] is None and isinstance(path, Path) and path.is_file():
-        # A user's own GGUF: hashing gigabytes on every run is too slow; name it instead.
-        record["weights_path"], record["weights_bytes"] = str(path), path.stat().st_size
+    if pinned is None and isinstance(path, Path) and path.is_file():
+        record.weights_path, record.weights_bytes = str(path), path.stat().st_size
     describe = getattr(inner, "describe", None)
     if callable(describe):
-        record.update(describe())
+        record = ModelRecord.model_validate(record.model_dump() | describe())
     return record
 
 
-def metric_record(metric: Metric) -> dict[str, Any]:
-    return {
-        "config": metric.config(),
-        "version": metric.version,
-        "prompts": {p.name: p.version for p in metric.prompts},
-    }
+class MetricRecord(BaseModel):
+    config: dict[str, Any]
+    version: str
+    prompts: dict[str, str]
+
+
+def metric_record(metric: Metric) -> MetricRecord:
+    return MetricRecord(
+        config=metric.config(),
+        version=metric.version,
+        prompts={p.name: p.version for p in metric.prompts},
+    )
 
 
 def dataset_fingerprint(samples: Sequence[Sample]) -> str:
@@ -92,6 +126,71 @@ def dataset_fingerprint(samples: Sequence[Sample]) -> str:
         digest.update(sample.model_dump_json().encode())
         digest.update(b"\n")
     return digest.hexdigest()
+
+
+class DatasetRecord(BaseModel):
+    samples: int
+    invalid_rows: int
+    sha256: str
+
+
+class Counts(Usage):
+    """What a run did with its items; the fields of ``Usage`` count the judge calls of the
+    items judged now."""
+
+    items: int = 0
+    scored: int = 0
+    unscored: int = 0
+    pending: int = 0
+    """Not judged because the budget ran out."""
+    resumed: int = 0
+    judged: int = 0
+    internal_errors: int = 0
+    truncated_samples: int = 0
+
+
+class RunRecord(BaseModel):
+    """``run.json``: what ran, on which models and data, with which settings, and what came of
+    it. Unknown fields are kept, so a record written by another version opens and is rewritten
+    whole; ``judge``, ``embedder``, ``retries``, ``samples`` and ``invalid_rows`` at the top are
+    kept from the first version, which scripts already read."""
+
+    model_config = ConfigDict(extra="allow")
+
+    schema_version: int = Field(MANIFEST_SCHEMA, alias="schema")
+    status: Literal["running", "complete", "stopped"] = "running"
+    ragmeter_version: str = ""
+    python: str = ""
+    platform: str = ""
+    judge: str
+    embedder: str | None = None
+    models: dict[str, ModelRecord | None] = Field(default_factory=dict)
+    metrics: dict[str, MetricRecord] = Field(default_factory=dict)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    retries: int | None = None
+    seed: int | None = None
+    dataset: DatasetRecord | None = None
+    samples: int = 0
+    invalid_rows: int = 0
+    started: str = ""
+    ended: str | None = None
+    seconds: float | None = None
+    counts: Counts | None = None
+    budget: dict[str, Any] | None = None
+
+    @classmethod
+    def read(cls, out_dir: Path) -> RunRecord:
+        """The record in ``out_dir``; ``ValueError`` saying what is wrong if it cannot be read."""
+        path = out_dir / RUN_FILE
+        try:
+            return cls.model_validate_json(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot read the run record ({exc})") from None
+        except ValidationError as exc:
+            raise ValueError(f"{path}: not a run record: {exc.errors()[0]['msg']}") from None
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, indent=2)
 
 
 def environment() -> dict[str, str]:
@@ -115,9 +214,9 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
-def write_run_record(out_dir: Path, record: Mapping[str, Any]) -> None:
+def write_run_record(out_dir: Path, record: RunRecord) -> None:
     """Replace ``run.json`` and add a line to ``runs.jsonl``; both scrubbed of secrets."""
-    text = scrub(json.dumps(record, indent=2, default=str))
+    text = scrub(record.to_json())
     atomic_write_text(out_dir / RUN_FILE, text + "\n")
     line = json.dumps(json.loads(text)) + "\n"
     with (out_dir / HISTORY_FILE).open("ab") as history:
@@ -140,53 +239,48 @@ def start_record(
     parameters: Mapping[str, Any],
     seed: int | None,
     budget: Mapping[str, Any] | None,
-) -> dict[str, Any]:
-    """The record of a run as it starts ("running"); ``finish_record`` completes it.
-
-    The top-level ``judge``, ``embedder``, ``retries``, ``samples`` and ``invalid_rows`` keys are
-    kept from the record's first version, which reports and scripts already read.
-    """
-    return {
-        "schema": MANIFEST_SCHEMA,
-        "status": "running",
+) -> RunRecord:
+    """The record of a run as it starts ("running"); ``finish_record`` completes it."""
+    return RunRecord(
         **environment(),
-        "judge": judge.name,
-        "embedder": embedder.name if embedder else None,
-        "models": {"judge": model_record(judge), "embedder": model_record(embedder)},
-        "metrics": {m.name: metric_record(m) for m in metrics},
-        "parameters": dict(parameters),
-        "retries": parameters.get("retries"),
-        "seed": seed,
-        "dataset": {
-            "samples": len(dataset.samples),
-            "invalid_rows": len(dataset.invalid),
-            "sha256": dataset_fingerprint(dataset.samples),
-        },
-        "samples": len(dataset.samples),
-        "invalid_rows": len(dataset.invalid),
-        "started": datetime.now(UTC).isoformat(),
-        "budget": budget,
-    }
+        judge=judge.name,
+        embedder=embedder.name if embedder else None,
+        models={"judge": model_record(judge), "embedder": model_record(embedder)},
+        metrics={m.name: metric_record(m) for m in metrics},
+        parameters=dict(parameters),
+        retries=parameters.get("retries"),
+        seed=seed,
+        dataset=DatasetRecord(
+            samples=len(dataset.samples),
+            invalid_rows=len(dataset.invalid),
+            sha256=dataset_fingerprint(dataset.samples),
+        ),
+        samples=len(dataset.samples),
+        invalid_rows=len(dataset.invalid),
+        started=datetime.now(UTC).isoformat(),
+        budget=dict(budget) if budget else None,
+    )
 
 
 def finish_record(
-    record: Mapping[str, Any],
+    record: RunRecord,
     judge: Any,
     embedder: Any,
     *,
-    status: str,
+    status: Literal["complete", "stopped"],
     seconds: float,
-    counts: Mapping[str, Any],
+    counts: Counts,
     budget: Mapping[str, Any] | None,
-) -> dict[str, Any]:
+) -> RunRecord:
     """The record at the end: outcome, timing and counts, and the models described again
     (a remote judge reports the snapshots it served only once it has answered)."""
-    return {
-        **record,
-        "status": status,
-        "models": {"judge": model_record(judge), "embedder": model_record(embedder)},
-        "ended": datetime.now(UTC).isoformat(),
-        "seconds": round(seconds, 3),
-        "counts": dict(counts),
-        "budget": budget,
-    }
+    return record.model_copy(
+        update={
+            "status": status,
+            "models": {"judge": model_record(judge), "embedder": model_record(embedder)},
+            "ended": datetime.now(UTC).isoformat(),
+            "seconds": round(seconds, 3),
+            "counts": counts,
+            "budget": dict(budget) if budget else None,
+        }
+    )

@@ -68,7 +68,8 @@ def write_outputs(result: Result, out_dir: Path) -> list[Path]:
     atomic_write_text(summary_path, json.dumps(summary, indent=2))
 
     run_path = out_dir / "run.json"
-    atomic_write_text(run_path, scrub(json.dumps(result.run, indent=2, default=str)) + "\n")
+    if result.run is not None:
+        atomic_write_text(run_path, scrub(result.run.to_json()) + "\n")
     return [scores_path, csv_path, summary_path, run_path]
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from ragmeter.data import InvalidRow
+from ragmeter.manifest import RunRecord
 from ragmeter.sample import Sample
 from ragmeter.score import Score, Usage
 from ragmeter.stats import bootstrap_mean_ci
@@ -33,7 +34,8 @@ class Result:
     metrics: list[str]
     scores: list[Score]
     invalid_rows: list[InvalidRow] = field(default_factory=list)
-    run: dict[str, Any] = field(default_factory=dict)
+    run: RunRecord | None = None
+    """The run record (``run.json``); None for a result not made by ``evaluate``."""
 
     def scores_for(self, metric: str) -> list[Score]:
         return [s for s in self.scores if s.metric == metric]

@@ -6,13 +6,13 @@ separate JSON field, so removing it from the final answer is exact rather than a
 ``<thinking>`` tags; it is kept in the answers file for inspection (the paper found GPT-4o putting
 the answer in its thinking and then declining to answer).
 
-Answers are appended to the output file as they complete; rerunning with the same file skips the
-questions already answered, so an interrupted run resumes.
+Answers are appended to the output file as they complete (a :class:`~ragmeter.records.RecordLog`
+keyed by question id); rerunning with the same file skips the questions already answered, so an
+interrupted run resumes. A line that cannot be read is reported and its question answered again.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from ragmeter.arena.passages import MAX_WORDS, build_passages
 from ragmeter.arena.retrieval import DEFAULT_K, BM25Retriever
 from ragmeter.judges.base import Judge
 from ragmeter.prompts import Prompt
+from ragmeter.records import RecordLog
 from ragmeter.score import Unscorable, Usage
 from ragmeter.session import JudgeSession
 
@@ -149,58 +150,49 @@ def generate_answers(
     """
     model = open_judge(generator, cache)
     name = system or f"{model.name}@k{k}"
-    out = Path(out_path)
-    existing = read_generated(out)
-    others = {a.system for a in existing} - {name}
+    log = answers_log(out_path)
+    others = {a.system for a in log} - {name}
     if others:
         raise ValueError(
-            f"{out} holds answers of {sorted(others)}, not {name!r}: one file per "
+            f"{log.path} holds answers of {sorted(others)}, not {name!r}: one file per "
             "system, so that a system's answers are never mixed with another's"
         )
-    done = {a.id: a for a in existing if a.answer is not None}
     retriever = BM25Retriever(build_passages(documents, max_words))
-    out.parent.mkdir(parents=True, exist_ok=True)
     results: list[GeneratedAnswer] = []
-    with out.open("a", encoding="utf-8") as handle:
-        for question in questions:
-            answer = done.get(question.id)
-            if answer is None:
-                session = JudgeSession(model, retries=retries)
-                answer = answer_question(
-                    question,
-                    retriever,
-                    session,
-                    system=name,
-                    k=k,
-                    cot=cot,
-                    max_tokens=max_tokens,
-                )
-                handle.write(answer.model_dump_json() + "\n")
-                handle.flush()
-            results.append(answer)
-            if on_answer:
-                on_answer(answer)
-    _tidy(out, [q.id for q in questions])
+    for question in questions:
+        answer = log.get(question.id)
+        if answer is None or answer.answer is None:  # a failure is retried
+            session = JudgeSession(model, retries=retries)
+            answer = answer_question(
+                question,
+                retriever,
+                session,
+                system=name,
+                k=k,
+                cot=cot,
+                max_tokens=max_tokens,
+            )
+            log.append(answer)
+        results.append(answer)
+        if on_answer:
+            on_answer(answer)
+    # One line per id (retries replace failures), in question order; answers to questions
+    # outside this run are kept, after them.
+    log.rewrite(q.id for q in questions)
     return results
 
 
-def read_generated(path: Path) -> list[GeneratedAnswer]:
-    """The answers already in a file (none if it does not exist); a later line for an id wins."""
-    if not path.exists():
-        return []
-    latest: dict[str, GeneratedAnswer] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            answer = GeneratedAnswer.model_validate(json.loads(line))
-            latest[answer.id] = answer
-    return list(latest.values())
+def _answer_id(answer: GeneratedAnswer) -> str:
+    return answer.id
 
 
-def _tidy(path: Path, order: list[str]) -> None:
-    """Once a run completes, leave one line per id (retries replace failures), in question order;
-    answers to questions outside this run are kept, after them."""
-    rank = {qid: n for n, qid in enumerate(order)}
-    answers = sorted(read_generated(path), key=lambda a: rank.get(a.id, len(rank)))
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text("".join(a.model_dump_json() + "\n" for a in answers), encoding="utf-8")
-    tmp.replace(path)
+def answers_log(path: str | Path) -> RecordLog[GeneratedAnswer]:
+    """An answers file as a record log keyed by question id (the file need not exist)."""
+    return RecordLog(path, GeneratedAnswer, key=_answer_id)
+
+
+def read_generated(path: str | Path) -> list[GeneratedAnswer]:
+    """The answers already in a file (none if it does not exist); a later line for an id wins.
+
+    Unreadable lines are skipped with a :class:`~ragmeter.records.RecordLogWarning`."""
+    return list(answers_log(path))

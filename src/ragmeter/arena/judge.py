@@ -29,7 +29,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from itertools import accumulate
@@ -38,7 +38,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ragmeter import __version__
 from ragmeter.arena.battles import (
     JUDGEMENTS_DB,
     RUN_FILE,
@@ -48,13 +47,13 @@ from ragmeter.arena.battles import (
     write_battles,
 )
 from ragmeter.arena.data import Label, Pair, is_no_answer
-from ragmeter.judges.base import Judge, TokenLogprobs
-from ragmeter.judges.cache import CachedJudge, CallCache
-from ragmeter.judges.registry import get_judge
+from ragmeter.judges.base import Judge, TokenLogprobs, identity_of
+from ragmeter.judges.registry import resolve_models
 from ragmeter.prompts import Prompt
 from ragmeter.score import Score, Usage
 from ragmeter.session import JudgeSession, measured
 from ragmeter.store import ScoreStore
+from ragmeter.version import __version__
 
 Orders = Literal["both", "random"]
 Combine = Literal["agree", "sum", "confidence"]
@@ -274,12 +273,15 @@ def _sign(value: float) -> Label:
 # --- judging ------------------------------------------------------------------------------------
 
 
-def open_judge(judge: str | Judge, cache: bool | str | Path = True) -> Judge:
-    """A judge from a spec or object, behind the call cache unless ``cache`` is False."""
-    model = get_judge(judge) if isinstance(judge, str) else judge
-    if cache is False:
-        return model
-    return CachedJudge(model, CallCache(None if cache is True else Path(cache)))
+def open_judge(
+    judge: str | Judge,
+    cache: bool | str | Path = True,
+    options: Mapping[str, Any] | None = None,
+) -> Judge:
+    """A judge from a spec (with its provider's ``options``) or object, behind the call cache
+    unless ``cache`` is False."""
+    model, _ = resolve_models(judge, cache=cache, needs_embedder=False, judge_options=options)
+    return model
 
 
 def judgement_key(
@@ -293,7 +295,15 @@ def judgement_key(
     )
     asked = [top_logprobs] if top_logprobs else []
     material = json.dumps(
-        [PAIRWISE.version, judge.name, max_tokens, *asked, pair.question, first, second]
+        [
+            PAIRWISE.version,
+            identity_of(judge).digest,
+            max_tokens,
+            *asked,
+            pair.question,
+            first,
+            second,
+        ]
     )
     return hashlib.sha256(material.encode()).hexdigest()
 

@@ -19,7 +19,7 @@ from typing import NamedTuple
 from pydantic import BaseModel
 from rich.table import Table
 
-from ragmeter.arena.battles import Battle, read_battles
+from ragmeter.arena.battles import Battle
 from ragmeter.arena.designs import REFERENCE
 from ragmeter.arena.ratings import battle_arrays, elo_ratings
 from ragmeter.stats import bootstrap_mean_ci
@@ -315,23 +315,3 @@ def _write_csv(path: Path, rows: list[dict[str, object]], model: type[BaseModel]
         writer = csv.DictWriter(handle, fieldnames=list(model.model_fields))
         writer.writeheader()
         writer.writerows(rows)
-
-
-def leaderboard_from_file(
-    path: str | Path,
-    *,
-    reference: str = REFERENCE,
-    anchor: str = "mean",
-    rounds: int = 1000,
-    seed: int = 0,
-    prior: float = DEFAULT_PRIOR,
-) -> Leaderboard:
-    """The leaderboard of a judging run's folder (or of a battles file)."""
-    return build_leaderboard(
-        read_battles(path),
-        reference=reference,
-        anchor=anchor,
-        rounds=rounds,
-        seed=seed,
-        prior=prior,
-    )

@@ -10,7 +10,6 @@ until :func:`build_benchmark` evolves new questions that have them.
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +25,7 @@ from ragmeter.attribution.graph import (
     KnowledgeGraph,
     Triple,
     entity_from_record,
+    read_jsonl,
 )
 from ragmeter.judges.base import Judge
 from ragmeter.score import Usage
@@ -63,17 +63,6 @@ def _biokalma_item(row: dict[str, Any], field: str) -> BenchmarkItem:
         entities=entities,
         source={"dataset": "biokalma", "row": row["id"], "field": field},
     )
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise GraphError(f"{path}, line {number}: not JSON ({exc.msg})") from exc
-    return rows
 
 
 def load_benchmark(

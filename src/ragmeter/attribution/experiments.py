@@ -28,13 +28,7 @@ from ragmeter.attribution.graph import Entity, KnowledgeGraph, Triple
 from ragmeter.attribution.metrics import ENTAILMENT, EntailmentChecker, alignment, na_scores
 from ragmeter.attribution.probe import NextTokenProbe
 from ragmeter.attribution.quality import CRITERIA, rating_prompt, text_quality
-from ragmeter.attribution.records import (
-    Condition,
-    GenerationRecord,
-    RecordLog,
-    ScoreRecord,
-    digest,
-)
+from ragmeter.attribution.records import Condition, GenerationRecord, ScoreRecord, digest
 from ragmeter.attribution.retrieval import (
     ENTITY_TYPES,
     Recognizer,
@@ -43,7 +37,8 @@ from ragmeter.attribution.retrieval import (
     retrieval_accuracy,
     retrieve,
 )
-from ragmeter.judges.base import Judge
+from ragmeter.judges.base import Judge, identity_of
+from ragmeter.records import RecordLog
 from ragmeter.score import Unscorable, Usage
 from ragmeter.session import JudgeSession
 
@@ -176,7 +171,7 @@ def generate_answers(
             prepared.graph.render(),
             [t.key for t in prepared.absent],
             [t.key for t in item.minimum or []],
-            generator.name,
+            identity_of(generator).digest,
             GENERATE.version,
             max_tokens,
         )
@@ -253,7 +248,7 @@ def score_answers(
     for generation in generations:
         if generation.answer is None:
             continue
-        key = digest("score", generation.key, judge.name, versions, asdict(options))
+        key = digest("score", generation.key, identity_of(judge).digest, versions, asdict(options))
         record = log.get(key)
         if record is None:
             record = _score_one(

@@ -274,12 +274,16 @@ def _read_rows(path: Path) -> list[Any]:
     if path.suffix.lower() == ".csv":
         with path.open(newline="", encoding="utf-8") as handle:
             return list(csv.DictReader(handle))
-    text = path.read_text(encoding="utf-8")
     if path.suffix.lower() == ".json":
-        data = json.loads(text)
+        data = json.loads(path.read_text(encoding="utf-8"))
         return data if isinstance(data, list) else [data]
+    return read_jsonl(path)
+
+
+def read_jsonl(path: Path) -> list[Any]:
+    """One JSON value per non-blank line; ``GraphError`` names the line that is not JSON."""
     rows = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if line.strip():
             try:
                 rows.append(json.loads(line))

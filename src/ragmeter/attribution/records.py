@@ -1,8 +1,9 @@
 """What a KaLMA run writes: one JSON line per generated answer and per scored answer.
 
-Each record is appended and flushed as soon as it is complete, so an interrupted run loses at
-most the item in progress, and a rerun with the same folder skips every record whose key is
-already there (a failed generation is retried). Keys hash everything that changes the outcome:
+Each record is appended and flushed as soon as it is complete (see :mod:`ragmeter.records`), so
+an interrupted run loses at most the item in progress, and a rerun with the same folder skips
+every record whose key is already there (a failed generation is retried; a line that cannot be
+read is reported and its record done again). Keys hash everything that changes the outcome:
 the item, the condition, the models' names and the prompt versions.
 """
 
@@ -10,15 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from ragmeter.attribution.graph import Entity, Triple
 from ragmeter.attribution.metrics import AlignmentResult, NAResult
 from ragmeter.attribution.retrieval import Retrieval
+from ragmeter.records import RecordLog as RecordLog  # the logs these records are kept in
 from ragmeter.score import Exchange, Score, Usage
 
 SCHEMA_VERSION = 1
@@ -46,7 +46,8 @@ class Condition(BaseModel):
 
 
 class Keyed(BaseModel):
-    """A record filed under ``key`` in a :class:`RecordLog`."""
+    """A record filed under ``key`` in a :class:`~ragmeter.records.RecordLog` (its default key),
+    stamped with the schema version it was written under."""
 
     schema_version: int = SCHEMA_VERSION
     key: str
@@ -84,42 +85,3 @@ class ScoreRecord(Keyed):
     usage: Usage = Field(default_factory=Usage)
     exchanges: list[Exchange] = Field(default_factory=list)
     """The entailment calls (alignment and [NA]); quality scores carry their own."""
-
-
-R = TypeVar("R", bound=Keyed)
-
-
-class RecordLog(Generic[R]):
-    """An append-only JSONL file of records of one type, indexed by their ``key``.
-
-    A torn last line (the process was killed mid-write) is ignored, and a later line with the
-    same key replaces an earlier one, so the file can be appended to across reruns.
-    """
-
-    def __init__(self, path: Path, model: type[R]) -> None:
-        self.path = path
-        self.model = model
-        self._records: dict[str, R] = {}
-        if path.exists():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                try:
-                    record = model.model_validate_json(line)
-                except ValidationError:
-                    continue
-                self._records[record.key] = record
-
-    def get(self, key: str) -> R | None:
-        return self._records.get(key)
-
-    def append(self, record: R) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(record.model_dump_json() + "\n")
-            handle.flush()
-        self._records[record.key] = record
-
-    def __iter__(self) -> Iterator[R]:
-        return iter(self._records.values())
-
-    def __len__(self) -> int:
-        return len(self._records)

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ragmeter.arena.agreement import agreement_table, measure_agreement
-from ragmeter.arena.battles import Battle
+from ragmeter.arena.battles import Battle, read_battles
 from ragmeter.arena.data import (
     SystemAnswers,
     load_answers,
@@ -28,12 +25,21 @@ from ragmeter.arena.leaderboard import (
     Leaderboard,
     build_leaderboard,
     domain_table,
-    leaderboard_from_file,
     leaderboard_table,
     write_leaderboard,
 )
 from ragmeter.arena.retrieval import DEFAULT_K
-from ragmeter.data import DatasetError
+from ragmeter.cli.common import (
+    USER_ERRORS,
+    CacheFlag,
+    JudgeOptions,
+    JudgeSpec,
+    advance,
+    fail,
+    open_models,
+    progress,
+    user_errors,
+)
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -41,7 +47,6 @@ app = typer.Typer(
     help="RAG-QA Arena: pairwise judging against reference answers, win rates and Elo.",
 )
 
-JudgeOption = Annotated[str, typer.Option(help="'local', 'openai:MODEL', 'fake:FILE', ...")]
 OrdersOption = Annotated[
     str, typer.Option(help="'both' (combined by --combine) or 'random' (one seeded order).")
 ]
@@ -54,26 +59,6 @@ CombineOption = Annotated[
         "judge's probabilities of its ratings settle opposite picks).",
     ),
 ]
-CacheOption = Annotated[bool, typer.Option(help="Reuse cached judge calls.")]
-
-
-@contextmanager
-def _progress(console: Console, description: str, total: int) -> Iterator[Progress]:
-    progress = Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-    )
-    with progress:
-        progress.add_task(description, total=total)
-        yield progress
-
-
-def _fail(console: Console, exc: Exception) -> typer.Exit:
-    console.print(f"[red]error:[/red] {exc}")
-    return typer.Exit(2)
 
 
 def _check_orders(orders: str) -> Orders:
@@ -87,7 +72,8 @@ def generate_command(
     questions: Annotated[Path, typer.Argument(help="Questions: our JSONL or LFRQA files.")],
     corpus: Annotated[Path, typer.Option(help="Corpus: {id, text} rows or a folder of .txt.")],
     out: Annotated[Path, typer.Option(help="Answers file (JSONL); rerun with it to resume.")],
-    judge: JudgeOption = "local",
+    judge: JudgeSpec = "local",
+    judge_option: JudgeOptions = None,
     system: Annotated[str | None, typer.Option(help="Name for the answers. [MODEL@kK]")] = None,
     k: Annotated[int, typer.Option(help="Passages per question (paper: 5, or 10).")] = DEFAULT_K,
     cot: Annotated[bool, typer.Option(help="Short thinking step before answering.")] = True,
@@ -95,33 +81,29 @@ def generate_command(
     max_tokens: Annotated[int, typer.Option(help="Generation budget per answer.")] = 512,
     limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
     retries: Annotated[int, typer.Option(help="Further attempts per call.")] = 2,
-    cache: CacheOption = True,
+    cache: CacheFlag = True,
 ) -> None:
     """Answer QUESTIONS from BM25 top-k passages of the corpus, as a system under test."""
     console = Console()
-    try:
+    with user_errors(console):
         chosen = load_questions(questions)[:limit]
         documents = load_corpus(corpus)
-    except (DatasetError, OSError, ValueError) as exc:
-        raise _fail(console, exc) from exc
-    with _progress(console, "answering", len(chosen)) as progress:
-        try:
-            answers = generate_answers(
-                chosen,
-                documents,
-                generator=judge,
-                system=system,
-                out_path=out,
-                k=k,
-                cot=cot,
-                max_words=max_words,
-                max_tokens=max_tokens,
-                retries=retries,
-                cache=cache,
-                on_answer=lambda _a: progress.advance(progress.task_ids[0]),
-            )
-        except (ImportError, ValueError) as exc:
-            raise _fail(console, exc) from exc
+    generator, _ = open_models(console, judge, judge_option, cache=cache)
+    with progress(console, "answering", len(chosen)) as bar, user_errors(console):
+        answers = generate_answers(
+            chosen,
+            documents,
+            generator=generator,
+            system=system,
+            out_path=out,
+            k=k,
+            cot=cot,
+            max_words=max_words,
+            max_tokens=max_tokens,
+            retries=retries,
+            cache=False,
+            on_answer=lambda _a: advance(bar),
+        )
     failed = [a for a in answers if a.answer is None]
     declined = sum(a.no_answer for a in answers)
     console.print(
@@ -155,7 +137,8 @@ def judge_command(
     design: Annotated[str, typer.Option(help="reference, complete or both.")] = "reference",
     per_domain: Annotated[int, typer.Option(help="Questions per domain, complete design.")] = 100,
     reference_name: Annotated[str, typer.Option(help="The reference's name.")] = REFERENCE,
-    judge: JudgeOption = "local",
+    judge: JudgeSpec = "local",
+    judge_option: JudgeOptions = None,
     orders: OrdersOption = "both",
     combine_rule: CombineOption = "agree",
     seed: Annotated[int, typer.Option(help="Seeds random orders and sampling.")] = 0,
@@ -166,7 +149,7 @@ def judge_command(
     max_tokens: Annotated[int, typer.Option(help="Judge budget per call.")] = MAX_TOKENS,
     retries: Annotated[int, typer.Option(help="Further attempts per call.")] = 2,
     workers: Annotated[int, typer.Option(help="Pairs judged at once.")] = 1,
-    cache: CacheOption = True,
+    cache: CacheFlag = True,
     rounds: Annotated[int, typer.Option(help="Bootstrap rounds for the intervals.")] = 1000,
 ) -> None:
     """Judge systems' answers pairwise (or a pairs file) and print the leaderboard."""
@@ -195,22 +178,22 @@ def judge_command(
             to_judge = plan.pairs
         else:
             raise ValueError("give QUESTIONS with --answers, or --pairs")
-    except (DatasetError, OSError, ValueError) as exc:
-        raise _fail(console, exc) from exc
-
-    with _progress(console, "judging", len(to_judge)) as progress:
+    except USER_ERRORS as exc:
+        raise fail(console, exc) from exc
+    judge_model, _ = open_models(console, judge, judge_option, cache=cache)
+    with progress(console, "judging", len(to_judge)) as bar:
         battles = judge_pairs(
             to_judge,
-            judge=judge,
+            judge=judge_model,
             out_dir=out,
             orders=chosen_orders,
             combine_rule=combine_rule,
             seed=seed,
             retries=retries,
             max_tokens=max_tokens,
-            cache=cache,
+            cache=False,
             workers=workers,
-            on_battle=lambda _b: progress.advance(progress.task_ids[0]),
+            on_battle=lambda _b: advance(bar),
         )
     _show_leaderboard(
         console, battles, out, reference_name=reference_name, rounds=rounds, seed=seed
@@ -226,10 +209,8 @@ def _show_leaderboard(
     rounds: int,
     seed: int,
 ) -> None:
-    try:
+    with user_errors(console):
         board = build_leaderboard(battles, reference=reference_name, rounds=rounds, seed=seed)
-    except ValueError as exc:
-        raise _fail(console, exc) from exc
     _print_board(console, board, out)
 
 
@@ -265,19 +246,23 @@ def leaderboard_command(
 ) -> None:
     """Rank the systems of a judging run: Elo with 95% CIs, win rates, 'no answer' ratios."""
     console = Console()
-    try:
-        board = leaderboard_from_file(
-            run, reference=reference_name, anchor=anchor, rounds=rounds, seed=seed, prior=prior
+    with user_errors(console):
+        board = build_leaderboard(
+            read_battles(run),
+            reference=reference_name,
+            anchor=anchor,
+            rounds=rounds,
+            seed=seed,
+            prior=prior,
         )
-    except (OSError, ValueError) as exc:
-        raise _fail(console, exc) from exc
     _print_board(console, board, out or (run if run.is_dir() else run.parent))
 
 
 @app.command("agreement")
 def agreement_command(
     pairs: Annotated[Path, typer.Argument(help="Pairs with human labels (-1 A, 0 tie, 1 B).")],
-    judge: JudgeOption = "local",
+    judge: JudgeSpec = "local",
+    judge_option: JudgeOptions = None,
     orders: OrdersOption = "both",
     combine_rule: CombineOption = "agree",
     limit: Annotated[int | None, typer.Option(help="Only the first N pairs.")] = None,
@@ -287,33 +272,29 @@ def agreement_command(
     seed: Annotated[int, typer.Option(help="Seeds the random orders.")] = 0,
     max_tokens: Annotated[int, typer.Option(help="Judge budget per call.")] = MAX_TOKENS,
     retries: Annotated[int, typer.Option(help="Further attempts per call.")] = 2,
-    cache: CacheOption = True,
+    cache: CacheFlag = True,
 ) -> None:
     """Judge labelled pairs and report Cohen's kappa, Pearson, accuracy, the flip rate and a
     baseline that always prefers the longer answer."""
     console = Console()
     chosen_orders = _check_orders(orders)
-    try:
+    with user_errors(console):
         total = len(load_pairs(pairs)[:limit])
-    except (DatasetError, OSError, ValueError) as exc:
-        raise _fail(console, exc) from exc
-    with _progress(console, "judging", total) as progress:
-        try:
-            report = measure_agreement(
-                pairs,
-                judge=judge,
-                out_dir=out,
-                orders=chosen_orders,
-                combine_rule=combine_rule,
-                limit=limit,
-                seed=seed,
-                retries=retries,
-                max_tokens=max_tokens,
-                cache=cache,
-                on_battle=lambda _b: progress.advance(progress.task_ids[0]),
-            )
-        except ValueError as exc:
-            raise _fail(console, exc) from exc
+    judge_model, _ = open_models(console, judge, judge_option, cache=cache)
+    with progress(console, "judging", total) as bar, user_errors(console):
+        report = measure_agreement(
+            pairs,
+            judge=judge_model,
+            out_dir=out,
+            orders=chosen_orders,
+            combine_rule=combine_rule,
+            limit=limit,
+            seed=seed,
+            retries=retries,
+            max_tokens=max_tokens,
+            cache=False,
+            on_battle=lambda _b: advance(bar),
+        )
     console.print(agreement_table(report, title=f"judge vs human labels ({pairs.name})"))
     if report.flip_rate is not None:
         console.print(

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from rich.table import Table
 
 from ragmeter.attribution.benchmark import (
@@ -44,9 +44,16 @@ from ragmeter.attribution.report import (
     summarize,
 )
 from ragmeter.attribution.retrieval import ENTITY_TYPES, RetrievalError, recognizer_by_name
-from ragmeter.judges.base import Judge
-from ragmeter.judges.cache import CachedJudge, CallCache
-from ragmeter.judges.registry import get_judge
+from ragmeter.cli.common import (
+    CacheFlag,
+    JudgeOptions,
+    JudgeSpec,
+    Retries,
+    fail,
+    open_models,
+    progress_bar,
+)
+from ragmeter.judges import Judge
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 console = Console()
@@ -54,7 +61,6 @@ console = Console()
 Benchmark = Annotated[
     Path, typer.Argument(help="Benchmark JSONL: our items (from 'evolve') or BioKaLMA rows.")
 ]
-JudgeSpec = Annotated[str, typer.Option(help="Judge: 'local', 'openai:MODEL', 'fake:FILE'.")]
 GeneratorSpec = Annotated[
     str | None, typer.Option(help="Model that writes the answers. \\[default: the judge]")
 ]
@@ -62,8 +68,10 @@ Out = Annotated[Path | None, typer.Option(help="Results folder; rerun with it to
 Limit = Annotated[int | None, typer.Option("--limit", "--n", help="Use the first N questions.")]
 Seed = Annotated[int, typer.Option(help="Seed for every random choice (samples, removals).")]
 Field = Annotated[str, typer.Option(help="BioKaLMA question field to use.")]
-Cache = Annotated[bool, typer.Option(help="Reuse cached judge calls.")]
-Retries = Annotated[int, typer.Option(help="Further attempts per judge call.")]
+GeneratorOptions = Annotated[
+    list[str] | None,
+    typer.Option("--generator-option", help="Generator provider option NAME=VALUE (repeat)."),
+]
 RetrievalMode = Annotated[
     str, typer.Option(help="'gold' graphs, or 'retrieve' them from the store.")
 ]
@@ -80,8 +88,7 @@ RecognizerOption = Annotated[
 
 
 def _fail(message: str) -> typer.Exit:
-    console.print(f"[red]error:[/red] {message}")
-    return typer.Exit(2)
+    return fail(console, message)
 
 
 def _items(path: Path, field: str, limit: int | None) -> list[BenchmarkItem]:
@@ -99,30 +106,24 @@ def _store(graph: Path | None, benchmark: Path, field: str) -> KnowledgeGraph:
         raise _fail(str(exc)) from exc
 
 
-def _judges(judge: str, generator: str | None, cache: bool) -> tuple[Judge, Judge]:
-    """(generator, judge); one model instance when both specs are the same (a local model is
-    loaded once)."""
-    try:
-        judge_model = get_judge(judge)
-        generator_model = judge_model if generator in (None, judge) else get_judge(generator)
-    except Exception as exc:  # a provider can fail in many ways; all end the command
-        raise _fail(f"cannot start the judge: {exc}") from exc
-    if cache:
-        calls = CallCache()
-        wrapped = CachedJudge(judge_model, calls)
-        other = wrapped if generator_model is judge_model else CachedJudge(generator_model, calls)
-        return other, wrapped
-    return generator_model, judge_model
+def _judges(
+    judge: str,
+    judge_option: list[str] | None,
+    cache: bool,
+    generator: str | None = None,
+    generator_option: list[str] | None = None,
+) -> tuple[Judge, Judge]:
+    """(generator, judge) behind one call cache; one model instance when the generator is the
+    judge (a local model is loaded once)."""
+    judge_model, _ = open_models(console, judge, judge_option, cache=cache)
+    if generator in (None, judge) and not generator_option:
+        return judge_model, judge_model
+    writer, _ = open_models(console, generator or judge, generator_option, cache=cache)
+    return writer, judge_model
 
 
 def _progress() -> Progress:
-    return Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-    )
+    return progress_bar(console)
 
 
 def _print_runs(runs: list[ConditionRun], title: str, out_dir: Path) -> None:
@@ -191,14 +192,16 @@ def generate_command(
     graph: GraphOption = None,
     recognizer: RecognizerOption = "spacy",
     judge: JudgeSpec = "local",
+    judge_option: JudgeOptions = None,
     generator: GeneratorSpec = None,
+    generator_option: GeneratorOptions = None,
     field: Field = "question_complex",
     limit: Limit = None,
     out: Out = None,
     seed: Seed = 0,
     max_tokens: AnswerTokens = 768,
     retries: Retries = 2,
-    cache: Cache = True,
+    cache: CacheFlag = True,
 ) -> None:
     """Write an attributed answer per question; prints the judge-free citation metrics."""
     if retrieval not in {"gold", "retrieve"}:
@@ -208,7 +211,7 @@ def generate_command(
     out_dir = out or Path("runs") / f"kalma-{benchmark.stem}"
     name = f"{retrieval}, removed {removed}"
     condition = Condition(name=name, removed=removed, retrieval=retrieval)
-    writer, _ = _judges(generator or judge, None, cache)
+    writer, _ = _judges(judge, judge_option, cache, generator, generator_option)
     with _progress() as progress:
         task = progress.add_task("generating", total=len(items))
         try:
@@ -238,12 +241,13 @@ def generate_command(
 def score_command(
     run: Annotated[Path, typer.Argument(help=f"Folder holding {GENERATIONS_FILE}.")],
     judge: JudgeSpec = "local",
+    judge_option: JudgeOptions = None,
     limit: Limit = None,
     alignment: Annotated[bool, typer.Option(help="Text-citation alignment.")] = True,
     na: Annotated[bool, typer.Option(help="[NA] precision/recall (removed knowledge).")] = True,
     quality: Annotated[bool, typer.Option(help="G-Eval text quality.")] = True,
     retries: Retries = 2,
-    cache: Cache = True,
+    cache: CacheFlag = True,
 ) -> None:
     """Judge generated answers: alignment, [NA] and text quality, beside citation quality."""
     path = run / GENERATIONS_FILE
@@ -252,7 +256,7 @@ def score_command(
     by_condition: dict[str, list[GenerationRecord]] = {}
     for record in RecordLog(path, GenerationRecord):
         by_condition.setdefault(record.condition.name, []).append(record)
-    _, judge_model = _judges(judge, None, cache)
+    _, judge_model = _judges(judge, judge_option, cache)
     log = RecordLog(run / SCORES_FILE, ScoreRecord)
     options = ScoreOptions(alignment=alignment, na=na, quality=quality)
     runs = []
@@ -284,6 +288,7 @@ def evolve_command(
         ),
     ],
     judge: JudgeSpec = "local",
+    judge_option: JudgeOptions = None,
     limit: Annotated[int, typer.Option("--limit", "--n", help="Questions to evolve.")] = 50,
     rounds: Annotated[int, typer.Option(help="Rounds, the first without injection.")] = 6,
     spares: Annotated[
@@ -294,12 +299,12 @@ def evolve_command(
     ] = 0,
     out: Out = None,
     retries: Retries = 2,
-    cache: Cache = True,
+    cache: CacheFlag = True,
 ) -> None:
     """Evolve questions with minimum knowledge sets (one injected triple per round)."""
     out_dir = out or Path("runs") / f"kalma-evolved-{data.stem}"
     target = out_dir / "benchmark.jsonl"
-    writer, _ = _judges(judge, None, cache)
+    writer, _ = _judges(judge, judge_option, cache)
     with _progress() as progress:
         task = progress.add_task("evolving", total=limit)
         try:
@@ -358,7 +363,9 @@ def experiment_command(
     graph: GraphOption = None,
     recognizer: RecognizerOption = "spacy",
     judge: JudgeSpec = "local",
+    judge_option: JudgeOptions = None,
     generator: GeneratorSpec = None,
+    generator_option: GeneratorOptions = None,
     field: Field = "question_complex",
     limit: Limit = None,
     out: Out = None,
@@ -369,7 +376,7 @@ def experiment_command(
     full: Annotated[bool, typer.Option(help="Alignment under every condition.")] = False,
     max_tokens: AnswerTokens = 768,
     retries: Retries = 2,
-    cache: Cache = True,
+    cache: CacheFlag = True,
 ) -> None:
     """Run a paper experiment: main, incompetence (remove 0-3 triples), retrieval (accuracy
     100-20%), or all of them."""
@@ -380,7 +387,7 @@ def experiment_command(
     items = _items(benchmark, field, limit)
     store = _store(graph, benchmark, field)
     out_dir = out or Path("runs") / f"kalma-{benchmark.stem}"
-    writer, judge_model = _judges(judge, generator, cache)
+    writer, judge_model = _judges(judge, judge_option, cache, generator, generator_option)
     total = len(items) * len(conditions)
     with _progress() as progress:
         generating = progress.add_task("generating", total=total)

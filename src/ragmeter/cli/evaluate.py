@@ -5,7 +5,6 @@ Exit status: 0 done, 2 bad input or options, 3 stopped at the budget (rerun to c
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from collections import defaultdict
@@ -14,7 +13,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ragmeter.budget import (
     NOT_JUDGED,
@@ -25,9 +23,23 @@ from ragmeter.budget import (
     is_pending,
     price_for,
 )
-from ragmeter.data import DatasetError, LoadedDataset, load_samples
+from ragmeter.cli.common import (
+    USER_ERRORS,
+    CacheFlag,
+    EmbedderOptions,
+    EmbedderSpec,
+    JudgeOptions,
+    JudgeSpec,
+    Retries,
+    fail,
+    parse_options,
+    progress_bar,
+    user_errors,
+)
+from ragmeter.data import LoadedDataset, load_samples
 from ragmeter.evaluate import DEFAULT_METRICS, BudgetWarning, evaluate
 from ragmeter.limits import MAX_INPUT_CHARS, InputTruncatedWarning
+from ragmeter.manifest import Counts
 from ragmeter.metrics import Metric, metric_by_name, parse_metric_options
 from ragmeter.report import estimate_table, samples_table, summary_table, write_outputs
 from ragmeter.result import Result
@@ -42,21 +54,6 @@ def _parse_columns(text: str | None) -> dict[str, str] | None:
     if any(len(pair) != 2 for pair in pairs):
         raise typer.BadParameter("use SOURCE=FIELD pairs, e.g. user_input=question")
     return {source.strip(): target.strip() for source, target in pairs}
-
-
-def _parse_options(items: list[str] | None, flag: str) -> dict[str, Any]:
-    """``["timeout=30", "json_mode=object"]`` -> ``{"timeout": 30, "json_mode": "object"}``;
-    values are read as JSON where they parse, else kept as text."""
-    options: dict[str, Any] = {}
-    for item in items or []:
-        name, sep, value = item.partition("=")
-        if not (sep and name.strip()):
-            raise typer.BadParameter(f"{flag} {item!r}: use NAME=VALUE")
-        try:
-            options[name.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            options[name.strip()] = value
-    return options
 
 
 def _price(judge: str, price_in: float | None, price_out: float | None) -> Price | None:
@@ -81,13 +78,10 @@ def _budget(
 
 
 def _load(file: Path, columns: str | None, skip_invalid: bool, console: Console) -> LoadedDataset:
-    try:
+    with user_errors(console):
         dataset = load_samples(
             file, columns=_parse_columns(columns), on_invalid="skip" if skip_invalid else "raise"
         )
-    except (DatasetError, OSError, ValueError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
     for row in dataset.invalid:
         console.print(f"[yellow]skipped row {row.row}, field {row.field!r}:[/yellow] {row.reason}")
     return dataset
@@ -133,8 +127,8 @@ def _stopped_message(result: Result, chosen: list[Metric], price: Price | None, 
     calls = sum(e.calls for e in left)
     costs = [e.cost() for e in left]
     cost = sum(c for c in costs if c is not None) if all(c is not None for c in costs) else None
-    counts = result.run["counts"]
-    budget = result.run["budget"]
+    assert result.run is not None and result.run.counts is not None and result.run.budget
+    counts, budget = result.run.counts, result.run.budget
     spent = f"{budget['calls']} calls" + (
         f", ${budget['cost']:.4f}" if budget.get("cost") is not None else ""
     )
@@ -143,10 +137,10 @@ def _stopped_message(result: Result, chosen: list[Metric], price: Price | None, 
         flags.append(f"--max-calls {calls}")
     if budget.get("max_cost") is not None and cost is not None:
         flags.append(f"--max-cost {math.ceil(cost * 1.2 * 100) / 100:.2f}")
-    saved = counts["items"] - counts["pending"]
+    saved = counts.items - counts.pending
     return (
-        f"Stopped at the budget after {spent}. {saved} of {counts['items']} items are saved in "
-        f"{out}/; the {counts['pending']} left need about {calls} more calls"
+        f"Stopped at the budget after {spent}. {saved} of {counts.items} items are saved in "
+        f"{out}/; the {counts.pending} left need about {calls} more calls"
         + (f" (about ${cost:.4f})" if cost is not None else "")
         + ". To continue, run the same command again"
         + (f" with {' and '.join(flags)} or more" if flags else " with a higher budget")
@@ -159,8 +153,8 @@ def evaluate_command(
     metrics: Annotated[str, typer.Option(help="Comma-separated metric names.")] = ",".join(
         DEFAULT_METRICS
     ),
-    judge: Annotated[str, typer.Option(help="'local', 'openai:MODEL', or a plugin.")] = "local",
-    embedder: Annotated[str, typer.Option(help="'minilm', 'openai:MODEL', ...")] = "minilm",
+    judge: JudgeSpec = "local",
+    embedder: EmbedderSpec = "minilm",
     out: Annotated[
         Path | None,
         typer.Option(
@@ -173,24 +167,19 @@ def evaluate_command(
     skip_invalid: Annotated[
         bool, typer.Option(help="Report invalid rows and go on with the rest.")
     ] = False,
-    retries: Annotated[int, typer.Option(help="Further attempts after a failed judge call.")] = 2,
+    retries: Retries = 2,
     repairs: Annotated[
         int, typer.Option(help="Further attempts after a reply that does not fit the schema.")
     ] = 1,
     workers: Annotated[int, typer.Option(help="Items judged at once.")] = 1,
-    cache: Annotated[bool, typer.Option(help="Reuse cached judge calls.")] = True,
+    cache: CacheFlag = True,
     show_samples: Annotated[bool, typer.Option(help="Also print a row per sample.")] = True,
     option: Annotated[
         list[str] | None,
         typer.Option(help="Metric option METRIC.PARAM=VALUE, e.g. answer_relevance.n=5."),
     ] = None,
-    judge_option: Annotated[
-        list[str] | None,
-        typer.Option(help="Judge provider option NAME=VALUE, e.g. timeout=30, deadline=120."),
-    ] = None,
-    embedder_option: Annotated[
-        list[str] | None, typer.Option(help="Embedder provider option NAME=VALUE.")
-    ] = None,
+    judge_option: JudgeOptions = None,
+    embedder_option: EmbedderOptions = None,
     dry_run: Annotated[
         bool, typer.Option(help="Estimate calls, tokens and cost; call no model.")
     ] = False,
@@ -220,24 +209,15 @@ def evaluate_command(
     console = Console()
     out_dir = out or Path("runs") / file.stem
     dataset = _load(file, columns, skip_invalid, console)
-    try:
+    with user_errors(console):
         chosen = _metrics(metrics, option)
-    except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
     price = _price(judge, price_in, price_out)
     limit = max_input_chars or None
     if dry_run:
         _dry_run(dataset, chosen, price, judge, limit, console)
         return
     budget = _budget(max_calls, max_cost, price, judge)
-    progress = Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-    )
+    progress = progress_bar(console)
     with progress, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", InputTruncatedWarning)
         warnings.simplefilter("ignore", BudgetWarning)  # said below, with what to do
@@ -254,19 +234,18 @@ def evaluate_command(
                 repairs=repairs,
                 max_workers=workers,
                 on_score=lambda _score: progress.advance(task),
-                judge_options=_parse_options(judge_option, "--judge-option"),
-                embedder_options=_parse_options(embedder_option, "--embedder-option"),
+                judge_options=parse_options(judge_option, "--judge-option"),
+                embedder_options=parse_options(embedder_option, "--embedder-option"),
                 budget=budget,
                 max_input_chars=limit,
                 seed=seed,
             )
-        except ValueError as exc:
-            console.print(f"[red]error:[/red] {exc}")
-            raise typer.Exit(2) from exc
+        except USER_ERRORS as exc:
+            raise fail(console, exc) from exc
     for warning in caught:
         console.print(f"[yellow]warning:[/yellow] {warning.message}")
     _report(result, file, out_dir, show_samples, console)
-    if result.run["status"] == "stopped":
+    if result.run is not None and result.run.status == "stopped":
         console.print(f"[yellow]{_stopped_message(result, chosen, price, out_dir)}[/yellow]")
         raise typer.Exit(EXIT_STOPPED)
 
@@ -275,17 +254,18 @@ def _report(
     result: Result, file: Path, out_dir: Path, show_samples: bool, console: Console
 ) -> None:
     write_outputs(result, out_dir)
+    judge_name = result.run.judge if result.run else "?"
     if show_samples:
         console.print(samples_table(result))
-    console.print(summary_table(result, title=f"ragmeter: {file.name} ({result.run['judge']})"))
+    console.print(summary_table(result, title=f"ragmeter: {file.name} ({judge_name})"))
     for row in result.summary():
         for reason, count in row.unscored_reasons.items():
             if not reason.startswith(NOT_JUDGED):
                 console.print(f"[yellow]{row.metric}: {count} unscored[/yellow] — {reason}")
-    counts = result.run["counts"]
+    counts = result.run.counts if result.run and result.run.counts else Counts()
     console.print(
-        f"model calls {counts['model_calls']}, cached {counts['cached_calls']}, "
-        f"tokens {counts['prompt_tokens']} in / {counts['completion_tokens']} out; "
-        f"{counts['resumed']} items resumed from {out_dir}/, {counts['judged']} judged now; "
+        f"model calls {counts.model_calls}, cached {counts.cached_calls}, "
+        f"tokens {counts.prompt_tokens} in / {counts.completion_tokens} out; "
+        f"{counts.resumed} items resumed from {out_dir}/, {counts.judged} judged now; "
         f"results in {out_dir}/"
     )

@@ -6,14 +6,18 @@ import typer
 
 from ragmeter.cli.arena import app as arena_app
 from ragmeter.cli.attribution import app as attribution_app
+from ragmeter.cli.cache import app as cache_app
 from ragmeter.cli.evaluate import evaluate_command
 from ragmeter.cli.meta import app as meta_app
+from ragmeter.cli.selftest import app as selftest_app
 
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 app.command("evaluate")(evaluate_command)
 app.add_typer(attribution_app, name="attribution")
 app.add_typer(arena_app, name="arena")
 app.add_typer(meta_app, name="meta")
+app.add_typer(cache_app, name="cache")
+app.add_typer(selftest_app, name="selftest")
 
 
 @app.callback()

@@ -12,6 +12,16 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from ragmeter.cli.common import (
+    CacheFlag,
+    EmbedderOptions,
+    EmbedderSpec,
+    JudgeOptions,
+    JudgeSpec,
+    open_models,
+    parse_options,
+    user_errors,
+)
 from ragmeter.meta.attribution import (
     calibrate_threshold,
     load_attribution,
@@ -37,8 +47,10 @@ def _cell(accuracy: float | None, ties: int, unscored: int) -> str:
 @app.command("wikieval")
 def wikieval_command(
     path: Annotated[Path, typer.Argument(help="WikiEval rows or pair records (JSONL).")],
-    judge: Annotated[str, typer.Option(help="'local', 'openai:MODEL', ...")] = "local",
-    embedder: Annotated[str, typer.Option(help="Embedder for answer relevance.")] = "minilm",
+    judge: JudgeSpec = "local",
+    judge_option: JudgeOptions = None,
+    embedder: EmbedderSpec = "minilm",
+    embedder_option: EmbedderOptions = None,
     methods: Annotated[
         str, typer.Option(help="Comma-separated subset of ragmeter,gpt_score,gpt_ranking.")
     ] = ",".join(METHODS),
@@ -49,7 +61,7 @@ def wikieval_command(
     dimensions: Annotated[
         str, typer.Option(help="Comma-separated subset of the dimensions to measure.")
     ] = ",".join(DIMENSIONS),
-    cache: Annotated[bool, typer.Option(help="Reuse cached judge calls.")] = True,
+    cache: CacheFlag = True,
     option: Annotated[
         list[str] | None,
         typer.Option(help="Metric option METRIC.PARAM=VALUE, e.g. faithfulness.soft=false."),
@@ -63,15 +75,12 @@ def wikieval_command(
         keep = list(dict.fromkeys(p.id for p in pairs))[:limit]
         pairs = [p for p in pairs if p.id in keep]
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
-    try:
+    with user_errors(console):
         configured = {
             name: metric_by_name(name, **params)
             for name, params in parse_metric_options(option or []).items()
         }
-    except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
-    with console.status("judging") as status:
+    with console.status("judging") as status, user_errors(console):
         report = run_wikieval(
             pairs,
             metrics=configured,
@@ -81,6 +90,8 @@ def wikieval_command(
             out_dir=out,
             cache=cache,
             on_progress=lambda text: status.update(f"judging: {text}"),
+            judge_options=parse_options(judge_option, "--judge-option"),
+            embedder_options=parse_options(embedder_option, "--embedder-option"),
         )
     out.mkdir(parents=True, exist_ok=True)
     with (out / "pairs.jsonl").open("w") as handle:
@@ -124,7 +135,8 @@ def _subsample(rows: list[T], limit: int | None, seed: int = 0) -> list[T]:
 @app.command("attribution")
 def attribution_command(
     path: Annotated[Path, typer.Argument(help="AttributionBench-format JSONL (the test set).")],
-    judge: Annotated[str, typer.Option(help="'local', 'openai:MODEL', ...")] = "local",
+    judge: JudgeSpec = "local",
+    judge_option: JudgeOptions = None,
     calibrate: Annotated[
         Path | None,
         typer.Option(help="A development file: pick the threshold with the best macro-F1 there."),
@@ -141,16 +153,20 @@ def attribution_command(
     out: Annotated[Path, typer.Option(help="Results folder; rerun to resume.")] = Path(
         "runs/meta-attribution"
     ),
-    cache: Annotated[bool, typer.Option(help="Reuse cached judge calls.")] = True,
+    cache: CacheFlag = True,
 ) -> None:
     """Accuracy and macro-F1 of the faithfulness statement verifier on human attribution labels."""
     console = Console()
-    claims = _subsample(load_attribution(path), limit)
+    with user_errors(console):
+        claims = _subsample(load_attribution(path), limit)
+    # Built once for the calibration and the test rows (a local model loads once).
+    judge_model, _ = open_models(console, judge, judge_option, cache=cache)
     if calibrate is not None:
-        dev = _subsample(load_attribution(calibrate), calibrate_limit)
+        with user_errors(console):
+            dev = _subsample(load_attribution(calibrate), calibrate_limit)
         with console.status(f"calibrating on {len(dev)} development rows"):
             dev_verdicts = verify_claims(
-                dev, judge, with_question=with_question, out_dir=out / "dev", cache=cache
+                dev, judge_model, with_question=with_question, out_dir=out / "dev", cache=False
             )
         threshold = calibrate_threshold(dev_verdicts)
         console.print(f"calibrated threshold {threshold:.4f} on {len(dev)} rows of {calibrate}")
@@ -163,7 +179,12 @@ def attribution_command(
             status.update(f"verifying {done[0]}/{len(claims)}")
 
         verdicts = verify_claims(
-            claims, judge, with_question=with_question, out_dir=out, cache=cache, on_verdict=tick
+            claims,
+            judge_model,
+            with_question=with_question,
+            out_dir=out,
+            cache=False,
+            on_verdict=tick,
         )
     seconds = time.perf_counter() - started
     out.mkdir(parents=True, exist_ok=True)

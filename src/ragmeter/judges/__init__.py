@@ -7,10 +7,12 @@ from ragmeter.judges.base import (
     Judge,
     JudgeError,
     Message,
+    ModelIdentity,
     TokenLogprobs,
+    identity_of,
 )
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
-from ragmeter.judges.registry import get_embedder, get_judge
+from ragmeter.judges.registry import get_embedder, get_judge, resolve_models
 
 __all__ = [
     "ChatRequest",
@@ -21,7 +23,10 @@ __all__ = [
     "Judge",
     "JudgeError",
     "Message",
+    "ModelIdentity",
     "TokenLogprobs",
     "get_embedder",
     "get_judge",
+    "identity_of",
+    "resolve_models",
 ]

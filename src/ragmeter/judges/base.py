@@ -7,6 +7,8 @@ A provider is one file exposing ``create_judge(model, **options)`` and/or
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Callable
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -70,6 +72,57 @@ class ChatResponse(BaseModel):
     cached: bool = False
 
 
+class ModelIdentity(BaseModel):
+    """Everything that determines a model's outputs: the call cache and the score store key on
+    it, so that pointing a name at another server or swapping the weights under the same file
+    name is a new model, never a source of stale replies.
+
+    ``settings`` holds the rest of what changes outputs: the endpoint, the weights' SHA-256, the
+    options that change replies (seed, JSON mode). Options that do not (timeouts, retries,
+    concurrency, where the key is read from) stay out, so changing them reuses everything.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    provider: str
+    model: str
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+    @property
+    def digest(self) -> str:
+        material = json.dumps(self.model_dump(mode="json"), sort_keys=True, default=str)
+        return hashlib.sha256(material.encode()).hexdigest()[:16]
+
+
+def identity_of(model: Judge | Embedder) -> ModelIdentity:
+    """The model's ``identity``; a plugin that declares none is known by its name alone."""
+    identity = getattr(model, "identity", None)
+    if isinstance(identity, ModelIdentity):
+        return identity
+    provider, _, name = model.name.partition(":")
+    return ModelIdentity(provider=provider, model=name)
+
+
+class Wrapper:
+    """Base of a model wrapped for the pipeline (the call cache, the budget meter): it answers
+    to the wrapped model's name and identity, so keys and records see through it."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return str(self.inner.name)
+
+    @property
+    def identity(self) -> ModelIdentity:
+        return identity_of(self.inner)
+
+
 class JudgeError(RuntimeError):
     """A call to the model failed (transport, server or runtime error)."""
 
@@ -80,7 +133,8 @@ class Judge(Protocol):
 
     @property
     def name(self) -> str:
-        """``provider:model``, stable across runs; part of every cache and result key."""
+        """``provider:model``, for people; an optional ``identity`` (``ModelIdentity``) says
+        what else determines the replies, and keys hash that (see ``identity_of``)."""
         ...
 
     def complete(self, request: ChatRequest) -> ChatResponse: ...

@@ -1,7 +1,9 @@
 """A disk cache of judge and embedding calls, so that re-running an evaluation costs no model calls.
 
-Keys hash the provider and model (the judge's ``name``) with the full request, so any change of
-prompt, schema or sampling parameter is a miss.
+Keys hash the model's identity (provider, model, endpoint, weights, output-changing options: see
+``ModelIdentity``) with the full request, so a change of any of them, or of the prompt, schema or
+sampling parameters, is a miss. Each entry also records which model made it and when, for
+``ragmeter cache info`` and ``prune``.
 """
 
 from __future__ import annotations
@@ -9,16 +11,40 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import platformdirs
 
-from ragmeter.judges.base import ChatRequest, ChatResponse, Embedder, Judge
+from ragmeter.judges.base import (
+    ChatRequest,
+    ChatResponse,
+    Embedder,
+    Judge,
+    ModelIdentity,
+    Wrapper,
+)
+
+_TABLES = {"replies": "response TEXT", "vectors": "vector BLOB"}
 
 
 def default_cache_path() -> Path:
     return Path(platformdirs.user_cache_dir("ragmeter")) / "calls.sqlite"
+
+
+@dataclass(frozen=True)
+class CacheEntries:
+    """What the cache holds for one model: ``kind`` is "replies" (judge) or "vectors"."""
+
+    kind: str
+    model: str
+    identity: str
+    entries: int
+    bytes: int
+    oldest: float
+    newest: float
 
 
 class CallCache:
@@ -29,86 +55,131 @@ class CallCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA busy_timeout=10000")
         self._db.execute("PRAGMA journal_mode=WAL")
         # A lost cache entry only costs a repeated call, so skip the fsync on every write.
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS chat (key TEXT PRIMARY KEY, response TEXT)")
-        self._db.execute("CREATE TABLE IF NOT EXISTS embedding (key TEXT PRIMARY KEY, vector BLOB)")
+        for table, payload in _TABLES.items():
+            self._db.execute(
+                f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, model TEXT, "
+                f"identity TEXT, created REAL, {payload})"
+            )
+        # Entries of the first layout were keyed by the model's name alone, which could serve
+        # another endpoint's or another file's replies: they can never be hit again.
+        self._db.execute("DROP TABLE IF EXISTS chat")
+        self._db.execute("DROP TABLE IF EXISTS embedding")
 
     def get_chat(self, key: str) -> ChatResponse | None:
-        with self._lock:
-            row = self._db.execute("SELECT response FROM chat WHERE key=?", (key,)).fetchone()
-        return ChatResponse.model_validate_json(row[0]) if row else None
+        row = self._get("replies", key)
+        return ChatResponse.model_validate_json(row) if row else None
 
-    def put_chat(self, key: str, response: ChatResponse) -> None:
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO chat VALUES (?, ?)", (key, response.model_dump_json())
-            )
+    def put_chat(self, key: str, identity: ModelIdentity, response: ChatResponse) -> None:
+        self._put("replies", key, identity, response.model_dump_json())
 
     def get_embedding(self, key: str) -> np.ndarray | None:
-        with self._lock:
-            row = self._db.execute("SELECT vector FROM embedding WHERE key=?", (key,)).fetchone()
-        return np.frombuffer(row[0], dtype=np.float32) if row else None
+        row = self._get("vectors", key)
+        return np.frombuffer(row, dtype=np.float32) if row else None
 
-    def put_embedding(self, key: str, vector: np.ndarray) -> None:
+    def put_embedding(self, key: str, identity: ModelIdentity, vector: np.ndarray) -> None:
+        self._put("vectors", key, identity, np.asarray(vector, dtype=np.float32).tobytes())
+
+    def _get(self, table: str, key: str) -> bytes | str | None:
+        payload = "response" if table == "replies" else "vector"
+        with self._lock:
+            row = self._db.execute(f"SELECT {payload} FROM {table} WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def _put(self, table: str, key: str, identity: ModelIdentity, payload: bytes | str) -> None:
         with self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO embedding VALUES (?, ?)",
-                (key, np.asarray(vector, dtype=np.float32).tobytes()),
+                f"INSERT OR REPLACE INTO {table} VALUES (?, ?, ?, ?, ?)",
+                (key, identity.name, identity.digest, time.time(), payload),
             )
+
+    def entries(self) -> list[CacheEntries]:
+        """Entries and bytes per model, judges' replies first."""
+        found = []
+        with self._lock:
+            for table, payload in _TABLES.items():
+                column = payload.split()[0]
+                rows = self._db.execute(
+                    f"SELECT model, identity, COUNT(*), SUM(LENGTH({column})), MIN(created), "
+                    f"MAX(created) FROM {table} GROUP BY model, identity ORDER BY model"
+                ).fetchall()
+                found += [CacheEntries(table, *row) for row in rows]
+        return found
+
+    def clear(self, model: str | None = None) -> int:
+        """Remove every entry, or those of the model named ``provider:model``; returns how many."""
+        where, arguments = ("WHERE model=?", (model,)) if model else ("", ())
+        return self._delete(where, arguments)
+
+    def prune(self, older_than_days: float) -> int:
+        """Remove the entries made more than ``older_than_days`` ago; returns how many."""
+        return self._delete("WHERE created < ?", (time.time() - older_than_days * 86400,))
+
+    def _delete(self, where: str, arguments: tuple[object, ...]) -> int:
+        with self._lock:
+            removed = sum(
+                self._db.execute(f"DELETE FROM {table} {where}", arguments).rowcount
+                for table in _TABLES
+            )
+            self._db.execute("VACUUM")
+        return removed
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    def __enter__(self) -> CallCache:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
 
 def _digest(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 
-class CachedJudge:
+class CachedJudge(Wrapper):
     """Wraps a judge; a hit returns the stored reply marked ``cached=True``.
 
     Failed calls are not cached, so a rerun retries them.
     """
 
     def __init__(self, inner: Judge, cache: CallCache) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.cache = cache
 
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
     def complete(self, request: ChatRequest) -> ChatResponse:
-        key = _digest(self.inner.name, request.model_dump_json())
+        # Read at every call: a provider may learn something that changes its replies (e.g. a
+        # server that refuses JSON schemas) part way through a run.
+        identity = self.identity
+        key = _digest(identity.digest, request.model_dump_json())
         hit = self.cache.get_chat(key)
         if hit is not None:
             return hit.model_copy(update={"cached": True})
         response = self.inner.complete(request)
-        self.cache.put_chat(key, response)
+        self.cache.put_chat(key, identity, response)
         return response
 
 
-class CachedEmbedder:
+class CachedEmbedder(Wrapper):
     def __init__(self, inner: Embedder, cache: CallCache) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.cache = cache
         self.model_calls = 0
 
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
     def embed(self, texts: list[str]) -> np.ndarray:
-        keys = [_digest(self.inner.name, text) for text in texts]
+        identity = self.identity
+        keys = [_digest(identity.digest, text) for text in texts]
         found = [self.cache.get_embedding(key) for key in keys]
         missing = [i for i, vector in enumerate(found) if vector is None]
         if missing:
             self.model_calls += 1
             fresh = self.inner.embed([texts[i] for i in missing])
             for i, vector in zip(missing, fresh, strict=True):
-                self.cache.put_embedding(keys[i], vector)
+                self.cache.put_embedding(keys[i], identity, vector)
                 found[i] = np.asarray(vector, dtype=np.float32)
         return np.stack([v for v in found if v is not None])

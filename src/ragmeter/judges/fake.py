@@ -14,8 +14,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
+from pydantic import Field
 
-from ragmeter.judges.base import ChatRequest, ChatResponse, JudgeError
+from ragmeter.judges.base import ChatRequest, ChatResponse, JudgeError, ModelIdentity
+from ragmeter.options import Options
 
 Responder = Callable[[ChatRequest], "str | ChatResponse"]
 
@@ -38,11 +40,17 @@ class FakeJudge:
         self._queue: deque[str | ChatResponse | Exception] = deque(replies)
         self._responder = responder
         self._model = model
+        self.settings: dict[str, str] = {}
+        """What else determines the replies (the script file's hash, for ``fake:FILE``)."""
         self.history: list[ChatRequest] = []
 
     @property
     def name(self) -> str:
         return f"fake:{self._model}"
+
+    @property
+    def identity(self) -> ModelIdentity:
+        return ModelIdentity(provider="fake", model=self._model, settings=self.settings)
 
     def enqueue(self, *replies: str | ChatResponse | Exception) -> None:
         self._queue.extend(replies)
@@ -67,13 +75,24 @@ class FakeJudge:
         )
 
 
-def create_judge(model: str = "", **_: object) -> FakeJudge:
+class FakeOptions(Options):
+    """The fakes are deterministic; ``seed`` is accepted (and ignored) so that a run that passes
+    one to any judge also runs on a fake."""
+
+    seed: int | None = Field(None, description="Ignored: the fake replies from its script.")
+
+
+def create_judge(model: str = "", **options: object) -> FakeJudge:
     """``fake`` replies from nothing (every call fails); ``fake:FILE`` replays one JSON string
     per line of FILE, in order."""
+    FakeOptions.parse(options, "the fake judge")
     if not model:
         return FakeJudge()
-    replies = [json.loads(line) for line in Path(model).read_text().splitlines() if line.strip()]
-    return FakeJudge(replies, model=model)
+    text = Path(model).read_text()
+    replies = [json.loads(line) for line in text.splitlines() if line.strip()]
+    judge = FakeJudge(replies, model=model)
+    judge.settings = {"script_sha256": hashlib.sha256(text.encode()).hexdigest()}
+    return judge
 
 
 _WORD = re.compile(r"\w+")
@@ -101,5 +120,6 @@ class HashingEmbedder:
         return out
 
 
-def create_embedder(model: str = "", **_: object) -> HashingEmbedder:
+def create_embedder(model: str = "", **options: object) -> HashingEmbedder:
+    FakeOptions.parse(options, "the fake embedder")
     return HashingEmbedder(int(model) if model else 4096)

@@ -17,20 +17,57 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import Field
 
-from ragmeter.judges.base import ChatRequest, ChatResponse, JudgeError, TokenLogprobs
-from ragmeter.judges.weights import BUNDLED, QWEN_CODER_1_5B, ensure_weights
+from ragmeter.judges.base import (
+    ChatRequest,
+    ChatResponse,
+    JudgeError,
+    ModelIdentity,
+    TokenLogprobs,
+)
+from ragmeter.judges.weights import BUNDLED, QWEN_CODER_1_5B, ensure_weights, weights_sha256
+from ragmeter.options import Options
+
+
+class LocalJudgeOptions(Options):
+    """Options of the ``local`` judge (``--judge-option NAME=VALUE``)."""
+
+    operational = frozenset({"n_ctx", "n_threads"})
+
+    n_ctx: int = Field(8192, ge=256, description="Context window in tokens.")
+    n_threads: int | None = Field(
+        None, ge=1, description="CPU threads; RAGMETER_THREADS or all cores when unset."
+    )
+    seed: int = Field(0, description="Sampling seed (replies are greedy unless asked otherwise).")
+
+
+def local_identity(
+    model_path: Path | str | None, options: LocalJudgeOptions
+) -> tuple[Path, ModelIdentity]:
+    """The GGUF file to load (a bundled model is assembled first) and the identity of the judge
+    it makes: the weights' SHA-256 and the options that change replies.
+
+    A file swapped under the same name is another model: the hash, not the name, says which
+    weights answered (a user's file is hashed once per size and modification time).
+    """
+    if model_path is None or str(model_path) in BUNDLED:
+        weights = BUNDLED.get(str(model_path), QWEN_CODER_1_5B)
+        path, name, digest = ensure_weights(weights), weights.name, weights.sha256
+    else:
+        path = Path(model_path)
+        if not path.is_file():
+            raise JudgeError(f"no GGUF file at {path}")
+        name, digest = path.stem, weights_sha256(path)
+    settings = {"weights_sha256": digest, **options.identity()}
+    return path, ModelIdentity(provider="local", model=name, settings=settings)
 
 
 class LocalJudge:
     def __init__(
-        self,
-        model_path: Path | str | None = None,
-        *,
-        n_ctx: int = 8192,
-        n_threads: int | None = None,
-        seed: int = 0,
+        self, model_path: Path | str | None = None, options: LocalJudgeOptions | None = None
     ) -> None:
+        options = options or LocalJudgeOptions()
         try:
             from llama_cpp import Llama
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
@@ -38,25 +75,19 @@ class LocalJudge:
             raise JudgeError(
                 "the local judge needs llama-cpp-python: pip install 'ragmeter[local]'"
             ) from exc
-        if model_path is None or str(model_path) in BUNDLED:
-            weights = BUNDLED.get(str(model_path), QWEN_CODER_1_5B)
-            path = ensure_weights(weights)
-            self._model_name = weights.name
-        else:
-            path = Path(model_path)
-            if not path.is_file():
-                raise JudgeError(f"no GGUF file at {path}")
-            self._model_name = path.stem
-        self.model_path = path
+        self.model_path, self.identity = local_identity(model_path, options)
+        self.options = options
         # RAGMETER_THREADS lets a user leave cores to other work: llama.cpp's threads wait for
         # each other at every step, so sharing cores with another busy process is very slow.
-        threads = n_threads or int(os.environ.get("RAGMETER_THREADS", "0")) or os.cpu_count() or 2
+        threads = (
+            options.n_threads or int(os.environ.get("RAGMETER_THREADS", "0")) or os.cpu_count() or 2
+        )
         with _amx_buffers_off():
             self._llm = Llama(
-                model_path=str(path),
-                n_ctx=n_ctx,
+                model_path=str(self.model_path),
+                n_ctx=options.n_ctx,
                 n_threads=threads,
-                seed=seed,
+                seed=options.seed,
                 verbose=False,
             )
         self._formatter = Jinja2ChatFormatter(
@@ -68,7 +99,7 @@ class LocalJudge:
 
     @property
     def name(self) -> str:
-        return f"local:{self._model_name}"
+        return self.identity.name
 
     def complete(self, request: ChatRequest) -> ChatResponse:
         messages = [m.model_dump() for m in request.messages]
@@ -242,4 +273,4 @@ def _amx_buffers_off() -> Iterator[None]:
 
 
 def create_judge(model: str = "", **options: Any) -> LocalJudge:
-    return LocalJudge(model or None, **options)
+    return LocalJudge(model or None, LocalJudgeOptions.parse(options, "the local judge"))

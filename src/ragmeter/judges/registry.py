@@ -1,39 +1,21 @@
-"""Judges and embedders by name: ``provider`` or ``provider:model``.
+"""Judges and embedders from specs (``provider`` or ``provider:model``): the one place that turns
+what a user typed into models, used by every command that takes a judge.
 
-Providers are found through the ``ragmeter.judges`` / ``ragmeter.embedders`` entry points, so a
-plugin package registers exactly as the built-ins do. The built-in table below is the fallback for
-running from a source tree that was never installed.
+Providers are found through entry points (see ``ragmeter.plugins``); each validates its own
+options (an unknown name or a wrong type is a ``ValueError`` that names it).
 """
 
 from __future__ import annotations
 
-import importlib
-from importlib.metadata import entry_points
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from ragmeter.judges.base import Embedder, Judge
+from ragmeter.judges.cache import CachedEmbedder, CachedJudge, CallCache
+from ragmeter.plugins import Kind, load
 
-_BUILTIN_JUDGES = {
-    "local": "ragmeter.judges.local:create_judge",
-    "openai": "ragmeter.judges.openai:create_judge",
-    "fake": "ragmeter.judges.fake:create_judge",
-}
-_BUILTIN_EMBEDDERS = {
-    "minilm": "ragmeter.judges.minilm:create_embedder",
-    "openai": "ragmeter.judges.openai:create_embedder",
-    "fake": "ragmeter.judges.fake:create_embedder",
-}
-
-
-def _factories(group: str, builtins: dict[str, str]) -> dict[str, str]:
-    found = dict(builtins)
-    found.update({ep.name: ep.value for ep in entry_points(group=group)})
-    return found
-
-
-def _load(target: str) -> Any:
-    module_name, _, attribute = target.partition(":")
-    return getattr(importlib.import_module(module_name), attribute)
+DEFAULT_EMBEDDER = "minilm"
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -42,22 +24,63 @@ def split_spec(spec: str) -> tuple[str, str]:
 
 
 def get_judge(spec: str, **options: Any) -> Judge:
-    provider, model = split_spec(spec)
-    factories = _factories("ragmeter.judges", _BUILTIN_JUDGES)
-    if provider not in factories:
-        raise ValueError(
-            f"unknown judge provider {provider!r}; known: {', '.join(sorted(factories))}"
-        )
-    judge: Judge = _load(factories[provider])(model, **options)
+    judge: Judge = _create("judge", spec, options)
     return judge
 
 
 def get_embedder(spec: str, **options: Any) -> Embedder:
-    provider, model = split_spec(spec)
-    factories = _factories("ragmeter.embedders", _BUILTIN_EMBEDDERS)
-    if provider not in factories:
-        raise ValueError(
-            f"unknown embedder provider {provider!r}; known: {', '.join(sorted(factories))}"
-        )
-    embedder: Embedder = _load(factories[provider])(model, **options)
+    embedder: Embedder = _create("embedder", spec, options)
     return embedder
+
+
+def _create(kind: Kind, spec: str, options: Mapping[str, Any]) -> Any:
+    provider, model = split_spec(spec)
+    factory = load(kind, provider)
+    try:
+        return factory(model, **options)
+    except TypeError as exc:  # a plugin without an options model, given an option it lacks
+        raise ValueError(f"options for the {kind} {spec!r}: {exc}") from None
+
+
+def resolve_models(
+    judge: str | Judge,
+    embedder: str | Embedder | None = None,
+    *,
+    cache: bool | str | Path | CallCache = True,
+    needs_embedder: bool = True,
+    judge_options: Mapping[str, Any] | None = None,
+    embedder_options: Mapping[str, Any] | None = None,
+    wrap_judge: Callable[[Judge], Judge] | None = None,
+) -> tuple[Judge, Embedder | None]:
+    """Build the judge and (if needed) the embedder, behind the call cache unless ``cache`` is
+    False.
+
+    Args:
+        judge: a spec such as ``"local"`` or ``"openai:gpt-4o-mini"``, or a ``Judge``.
+        embedder: a spec or an ``Embedder``; MiniLM when None and one is needed.
+        cache: True for the user cache folder, a path, an open ``CallCache``, or False.
+        needs_embedder: False when no metric compares texts by embedding.
+        judge_options: the provider's options (its ``Options`` model), for a judge given by spec.
+        embedder_options: the same for the embedder.
+        wrap_judge: applied to the judge under the cache (the budget meter goes there, so that
+            cached calls cost nothing).
+    """
+    if judge_options and not isinstance(judge, str):
+        raise ValueError("judge options apply to a judge named by a spec, not to a Judge object")
+    if embedder_options and not isinstance(embedder, str | None):
+        raise ValueError("embedder options apply to an embedder named by a spec")
+    judge_model = get_judge(judge, **(judge_options or {})) if isinstance(judge, str) else judge
+    embed_model: Embedder | None = None
+    if needs_embedder:
+        embed_model = (
+            embedder
+            if embedder is not None and not isinstance(embedder, str)
+            else get_embedder(embedder or DEFAULT_EMBEDDER, **(embedder_options or {}))
+        )
+    if wrap_judge is not None:
+        judge_model = wrap_judge(judge_model)
+    if cache is False:
+        return judge_model, embed_model
+    calls = cache if isinstance(cache, CallCache) else CallCache(None if cache is True else cache)
+    cached_embedder = CachedEmbedder(embed_model, calls) if embed_model is not None else None
+    return CachedJudge(judge_model, calls), cached_embedder

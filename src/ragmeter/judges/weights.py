@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,6 +101,31 @@ def ensure_weights(weights: PartedWeights = QWEN_CODER_1_5B, directory: Path | N
     partial.replace(target)
     marker.write_text(weights.sha256)
     return target
+
+
+def weights_sha256(path: Path) -> str:
+    """The SHA-256 of a weights file, remembered per (path, size, modification time) in the
+    models folder, since hashing gigabytes on every start would cost seconds each time."""
+    stat = path.stat()
+    memo = models_dir() / "hashes.json"
+    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
+    try:
+        known = json.loads(memo.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if not isinstance(known, dict):
+        known = {}
+    if isinstance(known.get(key), str):
+        return str(known[key])
+    known[key] = file_sha256(path)
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        partial = memo.with_suffix(f".{os.getpid()}.partial")
+        partial.write_text(json.dumps(known, indent=1))
+        partial.replace(memo)
+    except OSError:
+        pass  # a read-only cache folder only costs hashing again next time
+    return str(known[key])
 
 
 def file_sha256(path: Path) -> str:

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
 
-from ragmeter.evaluate import resolve_models
-from ragmeter.judges.base import Judge
+from ragmeter.judges import Judge, identity_of, resolve_models
 from ragmeter.metrics.faithfulness import SUPPORTED
 from ragmeter.score import Score, Unscorable
 from ragmeter.session import JudgeSession
@@ -81,9 +80,12 @@ def verify_claims(
     cache: bool | str | Path = True,
     retries: int = 2,
     on_verdict: Callable[[Verdict], None] | None = None,
+    judge_options: Mapping[str, Any] | None = None,
 ) -> list[Verdict]:
     """P(supported) for each claim from the faithfulness verifier; resumable under ``out_dir``."""
-    judge_model, _ = resolve_models(judge, None, cache, needs_embedder=False)
+    judge_model, _ = resolve_models(
+        judge, cache=cache, needs_embedder=False, judge_options=judge_options
+    )
     store = ScoreStore(out_dir / "verdicts.sqlite") if out_dir else None
     verdicts = []
     for claim in claims:
@@ -91,7 +93,9 @@ def verify_claims(
         truncated = len(text) > MAX_REFERENCE_CHARS
         statement = statement_for(claim, with_question)
         key = hashlib.sha256(
-            json.dumps([claim.id, statement, SUPPORTED.version, judge_model.name]).encode()
+            json.dumps(
+                [claim.id, statement, SUPPORTED.version, identity_of(judge_model).digest]
+            ).encode()
         ).hexdigest()
         score = store.reusable(key) if store else None
         if score is None:

@@ -13,9 +13,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ragmeter.judges.base import Judge
+from ragmeter.judges.base import Judge, identity_of
 from ragmeter.meta.pairs import Pair, PairOutcome
 from ragmeter.metrics.base import Metric
+from ragmeter.options import Options
 from ragmeter.prompts import Prompt
 from ragmeter.sample import Sample
 from ragmeter.score import Score, Unscorable
@@ -56,12 +57,20 @@ class Rating(BaseModel):
     score: int = Field(ge=0, le=10)
 
 
+class GPTScoreOptions(Options):
+    dimension: Literal["faithfulness", "answer_relevance", "context_relevance"]
+
+
 class GPTScore(Metric):
     """A 0-10 rating of one sample for one dimension (the paper's "GPT Score")."""
 
+    options_model = GPTScoreOptions
+    options: GPTScoreOptions
+
     def __init__(self, dimension: str) -> None:
-        self.dimension = dimension
         self.name = f"gpt_score.{dimension}"  # type: ignore[misc]
+        super().__init__(dimension=dimension)
+        self.dimension = dimension
         self._prompt = Prompt(
             name=self.name,
             instruction=f"{DEFINITIONS[dimension]} Given "
@@ -73,9 +82,6 @@ class GPTScore(Metric):
     @property
     def prompts(self) -> list[Prompt[Any]]:
         return [self._prompt]
-
-    def config(self) -> dict[str, Any]:
-        return {"dimension": self.dimension}
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         inputs = {name: _field(sample, name) for name in SHOWN[self.dimension]}
@@ -127,7 +133,7 @@ def rank_pair(pair: Pair, judge: Judge, store: ScoreStore | None, retries: int =
                     pair.dimension,
                     order,
                     prompt.version,
-                    judge.name,
+                    identity_of(judge).digest,
                 ]
             ).encode()
         ).hexdigest()

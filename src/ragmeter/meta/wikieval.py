@@ -8,15 +8,15 @@ answer over the poor one (answer relevance) and the focused context (context rel
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
 
-from ragmeter.evaluate import evaluate, resolve_models
-from ragmeter.judges.base import Embedder, Judge
+from ragmeter.evaluate import evaluate
+from ragmeter.judges import Embedder, Judge, resolve_models
 from ragmeter.meta.baselines import GPTScore, rank_pair
 from ragmeter.meta.pairs import Agreement, Pair, PairOutcome, agreement, compare
 from ragmeter.metrics import Metric, metric_by_name
@@ -150,6 +150,8 @@ def run_wikieval(
     cache: bool | str | Path = True,
     retries: int = 2,
     on_progress: Callable[[str], None] | None = None,
+    judge_options: Mapping[str, Any] | None = None,
+    embedder_options: Mapping[str, Any] | None = None,
 ) -> WikiEvalReport:
     """Score both sides of every pair with each method and count agreement with people.
 
@@ -157,7 +159,13 @@ def run_wikieval(
     Everything is committed under ``out_dir`` as it completes, so an interrupted run resumes.
     """
     chosen = {d: metric_by_name(d) for d in DIMENSIONS} | (metrics or {})
-    judge_model, embed_model = resolve_models(judge, embedder, cache)
+    judge_model, embed_model = resolve_models(
+        judge,
+        embedder,
+        cache=cache,
+        judge_options=judge_options,
+        embedder_options=embedder_options,
+    )
     store = ScoreStore(out_dir / "rankings.sqlite") if out_dir else None
     outcomes: list[PairOutcome] = []
     seconds: dict[str, float] = {}

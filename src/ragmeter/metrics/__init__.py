@@ -1,4 +1,4 @@
-"""The RAGAS metrics, by name."""
+"""The RAGAS metrics, and any metric a plugin registers, by name (see ``ragmeter.plugins``)."""
 
 from __future__ import annotations
 
@@ -9,22 +9,13 @@ from ragmeter.metrics.answer_relevance import AnswerRelevance
 from ragmeter.metrics.base import Metric
 from ragmeter.metrics.context_relevance import ContextRelevance
 from ragmeter.metrics.faithfulness import Faithfulness
-
-METRICS: dict[str, type[Metric]] = {
-    m.name: m for m in (Faithfulness, AnswerRelevance, ContextRelevance)
-}
+from ragmeter.plugins import load
 
 
 def metric_by_name(name: str, **options: Any) -> Metric:
-    """Build a metric from its name and constructor options."""
-    try:
-        factory = METRICS[name.strip()]
-    except KeyError:
-        raise ValueError(f"unknown metric {name!r}; known: {', '.join(METRICS)}") from None
-    try:
-        return factory(**options)
-    except TypeError as exc:
-        raise ValueError(f"{name}: {exc}") from None
+    """Build a metric from its registered name and options (``OptionsError`` names a bad one)."""
+    metric: Metric = load("metric", name.strip())(**options)
+    return metric
 
 
 def _value(text: str) -> Any:
@@ -48,7 +39,6 @@ def parse_metric_options(items: list[str]) -> dict[str, dict[str, Any]]:
 
 
 __all__ = [
-    "METRICS",
     "AnswerRelevance",
     "ContextRelevance",
     "Faithfulness",

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field, create_model
 
 from ragmeter.judges.base import cosine_similarity
 from ragmeter.metrics.base import Metric
+from ragmeter.options import Options
 from ragmeter.prompts import PlannedCalls, Prompt, YesNoPrompt, rendered_tokens, yes_no_call
 from ragmeter.sample import Sample
 from ragmeter.score import Unscorable
@@ -94,29 +95,29 @@ COMPLETE = YesNoPrompt(
 )
 
 
+class AnswerRelevanceOptions(Options):
+    n: int = Field(3, ge=1, description="Questions generated from the answer.")
+    score: Literal["completeness", "similarity", "product"] = Field(
+        "completeness",
+        description="P(addresses the question), the paper's mean similarity, or their product.",
+    )
+
+
 class AnswerRelevance(Metric):
     name = "answer_relevance"
     needs_embedder = True
+    options_model = AnswerRelevanceOptions
+    options: AnswerRelevanceOptions
 
-    def __init__(
-        self, n: int = 3, score: Literal["completeness", "similarity", "product"] = "completeness"
-    ) -> None:
-        if n < 1:
-            raise ValueError("answer_relevance needs n >= 1 generated questions")
-        if score not in ("completeness", "similarity", "product"):
-            raise ValueError(
-                f"answer_relevance score {score!r}: use completeness, similarity or product"
-            )
-        self.n = n
-        self.score_by = score
-        self._prompt = questions_prompt(n)
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.n = self.options.n
+        self.score_by = self.options.score
+        self._prompt = questions_prompt(self.n)
 
     @property
     def prompts(self) -> list[Any]:
         return [self._prompt] if self.score_by == "similarity" else [self._prompt, COMPLETE]
-
-    def config(self) -> dict[str, Any]:
-        return {"n": self.n, "score": self.score_by}
 
     def planned_calls(self, sample: Sample) -> PlannedCalls:
         if not sample.answer.strip():

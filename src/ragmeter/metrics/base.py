@@ -1,4 +1,9 @@
-"""The metric contract: a small object, configured by its constructor, that scores one sample."""
+"""The metric contract: a small object, configured by its constructor, that scores one sample.
+
+A metric's options are one typed model (``options_model``): the constructor validates them (an
+unknown name or a wrong value is an error that names it) and the metric's version hashes all of
+them with its prompts, so a score is never reused under other options.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from ragmeter.options import Options
 from ragmeter.prompts import PlannedCalls, Prompt
 from ragmeter.sample import Sample
 from ragmeter.score import Score
@@ -20,6 +26,11 @@ class Metric(ABC):
 
     name: ClassVar[str]
     needs_embedder: ClassVar[bool] = False
+    options_model: ClassVar[type[Options]] = Options
+    """The metric's options; the constructor takes them as keyword arguments."""
+
+    def __init__(self, **options: Any) -> None:
+        self.options = self.options_model.parse(options, f"the metric {self.name}")
 
     @abstractmethod
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]: ...
@@ -29,8 +40,8 @@ class Metric(ABC):
         return ()
 
     def config(self) -> dict[str, Any]:
-        """Constructor arguments, for the run record."""
-        return {}
+        """Every option's value, defaults included: the run record, and part of ``version``."""
+        return self.options.model_dump(mode="json")
 
     def planned_calls(self, sample: Sample) -> PlannedCalls | None:
         """The judge calls ``measure`` is expected to make for ``sample``, as (prompt tokens,

@@ -27,11 +27,12 @@ needed fact twice (as retrieved passages that quote each other do) is not more r
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, model_validator
 
 from ragmeter.metrics.base import Metric
+from ragmeter.options import Options
 from ragmeter.prompts import (
     Inputs,
     PlannedCalls,
@@ -114,36 +115,47 @@ NEW_INFORMATION = YesNoPrompt(
 Mode = Literal["sentence", "numbered", "select"]
 
 
+class ContextRelevanceOptions(Options):
+    mode: Mode = Field(
+        "sentence",
+        description="Ask about each sentence alone, each by its number, or have the judge "
+        "select the needed sentences.",
+    )
+    soft: bool = Field(False, description="Count each sentence by its probability.")
+    threshold: float = Field(
+        0.5, ge=0, le=1, description="P(needed) x P(new) that counts a sentence."
+    )
+    repeats: bool | None = Field(
+        None,
+        description="Check needed sentences for repeated facts; unset: on in the Yes/No modes "
+        "(a selection lists each sentence once anyway). Always set after validation.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _repeats_by_mode(cls, values: Any) -> Any:
+        if isinstance(values, dict) and values.get("repeats") is None:
+            return {**values, "repeats": values.get("mode", "sentence") != "select"}
+        return values
+
+    @model_validator(mode="after")
+    def _repeats_need_yes_no(self) -> Self:
+        if self.repeats and self.mode == "select":
+            raise ValueError("repeats applies to the Yes/No modes, not to mode='select'")
+        return self
+
+
 class ContextRelevance(Metric):
     name = "context_relevance"
-
-    def __init__(
-        self,
-        mode: Mode = "sentence",
-        soft: bool = False,
-        threshold: float = 0.5,
-        repeats: bool | None = None,
-    ) -> None:
-        if mode not in get_args(Mode):
-            raise ValueError(f"mode must be 'sentence', 'numbered' or 'select', not {mode!r}")
-        if repeats and mode == "select":
-            raise ValueError("repeats applies to the Yes/No modes, not to mode='select'")
-        self.mode = mode
-        self.soft = soft
-        self.threshold = threshold
-        # on by default in the Yes/No modes; a selection lists each sentence once anyway
-        self.repeats = mode != "select" if repeats is None else repeats
-
-    def config(self) -> dict[str, Any]:
-        config: dict[str, Any] = {"mode": self.mode}
-        if self.mode != "select":
-            config |= {"soft": self.soft, "threshold": self.threshold, "repeats": self.repeats}
-        return config
+    options_model = ContextRelevanceOptions
+    options: ContextRelevanceOptions
 
     @property
     def prompts(self) -> list[Any]:
-        main = {"sentence": SENTENCE_NEEDED, "numbered": NEEDED, "select": EXTRACT}[self.mode]
-        return [main, NEW_INFORMATION] if self.repeats else [main]
+        main = {"sentence": SENTENCE_NEEDED, "numbered": NEEDED, "select": EXTRACT}[
+            self.options.mode
+        ]
+        return [main, NEW_INFORMATION] if self.options.repeats else [main]
 
     def _sentences(self, sample: Sample) -> list[str]:
         return [s for passage in sample.contexts for s in split_sentences(passage)]
@@ -153,7 +165,7 @@ class ContextRelevance(Metric):
     ) -> list[tuple[YesNoPrompt, Inputs, dict[str, str]]]:
         """One Yes/No question per sentence: (prompt, inputs, fields) as ``ask_yes_no`` takes
         them; the same list plans the calls and makes them."""
-        if self.mode == "sentence":
+        if self.options.mode == "sentence":
             return [
                 (SENTENCE_NEEDED, {"question": sample.question, "sentence": s}, {})
                 for s in sentences
@@ -165,7 +177,7 @@ class ContextRelevance(Metric):
         sentences = self._sentences(sample)
         if not sentences:
             return []
-        if self.mode == "select":
+        if self.options.mode == "select":
             inputs = {"question": sample.question, "context": numbered(sentences)}
             return [(rendered_tokens(EXTRACT.render(inputs)), 4 + len(sentences))]
         # Without the repeat checks, whose number depends on the answers (a few per sample).
@@ -178,14 +190,16 @@ class ContextRelevance(Metric):
         sentences = self._sentences(sample)
         if not sentences:
             raise Unscorable("the sample has no retrieved context")
-        if self.mode == "select":
+        if self.options.mode == "select":
             return self._by_selection(sample, sentences, session)
         probabilities = [
             session.ask_yes_no(prompt, inputs, **fields)
             for prompt, inputs, fields in self._questions(sample, sentences)
         ]
         new_information = (
-            self._new_information(sample, sentences, probabilities, session) if self.repeats else {}
+            self._new_information(sample, sentences, probabilities, session)
+            if self.options.repeats
+            else {}
         )
         return self._count(sentences, probabilities, new_information)
 
@@ -204,7 +218,7 @@ class ContextRelevance(Metric):
         earlier: list[str] = []
         found: dict[int, float] = {}
         for index, (sentence, p) in enumerate(zip(sentences, probabilities, strict=True)):
-            if p < self.threshold:
+            if p < self.options.threshold:
                 continue
             if earlier:
                 inputs = {
@@ -225,15 +239,15 @@ class ContextRelevance(Metric):
         new_information: dict[int, float],
     ) -> tuple[float, dict[str, Any]]:
         counted = [p * new_information.get(i, 1.0) for i, p in enumerate(probabilities)]
-        needed = [p >= self.threshold for p in counted]
-        value = sum(counted) if self.soft else sum(needed)
+        needed = [p >= self.options.threshold for p in counted]
+        value = sum(counted) if self.options.soft else sum(needed)
         explanation: dict[str, Any] = {
             "extracted_sentences": [s for s, ok in zip(sentences, needed, strict=True) if ok],
             "insufficient_information": not any(needed),
             "context_sentences": len(sentences),
             "p_needed": [round(p, 4) for p in probabilities],
         }
-        if self.repeats:
+        if self.options.repeats:
             explanation["p_new_information"] = {
                 str(i): round(p, 4) for i, p in new_information.items()
             }

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ragmeter.metrics.base import Metric
+from ragmeter.options import Options
 from ragmeter.prompts import (
     PlannedCalls,
     Prompt,
@@ -160,28 +161,26 @@ def claims_only(reply: Statements) -> str | None:
     return None
 
 
+class FaithfulnessOptions(Options):
+    verdicts: Literal["logprob", "generate"] = Field(
+        "logprob", description="Yes/No probabilities per statement, or one generated reply."
+    )
+    soft: bool = Field(
+        True, description="Count each statement by its probability (logprob verdicts)."
+    )
+    threshold: float = Field(
+        0.5, ge=0, le=1, description="P(supported) that counts a statement when soft is off."
+    )
+
+
 class Faithfulness(Metric):
     name = "faithfulness"
-
-    def __init__(
-        self,
-        verdicts: Literal["logprob", "generate"] = "logprob",
-        soft: bool = True,
-        threshold: float = 0.5,
-    ) -> None:
-        self.verdicts = verdicts
-        self.soft = soft
-        self.threshold = threshold
-
-    def config(self) -> dict[str, Any]:
-        config: dict[str, Any] = {"verdicts": self.verdicts}
-        if self.verdicts == "logprob":
-            config |= {"soft": self.soft, "threshold": self.threshold}
-        return config
+    options_model = FaithfulnessOptions
+    options: FaithfulnessOptions
 
     @property
     def prompts(self) -> list[Any]:
-        return [STATEMENTS, SUPPORTED if self.verdicts == "logprob" else VERDICTS]
+        return [STATEMENTS, SUPPORTED if self.options.verdicts == "logprob" else VERDICTS]
 
     def planned_calls(self, sample: Sample) -> PlannedCalls:
         """Statements are guessed to be the answer's sentences."""
@@ -192,7 +191,7 @@ class Faithfulness(Metric):
         calls = [(rendered_tokens(asked), approx_tokens(json.dumps({"statements": sentences})))]
         if not sentences:
             return calls
-        if self.verdicts == "logprob":
+        if self.options.verdicts == "logprob":
             return calls + [
                 yes_no_call(SUPPORTED.render({"context": sample.contexts, "statement": s}))
                 for s in sentences
@@ -216,7 +215,7 @@ class Faithfulness(Metric):
         statements = list(dict.fromkeys(s.strip() for s in statements if s.strip()))
         if not statements:
             raise Unscorable("the answer yields no statements to verify")
-        if self.verdicts == "logprob":
+        if self.options.verdicts == "logprob":
             return self._by_probability(sample, statements, session)
         return self._by_generation(sample, statements, session)
 
@@ -227,8 +226,8 @@ class Faithfulness(Metric):
             session.ask_yes_no(SUPPORTED, {"context": sample.contexts, "statement": statement})
             for statement in statements
         ]
-        supported = [p >= self.threshold for p in probabilities]
-        value = sum(probabilities) if self.soft else sum(supported)
+        supported = [p >= self.options.threshold for p in probabilities]
+        value = sum(probabilities) if self.options.soft else sum(supported)
         explanation = {
             "statements": [
                 {"statement": s, "verdict": "yes" if ok else "no", "p_supported": round(p, 4)}

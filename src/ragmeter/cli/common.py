@@ -1,0 +1,122 @@
+"""What every command shares: the judge and embedder options, the progress bar, and the error
+exit. A command that takes a judge takes ``--judge-option``/``--embedder-option`` from here, so
+every provider option works everywhere the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ragmeter.data import DatasetError
+from ragmeter.judges import Embedder, Judge, JudgeError, resolve_models
+from ragmeter.judges.weights import WeightsError
+
+EXIT_BAD_INPUT = 2
+
+JudgeSpec = Annotated[
+    str, typer.Option(help="'local', 'openai:MODEL', 'fake:FILE' or a plugin's provider.")
+]
+EmbedderSpec = Annotated[str, typer.Option(help="'minilm', 'openai:MODEL', ...")]
+JudgeOptions = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--judge-option",
+        help="Judge provider option NAME=VALUE (repeat), e.g. timeout=30, json_mode=object.",
+    ),
+]
+EmbedderOptions = Annotated[
+    list[str] | None,
+    typer.Option("--embedder-option", help="Embedder provider option NAME=VALUE (repeat)."),
+]
+CacheFlag = Annotated[bool, typer.Option(help="Reuse cached judge calls.")]
+Retries = Annotated[int, typer.Option(help="Further attempts after a failed judge call.")]
+
+# What a user can get wrong: bad files, bad options, a model that cannot start.
+USER_ERRORS = (DatasetError, OSError, ValueError, JudgeError, WeightsError, ImportError)
+
+
+def fail(console: Console, problem: object) -> typer.Exit:
+    """Print ``problem`` as an error, as written (a path or a reply may hold [brackets] that
+    would read as markup); the caller raises the returned exit (status 2)."""
+    console.print(f"[red]error:[/red] {escape(str(problem))}", highlight=False, soft_wrap=True)
+    return typer.Exit(EXIT_BAD_INPUT)
+
+
+@contextmanager
+def user_errors(console: Console) -> Iterator[None]:
+    """Turn a user's mistake raised inside the block into an error line and exit status 2."""
+    try:
+        yield
+    except USER_ERRORS as exc:
+        raise fail(console, exc) from exc
+
+
+def parse_options(items: list[str] | None, flag: str) -> dict[str, Any]:
+    """``["timeout=30", "json_mode=object"]`` -> ``{"timeout": 30, "json_mode": "object"}``;
+    values are read as JSON where they parse, else kept as text."""
+    options: dict[str, Any] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not (sep and name.strip()):
+            raise typer.BadParameter(f"{flag} {item!r}: use NAME=VALUE")
+        try:
+            options[name.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            options[name.strip()] = value
+    return options
+
+
+def open_models(
+    console: Console,
+    judge: str,
+    judge_options: list[str] | None,
+    *,
+    cache: bool | Path = True,
+    embedder: str | None = None,
+    embedder_options: list[str] | None = None,
+) -> tuple[Judge, Embedder | None]:
+    """The judge (and the embedder, when one is named) behind the call cache; a bad spec or
+    option, or a model that cannot start, ends the command with status 2."""
+    with user_errors(console):
+        return resolve_models(
+            judge,
+            embedder,
+            cache=cache,
+            needs_embedder=embedder is not None,
+            judge_options=parse_options(judge_options, "--judge-option"),
+            embedder_options=parse_options(embedder_options, "--embedder-option"),
+        )
+
+
+def progress_bar(console: Console, **options: Any) -> Progress:
+    """The progress bar of every command; ``options`` go to rich's ``Progress``."""
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        **options,
+    )
+
+
+@contextmanager
+def progress(console: Console, description: str, total: int) -> Iterator[Progress]:
+    """A progress bar with one task; ``advance(bar)`` moves it on."""
+    bar = progress_bar(console)
+    with bar:
+        bar.add_task(description, total=total)
+        yield bar
+
+
+def advance(bar: Progress) -> None:
+    bar.advance(bar.task_ids[0])

@@ -1,0 +1,144 @@
+"""One (sample, metric) item, from its key to its stored score: the unit ``evaluate`` runs for
+every item, on one thread or many.
+
+key -> the store (a scored item is reused) -> a fresh judge session -> the metric -> the store.
+The key hashes the sample, the metric's version (its options and prompts) and the identities of
+the models it uses, so changing any of them re-judges instead of reusing a stale score.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ragmeter.budget import NOT_JUDGED, BudgetExhausted
+from ragmeter.judges.base import Embedder, Judge, identity_of
+from ragmeter.limits import fit_sample
+from ragmeter.metrics import Metric
+from ragmeter.sample import Sample
+from ragmeter.score import Score, Usage
+from ragmeter.session import JudgeSession
+from ragmeter.store import ScoreStore
+
+logger = logging.getLogger(__name__)
+
+
+def result_key(
+    sample: Sample, metric: Metric, judge: Judge, embedder: Embedder | None, variant: str = ""
+) -> str:
+    """The key a score is stored under. ``variant`` marks a sample the judge saw altered (cut
+    to a size limit), so that changing the limit re-judges it."""
+    return ItemKeys(metric, judge, embedder).key(sample, variant)
+
+
+class ItemKeys:
+    """``result_key`` for one metric, with the metric's version and the models' identities
+    worked out once (the version hashes the prompts, most of the cost of a key)."""
+
+    def __init__(self, metric: Metric, judge: Judge, embedder: Embedder | None) -> None:
+        uses_embedder = embedder is not None and metric.needs_embedder
+        models = [identity_of(judge).digest, identity_of(embedder).digest if uses_embedder else ""]
+        self._prefix = [metric.name, metric.version, models]
+
+    def key(self, sample: Sample, variant: str = "") -> str:
+        parts: list[Any] = [sample.key, *self._prefix]
+        if variant:
+            parts.append(variant)
+        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+class Tally:
+    """What this invocation did, counted across worker threads."""
+
+    def __init__(self) -> None:
+        self.resumed = 0
+        self.judged = 0
+        self.pending = 0
+        self.internal_errors = 0
+        self.usage = Usage()
+        self._lock = threading.Lock()
+
+    def count(self, outcome: str, usage: Usage | None = None) -> None:
+        with self._lock:
+            setattr(self, outcome, getattr(self, outcome) + 1)
+            if usage is not None:
+                self.usage.add(usage)
+
+
+class ItemPipeline:
+    """Scores items one at a time, reusing what the store holds and committing what it judges."""
+
+    def __init__(
+        self,
+        metrics: list[Metric],
+        judge: Judge,
+        embedder: Embedder | None,
+        store: ScoreStore | None,
+        *,
+        retries: int,
+        repairs: int,
+        max_input_chars: int | None,
+        on_score: Callable[[Score], None] | None = None,
+    ) -> None:
+        self.judge = judge
+        self.embedder = embedder
+        self.store = store
+        self.retries = retries
+        self.repairs = repairs
+        self.max_input_chars = max_input_chars
+        self.on_score = on_score
+        self.tally = Tally()
+        self._keys = {m.name: ItemKeys(m, judge, embedder) for m in metrics}
+
+    def run(self, sample: Sample, metric: Metric) -> Score:
+        judged, cut = fit_sample(sample, self.max_input_chars)
+        variant = f"max_input_chars={self.max_input_chars}" if cut else ""
+        key = self._keys[metric.name].key(sample, variant)
+        stored = self.store.reusable(key) if self.store is not None else None
+        if stored is not None:
+            self.tally.count("resumed")
+            score = stored
+        else:
+            score, keep = self._judge(metric, judged)
+            if cut:
+                score.explanation["truncated_inputs"] = cut
+            if keep and self.store is not None:
+                self.store.put(key, score)
+        if self.on_score:
+            self.on_score(score)
+        return score
+
+    def _judge(self, metric: Metric, sample: Sample) -> tuple[Score, bool]:
+        """Score one item; returns the score and whether it should be saved (not if the budget
+        stopped it). A bug in a metric or provider becomes an unscored item, not a lost run."""
+        session = JudgeSession(
+            self.judge, self.embedder, retries=self.retries, repairs=self.repairs
+        )
+        try:
+            score = metric.score(sample, session)
+        except BudgetExhausted as exc:
+            self.tally.count("pending", session.usage)
+            reason = f"{NOT_JUDGED}{exc}; rerun with a higher budget to continue"
+            return _unscored(sample, metric, session, reason), False
+        except Exception as exc:
+            logger.exception("%s on sample %s failed", metric.name, sample.key)
+            self.tally.count("internal_errors")
+            reason = f"internal error: {type(exc).__name__}: {exc}"
+            score = _unscored(sample, metric, session, reason)
+        self.tally.count("judged", session.usage)
+        return score, True
+
+
+def _unscored(sample: Sample, metric: Metric, session: JudgeSession, reason: str) -> Score:
+    return Score(
+        sample_id=sample.key,
+        metric=metric.name,
+        value=None,
+        unscored_reason=reason,
+        exchanges=session.exchanges,
+        usage=session.usage,
+    )

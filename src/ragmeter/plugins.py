@@ -1,0 +1,54 @@
+"""Judges, embedders and metrics by name, found through entry points.
+
+The built-ins are registered in ``pyproject.toml`` under the same groups a plugin package uses
+(``ragmeter.judges``, ``ragmeter.embedders``, ``ragmeter.metrics``), so a plugin is added exactly
+as a built-in is. The table below is the fallback for a source tree that was never installed.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+from typing import Any, Literal
+
+Kind = Literal["judge", "embedder", "metric"]
+
+GROUPS: dict[Kind, str] = {
+    "judge": "ragmeter.judges",
+    "embedder": "ragmeter.embedders",
+    "metric": "ragmeter.metrics",
+}
+
+BUILTINS: dict[Kind, dict[str, str]] = {
+    "judge": {
+        "local": "ragmeter.judges.local:create_judge",
+        "openai": "ragmeter.judges.openai:create_judge",
+        "fake": "ragmeter.judges.fake:create_judge",
+    },
+    "embedder": {
+        "minilm": "ragmeter.judges.minilm:create_embedder",
+        "openai": "ragmeter.judges.openai:create_embedder",
+        "fake": "ragmeter.judges.fake:create_embedder",
+    },
+    "metric": {
+        "faithfulness": "ragmeter.metrics.faithfulness:Faithfulness",
+        "answer_relevance": "ragmeter.metrics.answer_relevance:AnswerRelevance",
+        "context_relevance": "ragmeter.metrics.context_relevance:ContextRelevance",
+    },
+}
+
+
+def available(kind: Kind) -> dict[str, str]:
+    """Every registered name of ``kind`` and the ``module:attribute`` it loads."""
+    found = dict(BUILTINS[kind])
+    found.update({ep.name: ep.value for ep in entry_points(group=GROUPS[kind])})
+    return found
+
+
+def load(kind: Kind, name: str) -> Any:
+    """The factory or class registered as ``name``; ValueError listing the known names."""
+    targets = available(kind)
+    if name not in targets:
+        raise ValueError(f"unknown {kind} {name!r}; known: {', '.join(sorted(targets))}")
+    module_name, _, attribute = targets[name].partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
