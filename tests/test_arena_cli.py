@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ragmeter.cli.main import app
 from ragmeter import plugins
+from ragmeter.cli.main import app
 from ragmeter.judges.base import ChatRequest
 from ragmeter.judges.fake import FakeJudge
 
@@ -330,3 +330,34 @@ def test_judge_reads_a_pairs_file_with_system_names(tmp_path, quality_judge):
     rows = list(csv.DictReader((tmp_path / "run/leaderboard.csv").open()))
     assert [(r["system"], r["wins"]) for r in rows] == [("careful", "6.0"), ("sloppy", "0.0")]
     assert rows[1]["no_answer"] == str(2 / 6)
+
+
+def test_generate_names_an_unreadable_answer_line_and_answers_that_question_again(
+    tmp_path, quality_judge
+):
+    pytest.importorskip("bm25s", reason="BM25 retrieval needs the 'arena' extra")
+    answers = tmp_path / "bm25.jsonl"
+    args = [
+        "arena",
+        "generate",
+        str(EXAMPLE / "questions.jsonl"),
+        "--corpus",
+        str(EXAMPLE / "corpus.jsonl"),
+        "--judge",
+        "quality",
+        "--out",
+        str(answers),
+        "--limit",
+        "2",
+    ]
+    assert runner.invoke(app, args).exit_code == 0
+    first, second = answers.read_text().splitlines()
+    answers.write_text(first + "\n" + second[: len(second) // 2] + "\n")  # the 2nd line broken
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert "warning:" in again.output and "skipped 1 unreadable line" in again.output
+    assert "first: line 2:" in again.output.replace("\n", "")
+    assert [json.loads(line)["id"] for line in answers.read_text().splitlines()] == [
+        json.loads(first)["id"],
+        json.loads(second)["id"],
+    ]

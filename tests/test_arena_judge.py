@@ -212,10 +212,8 @@ def test_the_judge_keeps_the_probabilities_of_its_ratings_and_confidence_uses_th
 
 def test_judgements_without_probabilities_keep_their_key_and_with_them_get_another():
     judge = FakeJudge()
-    plain = json.dumps(
-        [PAIRWISE.version, identity_of(judge).digest, 200, PAIR.question, PAIR.answer_b]
-        + [PAIR.answer_a]
-    )
+    shown = [PAIR.question, PAIR.answer_b, PAIR.answer_a]
+    plain = json.dumps([PAIRWISE.version, identity_of(judge).digest, 200, *shown])
     assert judgement_key(PAIR, "ba", judge, 200) == hashlib.sha256(plain.encode()).hexdigest()
     assert judgement_key(PAIR, "ba", judge, 200, RATING_ALTERNATIVES) != judgement_key(
         PAIR, "ba", judge, 200

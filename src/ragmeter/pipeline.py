@@ -27,17 +27,9 @@ from ragmeter.store import ScoreStore
 logger = logging.getLogger(__name__)
 
 
-def result_key(
-    sample: Sample, metric: Metric, judge: Judge, embedder: Embedder | None, variant: str = ""
-) -> str:
-    """The key a score is stored under. ``variant`` marks a sample the judge saw altered (cut
-    to a size limit), so that changing the limit re-judges it."""
-    return ItemKeys(metric, judge, embedder).key(sample, variant)
-
-
 class ItemKeys:
-    """``result_key`` for one metric, with the metric's version and the models' identities
-    worked out once (the version hashes the prompts, most of the cost of a key)."""
+    """The keys scores of one metric are stored under, with the metric's version and the
+    models' identities worked out once (the version hashes the prompts, most of a key's cost)."""
 
     def __init__(self, metric: Metric, judge: Judge, embedder: Embedder | None) -> None:
         uses_embedder = embedder is not None and metric.needs_embedder
@@ -45,6 +37,8 @@ class ItemKeys:
         self._prefix = [metric.name, metric.version, models]
 
     def key(self, sample: Sample, variant: str = "") -> str:
+        """``variant`` marks a sample the judge saw altered (cut to a size limit), so that
+        changing the limit re-judges it."""
         parts: list[Any] = [sample.key, *self._prefix]
         if variant:
             parts.append(variant)

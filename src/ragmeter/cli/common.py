@@ -6,6 +6,7 @@ every provider option works everywhere the same way.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -58,6 +59,18 @@ def user_errors(console: Console) -> Iterator[None]:
         yield
     except USER_ERRORS as exc:
         raise fail(console, exc) from exc
+
+
+def show_warnings_plainly(console: Console) -> None:
+    """Print each warning (a skipped record line, a cut input) as one ``warning:`` line on
+    ``console`` instead of Python's ``file:line: Category`` form."""
+
+    def show(message: Warning | str, *_: object, **__: object) -> None:
+        console.print(
+            f"[yellow]warning:[/yellow] {escape(str(message))}", highlight=False, soft_wrap=True
+        )
+
+    warnings.showwarning = show
 
 
 def parse_options(items: list[str] | None, flag: str) -> dict[str, Any]:

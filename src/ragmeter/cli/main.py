@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import typer
+from rich.console import Console
 
 from ragmeter.cli.arena import app as arena_app
 from ragmeter.cli.attribution import app as attribution_app
 from ragmeter.cli.cache import app as cache_app
+from ragmeter.cli.common import show_warnings_plainly
 from ragmeter.cli.evaluate import evaluate_command
 from ragmeter.cli.meta import app as meta_app
 from ragmeter.cli.selftest import app as selftest_app
@@ -23,3 +25,4 @@ app.add_typer(selftest_app, name="selftest")
 @app.callback()
 def _root() -> None:
     """Measure how good a retrieval-augmented generation system is."""
+    show_warnings_plainly(Console(stderr=True))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,7 @@ from pydantic import BaseModel
 
 from ragmeter.judges import Judge, identity_of, resolve_models
 from ragmeter.metrics.faithfulness import SUPPORTED
-from ragmeter.score import Score, Unscorable
-from ragmeter.session import JudgeSession
+from ragmeter.session import JudgeSession, measured
 from ragmeter.store import ScoreStore
 
 MAX_REFERENCE_CHARS = 6000
@@ -71,6 +71,10 @@ class Verdict(BaseModel):
     truncated: bool = False
 
 
+def _supported(session: JudgeSession, inputs: dict[str, str]) -> tuple[float, dict[str, Any]]:
+    return session.ask_yes_no(SUPPORTED, inputs), {}
+
+
 def verify_claims(
     claims: Sequence[Claim],
     judge: str | Judge = "local",
@@ -100,20 +104,12 @@ def verify_claims(
         score = store.reusable(key) if store else None
         if score is None:
             session = JudgeSession(judge_model, retries=retries)
-            try:
-                value: float | None = session.ask_yes_no(
-                    SUPPORTED,
-                    {"context": text[:MAX_REFERENCE_CHARS], "statement": statement},
-                )
-                reason = None
-            except Unscorable as exc:
-                value, reason = None, exc.reason
-            score = Score(
-                sample_id=claim.id,
-                metric=SUPPORTED.name,
-                value=value,
-                unscored_reason=reason,
-                usage=session.usage,
+            inputs = {"context": text[:MAX_REFERENCE_CHARS], "statement": statement}
+            score = measured(
+                claim.id,
+                SUPPORTED.name,
+                session,
+                partial(_supported, session, inputs),
             )
             if store:
                 store.put(key, score)

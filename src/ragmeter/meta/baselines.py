@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import partial
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -19,8 +20,7 @@ from ragmeter.metrics.base import Metric
 from ragmeter.options import Options
 from ragmeter.prompts import Prompt
 from ragmeter.sample import Sample
-from ragmeter.score import Score, Unscorable
-from ragmeter.session import JudgeSession
+from ragmeter.session import JudgeSession, measured
 from ragmeter.store import ScoreStore
 
 DEFINITIONS = {
@@ -118,6 +118,12 @@ def _ranking_inputs(dimension: str, first: Sample, second: Sample) -> dict[str, 
     return inputs
 
 
+def _better(
+    session: JudgeSession, prompt: Prompt[Choice], inputs: dict[str, Any]
+) -> tuple[float, dict[str, Any]]:
+    return float(session.ask(prompt, inputs, max_tokens=16).better), {}
+
+
 def rank_pair(pair: Pair, judge: Judge, store: ScoreStore | None, retries: int = 2) -> PairOutcome:
     """Judge the pair in both orders; returns 1 / 0 when both orders agree, 0.5 when not."""
     prompt = ranking_prompt(pair.dimension)
@@ -140,22 +146,12 @@ def rank_pair(pair: Pair, judge: Judge, store: ScoreStore | None, retries: int =
         score = store.reusable(key) if store else None
         if score is None:
             session = JudgeSession(judge, retries=retries)
-            try:
-                value: float | None = float(
-                    session.ask(
-                        prompt, _ranking_inputs(pair.dimension, first, second), max_tokens=16
-                    ).better
-                )
-                reason = None
-            except Unscorable as exc:
-                value, reason = None, exc.reason
-            score = Score(
-                sample_id=f"{pair.id}:{order}",
-                metric=prompt.name,
-                value=value,
-                unscored_reason=reason,
-                exchanges=session.exchanges,
-                usage=session.usage,
+            inputs = _ranking_inputs(pair.dimension, first, second)
+            score = measured(
+                f"{pair.id}:{order}",
+                prompt.name,
+                session,
+                partial(_better, session, prompt, inputs),
             )
             if store:
                 store.put(key, score)
