@@ -9,7 +9,7 @@ they are retried and bounded), which keeps the key out of every name and error.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
@@ -73,20 +73,19 @@ def _client(
     return client
 
 
-def _identity(
-    model: str, client: HttpClient, options: OpenAIJudgeOptions | OpenAIEmbedderOptions
-) -> ModelIdentity:
-    """What determines the replies: the model, the endpoint actually called (without
-    credentials or query string) and the options that change outputs."""
-    settings = {**options.identity(), "base_url": client.display_url}
-    return ModelIdentity(provider="openai", model=model, settings=settings)
+class _Endpoint:
+    """What the judge and the embedder share: a model name at an endpoint, typed options, and an
+    identity made of the model, the endpoint actually called (without credentials or query
+    string) and the options that change outputs; the transport's limits and the key stay out."""
 
+    role: ClassVar[str]
+    example: ClassVar[str]
+    options_model: ClassVar[type[OpenAIJudgeOptions] | type[OpenAIEmbedderOptions]]
 
-class OpenAIJudge:
     def __init__(
         self,
         model: str,
-        options: OpenAIJudgeOptions | None = None,
+        options: OpenAIJudgeOptions | OpenAIEmbedderOptions | None = None,
         *,
         client: HttpClient | None = None,
         **values: Any,
@@ -95,21 +94,22 @@ class OpenAIJudge:
 
         Args:
             model: the model name the endpoint knows.
-            options: the judge's options; otherwise they are checked from ``values``.
-            client: a configured client (one with a fake transport in tests, or one shared with
-                an embedder); it then decides the endpoint and the limits.
+            options: the options; otherwise they are checked from ``values``.
+            client: a configured client (one with a fake transport in tests, or one shared by
+                a judge and an embedder); it then decides the endpoint and the limits.
             values: options as keywords, e.g. ``base_url=..., timeout=30``.
         """
         if not model:
-            raise ValueError("the openai judge needs a model name, e.g. openai:gpt-4o-mini")
+            raise ValueError(f"the openai {self.role} needs a model name, e.g. {self.example}")
         if options is not None and values:
-            raise TypeError("give the options as OpenAIJudgeOptions or as keywords, not both")
+            raise TypeError(
+                f"give the options as {self.options_model.__name__} or as keywords, not both"
+            )
         self.model = model
-        self.options = options or OpenAIJudgeOptions.parse(values, "the openai judge")
+        self.options = options or self.options_model.parse(values, f"the openai {self.role}")
         self.client = _client(self.options, client)
-        self._identity = _identity(model, self.client, self.options)
-        self._served: set[str] = set()
-        self._fingerprints: set[str] = set()
+        settings = {**self.options.identity(), "base_url": self.client.display_url}
+        self._identity = ModelIdentity(provider="openai", model=model, settings=settings)
 
     @property
     def name(self) -> str:
@@ -117,9 +117,21 @@ class OpenAIJudge:
 
     @property
     def identity(self) -> ModelIdentity:
-        """The model, the endpoint and the options that change replies (JSON mode, seed); the
-        transport's limits and the key stay out."""
         return self._identity
+
+
+class OpenAIJudge(_Endpoint):
+    role = "judge"
+    example = "openai:gpt-4o-mini"
+    options_model = OpenAIJudgeOptions
+    options: OpenAIJudgeOptions
+
+    def __init__(
+        self, model: str, options: OpenAIJudgeOptions | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(model, options, **kwargs)
+        self._served: set[str] = set()
+        self._fingerprints: set[str] = set()
 
     def describe(self) -> dict[str, Any]:
         """What the run record needs to say which model answered: the endpoint, and the model
@@ -191,35 +203,11 @@ def _read_logprobs(block: dict[str, Any] | None) -> list[TokenLogprobs] | None:
     ]
 
 
-class OpenAIEmbedder:
-    def __init__(
-        self,
-        model: str,
-        options: OpenAIEmbedderOptions | None = None,
-        *,
-        client: HttpClient | None = None,
-        **values: Any,
-    ) -> None:
-        """Name the model; nothing is sent until the first call. Arguments as ``OpenAIJudge``'s."""
-        if not model:
-            raise ValueError(
-                "the openai embedder needs a model name, e.g. openai:text-embedding-3-small"
-            )
-        if options is not None and values:
-            raise TypeError("give the options as OpenAIEmbedderOptions or as keywords, not both")
-        self.model = model
-        self.options = options or OpenAIEmbedderOptions.parse(values, "the openai embedder")
-        self.client = _client(self.options, client)
-        self._identity = _identity(model, self.client, self.options)
-
-    @property
-    def name(self) -> str:
-        return f"openai:{self.model}"
-
-    @property
-    def identity(self) -> ModelIdentity:
-        """The model and the endpoint; the transport's limits and the key stay out."""
-        return self._identity
+class OpenAIEmbedder(_Endpoint):
+    role = "embedder"
+    example = "openai:text-embedding-3-small"
+    options_model = OpenAIEmbedderOptions
+    options: OpenAIEmbedderOptions
 
     def describe(self) -> dict[str, Any]:
         return {"base_url": self.client.display_url}
