@@ -62,7 +62,9 @@ def test_a_plugin_metric_and_judge_run_by_name(plugin, tmp_path):
     assert result.scores[0].explanation == {"p_concise": 1.0}
     assert result.scores[1].unscored_reason == "the answer is empty"
     assert result.run.models["judge"].settings == {"answer": "Yes"}
-    no = evaluate(samples[:1], ["conciseness"], judge="echo:v1", judge_options={"answer": "No"})
+    no = evaluate(
+        samples[:1], ["conciseness"], judge="echo:v1", judge_options={"answer": "No"}, cache=False
+    )
     assert no.scores[0].value == 0.0
 
 

@@ -17,7 +17,11 @@ from rich.table import Table
 from ragmeter.cli.common import fail
 from ragmeter.judges.cache import CallCache, default_cache_path
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="Where the judge-call cache is, what it holds per model, and clearing it.",
+)
 
 CachePath = Annotated[
     Path | None,
@@ -43,7 +47,7 @@ def _size(count: int) -> str:
 
 
 def _day(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M")
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d")
 
 
 @app.command("info")
@@ -53,14 +57,15 @@ def info_command(path: CachePath = None) -> None:
     with _open(path, console) as cache:
         entries = cache.entries()
     console.print(f"cache: {cache.path} ({_size(cache.path.stat().st_size)} on disk)")
-    table = Table(title="entries per model (identity: what the keys hash)")
-    for column in ("kind", "model", "identity", "entries", "size", "oldest", "newest"):
+    table = Table(title="entries per model and identity (what the keys hash)")
+    table.add_column("model", overflow="fold")
+    for column in ("kind", "identity", "entries", "size", "oldest", "newest"):
         table.add_column(column, justify="right" if column in ("entries", "size") else "left")
     for entry in entries:
         table.add_row(
-            "judge" if entry.kind == "replies" else "embedder",
             entry.model,
-            entry.identity,
+            "judge" if entry.kind == "replies" else "embedder",
+            entry.identity[:8],
             str(entry.entries),
             _size(entry.bytes),
             _day(entry.oldest),
