@@ -42,8 +42,8 @@ from ragmeter.attribution.report import (
     summarize,
 )
 from ragmeter.attribution.retrieval import SpacyRecognizer
-from ragmeter.judges.cache import CachedJudge, CallCache
-from ragmeter.judges.registry import get_judge
+from ragmeter.judges import resolve_models
+from ragmeter.judges.cache import CallCache
 
 ROOT = Path(__file__).parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "biokalma" / "biokalma.jsonl"
@@ -78,12 +78,12 @@ def main() -> None:
     out = args.out or ROOT / "runs" / f"kalma-report-{args.judge.replace(':', '-')}-n{args.n}"
     out.mkdir(parents=True, exist_ok=True)
     clock = time.perf_counter()
-    judge = get_judge(args.judge)
-    generator = judge if args.generator in (None, args.judge) else get_judge(args.generator)
-    load_seconds = time.perf_counter() - clock
     calls = CallCache(out / "calls.sqlite")
-    judge = CachedJudge(judge, calls)
-    generator = judge if args.generator in (None, args.judge) else CachedJudge(generator, calls)
+    judge, _ = resolve_models(args.judge, cache=calls, needs_embedder=False)
+    generator = judge
+    if args.generator not in (None, args.judge):
+        generator, _ = resolve_models(args.generator, cache=calls, needs_embedder=False)
+    load_seconds = time.perf_counter() - clock
     console.print(
         f"judge {judge.name}, generator {generator.name}, loaded in "
         f"{load_seconds:.1f} s; results in {out}/"

@@ -240,3 +240,24 @@ def test_a_torn_last_answer_is_redone(tmp_path):
         assert generate_answers(questions, documents, generator=again, **kwargs) == first
     assert len(again.history) == 1
     assert out.read_text() == text
+
+
+def test_answers_made_by_another_model_or_setting_are_made_again(tmp_path):
+    pytest.importorskip("bm25s", reason="BM25 retrieval needs the 'arena' extra")
+    questions = load_questions(EXAMPLE / "questions.jsonl")[:2]
+    documents = load_corpus(EXAMPLE / "corpus.jsonl")
+    out = tmp_path / "answers.jsonl"
+
+    def answer(model: str, **settings: object) -> FakeJudge:
+        judge = FakeJudge(responder=generator, model=model)
+        generate_answers(
+            questions, documents, generator=judge, system="s", out_path=out, cache=False, **settings
+        )
+        return judge
+
+    assert len(answer("m1", k=3).history) == 2
+    assert len(answer("m1", k=3).history) == 0  # the same model and settings: reused
+    assert len(answer("m2", k=3).history) == 2  # the same system name, another model
+    assert len(answer("m2", k=4).history) == 2  # another number of passages
+    assert len(answer("m2", k=4, max_tokens=100).history) == 2
+    assert len(out.read_text().splitlines()) == 2

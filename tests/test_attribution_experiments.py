@@ -363,6 +363,11 @@ def test_evolve_writes_a_benchmark_with_minimum_sets_and_resumes(tmp_path, judge
         ],
     )
     assert again.exit_code == 0 and len(judge.history) == calls
+    # Evolved another way (2 rounds), nothing is reused: a seed and one injection per question.
+    args = ["attribution", "evolve", str(data), "--n", "5", "--judge", "fake", "--no-cache"]
+    other = runner.invoke(app, [*args, "--rounds", "2", "--out", str(out)])
+    assert other.exit_code == 0 and len(judge.history) == calls + 2 * (1 + 2)
+    assert len((out / "benchmark.jsonl").read_text().splitlines()) == 2  # one line per question
 
 
 def test_retrieve_reports_accuracy(tmp_path, benchmark):
@@ -441,7 +446,7 @@ def test_unreadable_records_are_reported_and_redone(tmp_path):
         "(first: line 2: the last line is incomplete (no newline at its end: the writer was "
         "killed mid-write))",
     ]
-    # a's answer again (same key, so its score is reused), then b's 3 pairs and 4 criteria.
+    # a's answer again (the same answer, so its score is reused), then b's 3 pairs and 4 criteria.
     assert len(again.history) == 1 + 3 + 4
     assert [g.answer for g in second[0].generations] == [g.answer for g in first[0].generations]
     assert [s.key for s in second[0].scores] == [s.key for s in first[0].scores]
@@ -457,3 +462,23 @@ def test_unreadable_records_are_reported_and_redone(tmp_path):
     assert third.history == []
     with pytest.warns(RecordLogWarning, match="line 2: Invalid JSON"):
         assert [r.item_id for r in RecordLog(scores, ScoreRecord)] == ["a", "b"]
+
+
+def test_an_answer_written_again_differently_is_scored_again(tmp_path):
+    out = tmp_path / "run"
+    conditions = experiment_conditions("main")
+    judge = FakeJudge(responder=respond)
+    run_conditions(ITEMS, conditions, generator=judge, judge=judge, out_dir=out)
+    (out / GENERATIONS_FILE).unlink()  # the answers are written again, by the same generator
+
+    def respond_tersely(request: ChatRequest) -> str | ChatResponse:
+        if "Answer the question using your own knowledge" in request.messages[0].content:
+            return json.dumps({"answer": "Nobody knows [NA]."})
+        return respond(request)
+
+    again = FakeJudge(responder=respond_tersely)
+    [rerun] = run_conditions(ITEMS, conditions, generator=again, judge=again, out_dir=out)
+    # 2 answers, then per item the 4 quality criteria (the answer cites nothing to align): the
+    # scores of the earlier answers are not reused.
+    assert len(again.history) == 2 + 2 * 4
+    assert {g.answer for g in rerun.generations} == {"Nobody knows [NA]."}

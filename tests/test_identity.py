@@ -20,7 +20,7 @@ from ragmeter.judges.local import LocalJudgeOptions, create_judge, local_identit
 from ragmeter.judges.weights import weights_sha256
 from ragmeter.manifest import RunRecord
 from ragmeter.metrics import Faithfulness, metric_by_name
-from ragmeter.options import OptionsError
+from ragmeter.options import Options, OptionsError
 
 from .conftest import routed
 from .fault_server import FaultServer, marked_samples
@@ -82,10 +82,11 @@ def test_an_option_that_does_not_change_replies_reuses_everything(tmp_path, chan
 
 def test_weights_swapped_under_the_same_file_name_are_another_judge(tmp_path, no_user_cache):
     gguf = tmp_path / "my-judge.gguf"
-    gguf.write_bytes(b"GGUF weights, first version")
+    gguf.write_bytes(b"GGUF weights, version A")
     _, before = local_identity(gguf, LocalJudgeOptions())
-    os.utime(gguf, ns=(1, 1))
-    gguf.write_bytes(b"GGUF weights, fine-tuned")  # same name, other contents
+    kept = gguf.stat()
+    gguf.write_bytes(b"GGUF weights, version B")  # same name and size, other contents...
+    os.utime(gguf, ns=(kept.st_atime_ns, kept.st_mtime_ns))  # ...and the old modification time
     _, after = local_identity(gguf, LocalJudgeOptions())
     assert before.name == after.name == "local:my-judge"
     assert before.digest != after.digest
@@ -205,26 +206,49 @@ def test_a_folder_without_a_run_record_is_a_clear_error(tmp_path):
 
 def test_cache_info_clear_and_prune(tmp_path):
     path = tmp_path / "calls.sqlite"
-    evaluate(
-        marked_samples(1),
-        ["context_relevance"],
-        judge=FakeJudge(responder=routed({"needed": 0.9, "new_information": 0.2}), model="a"),
-        cache=path,
+    for model in ("a", "b"):
+        judge = FakeJudge(responder=routed({"needed": 0.9, "new_information": 0.2}), model=model)
+        evaluate(marked_samples(1), ["context_relevance"], judge=judge, cache=path)
+    with CallCache(path) as cache:
+        a, b = cache.entries()
+        # Entries of model a made 40 days ago.
+        cache._db.execute(
+            "UPDATE replies SET created = created - 40 * 86400 WHERE model = 'fake:a'"
+        )
+    assert (a.kind, a.model, b.model) == ("replies", "fake:a", "fake:b")
+    assert a.entries == b.entries > 0
+
+    def ragmeter(*args: str) -> str:
+        run = CliRunner().invoke(app, ["cache", *args, "--path", str(path)])
+        assert run.exit_code == 0, run.output
+        return run.output.replace("\n", "")
+
+    shown = ragmeter("info")
+    assert "fake:a" in shown and "fake:b" in shown and str(path) in shown
+    assert "removed 0 entries older than 41 days" in ragmeter("prune", "--older-than", "41")
+    assert f"removed {a.entries} entries older than 30 days" in ragmeter(
+        "prune", "--older-than", "30"
     )
-    runner = CliRunner()
-    info = runner.invoke(app, ["cache", "info", "--path", str(path)])
-    assert info.exit_code == 0, info.output
-    assert "fake:a" in info.output and str(path) in info.output.replace("\n", "")
-    cache = CallCache(path)
-    [entry] = cache.entries()
-    cache.close()
-    assert (entry.kind, entry.model) == ("replies", "fake:a") and entry.entries > 0
-    prune = runner.invoke(app, ["cache", "prune", "--older-than", "1", "--path", str(path)])
-    assert prune.exit_code == 0 and "removed 0 entries" in prune.output
-    other = runner.invoke(app, ["cache", "clear", "--model", "fake:b", "--path", str(path)])
-    assert other.exit_code == 0 and "removed 0 entries" in other.output
-    cleared = runner.invoke(app, ["cache", "clear", "--path", str(path)])
-    assert cleared.exit_code == 0 and f"removed {entry.entries} entries" in cleared.output
-    cache = CallCache(path)
-    assert cache.entries() == []
-    cache.close()
+    assert "removed 0 entries" in ragmeter("clear", "--model", "fake:a")
+    assert f"removed {b.entries} entries" in ragmeter("clear")
+    with CallCache(path) as cache:
+        assert cache.entries() == []
+
+
+def test_a_yes_no_is_not_taken_for_a_number_and_a_rule_between_options_is_named():
+    with pytest.raises(OptionsError, match=r"option 'threshold' of the metric faithfulness: True"):
+        Faithfulness(threshold=True)
+    with pytest.raises(
+        OptionsError,
+        match=r"options of the metric context_relevance: repeats applies to the Yes/No modes",
+    ):
+        metric_by_name("context_relevance", mode="select", repeats=True)
+
+
+def test_an_option_that_looks_like_a_credential_stays_out_of_the_identity():
+    class KeyedOptions(Options):
+        api_key: str = ""
+        temperature: float = 0.0
+
+    options = KeyedOptions(api_key="sk-secret-123456", temperature=0.5)
+    assert options.identity() == {"temperature": 0.5}

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import re
 import sys
+import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from ragmeter import evaluate
+from ragmeter import evaluate, plugins
 from ragmeter.judges import get_embedder, get_judge, identity_of
 from ragmeter.metrics import metric_by_name
 from ragmeter.options import OptionsError
@@ -87,3 +88,11 @@ def test_a_plugin_embedder_by_name(plugin):
     assert np.array_equal(vectors, np.array([[1.0, 0.3], [1.0, 0.0]], dtype=np.float32))
     with pytest.raises(ValueError, match=r"unknown embedder 'lenght'; known: .*length"):
         get_embedder("lenght")
+
+
+def test_the_fallback_table_is_the_registered_entry_points():
+    """The built-ins are found without installation through a table that must say exactly
+    what pyproject.toml registers."""
+    project = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
+    registered = project["project"]["entry-points"]
+    assert {kind: registered[group] for kind, group in plugins.GROUPS.items()} == plugins.BUILTINS

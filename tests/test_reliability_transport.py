@@ -140,7 +140,7 @@ def test_embeddings_with_missing_rows_are_a_failed_call():
 
 def real_client(server: FaultServer, **options) -> HttpClient:
     options = {"backoff": 0.001, "max_backoff": 0.01, "timeout": 0.2, "deadline": 5.0} | options
-    return HttpClient(server.url, TransportOptions(**options))
+    return HttpClient(server.url, TransportOptions(api_key_env="OPENAI_API_KEY", **options))
 
 
 def test_a_stalled_attempt_times_out_and_the_retry_succeeds():
@@ -188,6 +188,17 @@ def test_the_concurrency_limit_holds_whatever_the_number_of_threads():
             thread.join()
     assert len(server.seen) == 6
     assert server.max_in_flight == 2
+
+
+def test_a_bare_client_sends_no_key_it_was_not_given(monkeypatch):
+    """A plugin that reuses the transport for another API must not send the user's OpenAI key
+    there: only the variable a provider names is read."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-for-this-endpoint")
+    with FaultServer() as server:
+        HttpClient(server.url, TransportOptions(timeout=2)).post(
+            "/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        )
+    assert server.authorizations == {""}  # the request came, with no Authorization header
 
 
 def test_the_api_key_is_sent_but_never_shown(monkeypatch):

@@ -25,6 +25,7 @@ from ragmeter.data import LoadedDataset
 from ragmeter.judges.base import identity_of
 from ragmeter.judges.weights import BUNDLED
 from ragmeter.metrics import Metric
+from ragmeter.options import looks_secret
 from ragmeter.sample import Sample
 from ragmeter.score import Usage
 from ragmeter.version import __version__
@@ -32,14 +33,6 @@ from ragmeter.version import __version__
 MANIFEST_SCHEMA = 1
 RUN_FILE = "run.json"
 HISTORY_FILE = "runs.jsonl"
-_SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "auth", "credential")
-
-
-def looks_secret(name: str) -> bool:
-    """True for a name such as ``api_key`` or ``HF_TOKEN``; ``*_env`` names a variable, which
-    is not itself secret."""
-    lowered = name.lower()
-    return not lowered.endswith("_env") and any(word in lowered for word in _SECRET_WORDS)
 
 
 def redact_options(options: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -9,13 +9,30 @@ part of the identity that cache and store keys hash, so no option can be forgott
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Self
+from types import UnionType
+from typing import Annotated, Any, ClassVar, Self, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+_SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "auth", "credential")
+
+
+def looks_secret(name: str) -> bool:
+    """True for a name such as ``api_key`` or ``HF_TOKEN``; ``*_env`` names a variable, which
+    is not itself secret."""
+    lowered = name.lower()
+    return not lowered.endswith("_env") and any(word in lowered for word in _SECRET_WORDS)
 
 
 class OptionsError(ValueError):
     """An option that is unknown or has a value of the wrong type or range."""
+
+
+def _admitted(annotation: Any) -> set[Any]:
+    """The types a field's annotation admits, unions and ``Annotated`` unwrapped."""
+    if get_origin(annotation) in (Union, UnionType, Annotated):
+        return set().union(*(_admitted(arg) for arg in get_args(annotation)))
+    return {get_origin(annotation) or annotation}
 
 
 class Options(BaseModel):
@@ -36,16 +53,27 @@ class Options(BaseModel):
         if unknown:
             valid = ", ".join(sorted(cls.model_fields)) or "none"
             raise OptionsError(f"unknown option {unknown[0]!r} for {owner}; valid options: {valid}")
+        for name, value in values.items():
+            # pydantic would read True as 1: a yes/no given for a number is a mistake.
+            if isinstance(value, bool) and bool not in _admitted(cls.model_fields[name].annotation):
+                raise OptionsError(
+                    f"option {name!r} of {owner}: {value!r} is not valid: a yes/no where a "
+                    "value of another type is expected"
+                )
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
             error = exc.errors()[0]
-            name = ".".join(str(part) for part in error["loc"]) or "?"
-            given = values.get(str(error["loc"][0]), error.get("input")) if error["loc"] else None
+            message = str(error["msg"]).removeprefix("Value error, ")
+            if not error["loc"]:  # a rule between options
+                raise OptionsError(f"options of {owner}: {message}") from None
+            name = str(error["loc"][0])
             raise OptionsError(
-                f"option {name!r} of {owner}: {given!r} is not valid: {error['msg']}"
+                f"option {name!r} of {owner}: {values.get(name)!r} is not valid: {message}"
             ) from None
 
     def identity(self) -> dict[str, Any]:
-        """The options that change outputs, as plain JSON values."""
-        return self.model_dump(mode="json", exclude=set(self.operational))
+        """The options that change outputs, as plain JSON values. A credential never changes a
+        reply and is never written down, so an option whose name looks like one stays out too."""
+        secret = {name for name in type(self).model_fields if looks_secret(name)}
+        return self.model_dump(mode="json", exclude=set(self.operational) | secret)

@@ -13,7 +13,6 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from ragmeter.budget import NOT_JUDGED, BudgetExhausted
 from ragmeter.judges.base import Embedder, Judge, identity_of
@@ -36,13 +35,12 @@ class ItemKeys:
         models = [identity_of(judge).digest, identity_of(embedder).digest if uses_embedder else ""]
         self._prefix = [metric.name, metric.version, models]
 
-    def key(self, sample: Sample, variant: str = "") -> str:
-        """``variant`` marks a sample the judge saw altered (cut to a size limit), so that
-        changing the limit re-judges it."""
-        parts: list[Any] = [sample.key, *self._prefix]
-        if variant:
-            parts.append(variant)
-        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+    def key(self, judged: Sample) -> str:
+        """The key of ``judged``, the sample as the judge sees it (cut to the size limit, if it
+        was): its id and its content, so an edited sample or another limit is judged afresh."""
+        return hashlib.sha256(
+            json.dumps([judged.key, judged.digest, *self._prefix]).encode()
+        ).hexdigest()
 
 
 class Tally:
@@ -90,8 +88,7 @@ class ItemPipeline:
 
     def run(self, sample: Sample, metric: Metric) -> Score:
         judged, cut = fit_sample(sample, self.max_input_chars)
-        variant = f"max_input_chars={self.max_input_chars}" if cut else ""
-        key = self._keys[metric.name].key(sample, variant)
+        key = self._keys[metric.name].key(judged)
         stored = self.store.reusable(key) if self.store is not None else None
         if stored is not None:
             self.tally.count("resumed")

@@ -35,9 +35,13 @@ class Sample(BaseModel):
     @property
     def key(self) -> str:
         """The id to file results under: the given id, else a hash of the content."""
-        if self.id is not None:
-            return self.id
+        return self.id if self.id is not None else "sha-" + self.digest[:16]
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 of what a metric reads (question, contexts, answer, reference; not the id), so
+        that a stored result is reused only for the same content under the same id."""
         content = json.dumps(
             [self.question, self.contexts, self.answer, self.reference], ensure_ascii=False
         )
-        return "sha-" + hashlib.sha256(content.encode()).hexdigest()[:16]
+        return hashlib.sha256(content.encode()).hexdigest()

@@ -24,8 +24,9 @@ the humans' picks fell on the longer answer; a judge far above the humans favour
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
@@ -237,6 +238,7 @@ def measure_agreement(
     max_tokens: int = MAX_TOKENS,
     cache: bool | str | Path = True,
     on_battle: Callable[[Battle], None] | None = None,
+    judge_options: Mapping[str, Any] | None = None,
 ) -> AgreementReport:
     """Judge the first ``limit`` pairs of a labelled pairs file (resumably, in ``out_dir``) and
     report the agreement with the labels; the report is also written to ``agreement.json``."""
@@ -256,6 +258,7 @@ def measure_agreement(
         max_tokens=max_tokens,
         cache=cache,
         on_battle=on_battle,
+        judge_options=judge_options,
     )
     report = agreement_report(battles, seed=seed)
     (Path(out_dir) / AGREEMENT_FILE).write_text(report.model_dump_json(indent=2))

@@ -13,8 +13,11 @@ interrupted run resumes. A line that cannot be read is reported and its question
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -22,7 +25,7 @@ from ragmeter.arena.data import NO_ANSWER, Document, Question, is_no_answer
 from ragmeter.arena.judge import open_judge
 from ragmeter.arena.passages import MAX_WORDS, build_passages
 from ragmeter.arena.retrieval import DEFAULT_K, BM25Retriever
-from ragmeter.judges.base import Judge
+from ragmeter.judges.base import Judge, identity_of
 from ragmeter.prompts import Prompt
 from ragmeter.records import RecordLog
 from ragmeter.score import Unscorable, Usage
@@ -75,6 +78,9 @@ class GeneratedAnswer(BaseModel):
     no_answer: bool = False
     unscored_reason: str | None = None
     usage: Usage = Field(default_factory=Usage)
+    made_with: str | None = None
+    """A hash of everything that made the answer (the generator's identity, the prompt, the
+    passages' settings); an answer made otherwise is not reused."""
 
 
 def answer_inputs(question: str, passages: Sequence[str]) -> dict[str, str]:
@@ -132,6 +138,7 @@ def generate_answers(
     retries: int = 2,
     cache: bool | str | Path = True,
     on_answer: Callable[[GeneratedAnswer], None] | None = None,
+    generator_options: Mapping[str, Any] | None = None,
 ) -> list[GeneratedAnswer]:
     """Answer every question with ``generator`` over BM25 top-``k`` passages of ``documents``.
 
@@ -147,8 +154,9 @@ def generate_answers(
         retries: further attempts after a failed call or an unreadable reply.
         cache: the call cache: True for the user cache folder, a path, or False.
         on_answer: called with each answer as it completes.
+        generator_options: the provider's options when ``generator`` is a spec.
     """
-    model = open_judge(generator, cache)
+    model = open_judge(generator, cache, generator_options)
     name = system or f"{model.name}@k{k}"
     log = answers_log(out_path)
     others = {a.system for a in log} - {name}
@@ -159,9 +167,13 @@ def generate_answers(
         )
     retriever = BM25Retriever(build_passages(documents, max_words))
     results: list[GeneratedAnswer] = []
+    prompt = ANSWER_COT if cot else ANSWER_DIRECT
+    material = [identity_of(model).digest, prompt.version, k, max_words, max_tokens]
+    made_with = hashlib.sha256(json.dumps(material).encode()).hexdigest()[:16]
     for question in questions:
         answer = log.get(question.id)
-        if answer is None or answer.answer is None:  # a failure is retried
+        # A failure is retried, and an answer made by another model or setting made again.
+        if answer is None or answer.answer is None or answer.made_with != made_with:
             session = JudgeSession(model, retries=retries)
             answer = answer_question(
                 question,
@@ -172,6 +184,7 @@ def generate_answers(
                 cot=cot,
                 max_tokens=max_tokens,
             )
+            answer.made_with = made_with
             log.append(answer)
         results.append(answer)
         if on_answer:

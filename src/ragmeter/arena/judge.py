@@ -49,6 +49,7 @@ from ragmeter.arena.battles import (
 from ragmeter.arena.data import Label, Pair, is_no_answer
 from ragmeter.judges.base import Judge, TokenLogprobs, identity_of
 from ragmeter.judges.registry import resolve_models
+from ragmeter.manifest import model_record
 from ragmeter.prompts import Prompt
 from ragmeter.score import Score, Usage
 from ragmeter.session import JudgeSession, measured
@@ -288,8 +289,9 @@ def judgement_key(
     pair: Pair, order: Order, judge: Judge, max_tokens: int, top_logprobs: int = 0
 ) -> str:
     """Keyed by what the judge is shown, not by the pair's id: the same two answers in the same
-    positions are one judgement, whichever design or file they came from. A judgement made with
-    the ratings' probabilities is another; one made without keeps the key it always had."""
+    positions are one judgement, whichever design or file they came from, and by the judge's
+    identity. A judgement made with the ratings' probabilities is another; one made without
+    leaves them out of its key, so the other rules share their judgements."""
     first, second = (
         (pair.answer_a, pair.answer_b) if order == "ab" else (pair.answer_b, pair.answer_a)
     )
@@ -429,6 +431,7 @@ def judge_pairs(
     cache: bool | str | Path = True,
     workers: int = 1,
     on_battle: Callable[[Battle], None] | None = None,
+    judge_options: Mapping[str, Any] | None = None,
 ) -> list[Battle]:
     """Judge every pair, resumably, and write ``battles.jsonl`` and ``arena_run.json``.
 
@@ -447,12 +450,13 @@ def judge_pairs(
         cache: the call cache: True for the user cache folder, a path, or False.
         workers: pairs judged at once (useful for remote endpoints; a local model serialises).
         on_battle: called with each battle as it completes (e.g. for a progress bar).
+        judge_options: the provider's options when ``judge`` is a spec.
     """
     check_combine(combine_rule)
     ids = [p.id for p in pairs]
     if len(set(ids)) != len(ids):
         raise ValueError("pair ids must be unique within a run")
-    model = open_judge(judge, cache)
+    model = open_judge(judge, cache, judge_options)
     out = Path(out_dir)
     store = ScoreStore(out / JUDGEMENTS_DB)
     started, clock = datetime.now(UTC), time.perf_counter()
@@ -504,9 +508,11 @@ def _write_run(
     fresh = Usage()
     for order in (o for b in battles for o in b.orders if not o.cached):
         fresh.add(order.usage)
+    record = model_record(judge)  # its identity: what the judgements' keys hash
     run = {
         "ragmeter_version": __version__,
         "judge": judge.name,
+        "judge_model": record.model_dump(mode="json") if record else None,
         "prompt": {"name": PAIRWISE.name, "version": PAIRWISE.version},
         **config,
         "pairs": len(battles),

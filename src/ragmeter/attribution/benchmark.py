@@ -18,7 +18,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ragmeter.attribution.evolve import Evolution, evolve, pick_triples, seed_paragraph
+from ragmeter.attribution.evolve import (
+    EVOLVE_PROMPTS,
+    Evolution,
+    evolve,
+    pick_triples,
+    seed_paragraph,
+)
 from ragmeter.attribution.graph import (
     Entity,
     GraphError,
@@ -27,7 +33,9 @@ from ragmeter.attribution.graph import (
     entity_from_record,
     read_jsonl,
 )
-from ragmeter.judges.base import Judge
+from ragmeter.attribution.records import digest
+from ragmeter.judges.base import Judge, identity_of
+from ragmeter.records import RecordLog
 from ragmeter.score import Usage
 from ragmeter.session import JudgeSession
 
@@ -146,25 +154,38 @@ def build_benchmark(
     """Evolve ``n`` questions from the items of ``data`` (BioKaLMA rows or our own items with
     entities), drawn with ``seed``; append each to ``out`` as it is done.
 
-    Resumable: items already in ``out`` are kept and not evolved again. An item whose evolution
+    Resumable: items already in ``out`` that were evolved the same way (the same judge, seed,
+    rounds and spares, and prompts) are kept; any other is evolved again. An item whose evolution
     stopped early is written too, with the reason in ``evolution.stopped``: its last completed
     round is still a question with a true minimum set (only a smaller one).
     """
     rows = load_benchmark(data)
     chosen = random.Random(seed).sample(rows, min(n, len(rows)))
-    done = {item.id: item for item in load_benchmark(out)} if out.exists() else {}
+    evolved_with = digest(
+        "evolve",
+        identity_of(judge).digest,
+        seed,
+        rounds,
+        spares,
+        [prompt.version for prompt in EVOLVE_PROMPTS],
+    )
+    log = RecordLog(out, BenchmarkItem, key=_item_id)
     items = []
     for row in chosen:
-        item = done.get(row.id)
-        if item is None:
+        item = log.get(row.id)
+        if item is None or item.source.get("evolved_with") != evolved_with:
             item = evolve_item(row, judge, rounds=rounds, seed=seed, retries=retries, spares=spares)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            with out.open("a", encoding="utf-8") as handle:
-                handle.write(item.model_dump_json() + "\n")
+            item.source["evolved_with"] = evolved_with
+            log.append(item)
         items.append(item)
         if on_item:
             on_item(item)
+    log.rewrite(item.id for item in items)  # one line per question, as the readers expect
     return items
+
+
+def _item_id(item: BenchmarkItem) -> str:
+    return item.id
 
 
 def usable(items: Sequence[BenchmarkItem]) -> list[BenchmarkItem]:

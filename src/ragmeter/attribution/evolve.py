@@ -124,6 +124,8 @@ REWRITE = Prompt(
     ],
 )
 
+EVOLVE_PROMPTS = (SEED, ADD_FACT, REWRITE)
+
 
 class EvolutionRound(BaseModel):
     number: int

@@ -248,7 +248,16 @@ def score_answers(
     for generation in generations:
         if generation.answer is None:
             continue
-        key = digest("score", generation.key, identity_of(judge).digest, versions, asdict(options))
+        # The answer itself too: a generation redone under the same key is scored afresh.
+        key = digest(
+            "score",
+            generation.key,
+            generation.answer,
+            identity_of(judge).digest,
+            versions,
+            asdict(options),
+            [entailment_probe.top_logprobs, rating_probe.top_logprobs],
+        )
         record = log.get(key)
         if record is None:
             record = _score_one(

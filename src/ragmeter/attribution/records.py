@@ -4,7 +4,8 @@ Each record is appended and flushed as soon as it is complete (see :mod:`ragmete
 an interrupted run loses at most the item in progress, and a rerun with the same folder skips
 every record whose key is already there (a failed generation is retried; a line that cannot be
 read is reported and its record done again). Keys hash everything that changes the outcome:
-the item, the condition, the models' names and the prompt versions.
+the item, the condition, the models' identities, the prompt versions and, for a score, the
+answer itself.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragmeter.attribution.graph import Entity, Triple
 from ragmeter.attribution.metrics import AlignmentResult, NAResult
 from ragmeter.attribution.retrieval import Retrieval
-from ragmeter.records import RecordLog as RecordLog  # the logs these records are kept in
 from ragmeter.score import Exchange, Score, Usage
 
 SCHEMA_VERSION = 1

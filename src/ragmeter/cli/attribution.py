@@ -35,7 +35,7 @@ from ragmeter.attribution.experiments import (
     score_answers,
 )
 from ragmeter.attribution.graph import GraphError, KnowledgeGraph, load_graph
-from ragmeter.attribution.records import Condition, GenerationRecord, RecordLog, ScoreRecord
+from ragmeter.attribution.records import Condition, GenerationRecord, ScoreRecord
 from ragmeter.attribution.report import (
     citation_table,
     notes,
@@ -54,6 +54,7 @@ from ragmeter.cli.common import (
     progress_bar,
 )
 from ragmeter.judges import Judge
+from ragmeter.records import RecordLog
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 console = Console()
@@ -113,7 +114,7 @@ def _judges(
     generator: str | None = None,
     generator_option: list[str] | None = None,
 ) -> tuple[Judge, Judge]:
-    """(generator, judge) behind one call cache; one model instance when the generator is the
+    """(generator, judge) behind the call cache; one model instance when the generator is the
     judge (a local model is loaded once)."""
     judge_model, _ = open_models(console, judge, judge_option, cache=cache)
     if generator in (None, judge) and not generator_option:

@@ -67,7 +67,7 @@ def info_command(path: CachePath = None) -> None:
             "judge" if entry.kind == "replies" else "embedder",
             entry.identity[:8],
             str(entry.entries),
-            _size(entry.bytes),
+            _size(entry.size),
             _day(entry.oldest),
             _day(entry.newest),
         )

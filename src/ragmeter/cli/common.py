@@ -81,11 +81,27 @@ def parse_options(items: list[str] | None, flag: str) -> dict[str, Any]:
         name, sep, value = item.partition("=")
         if not (sep and name.strip()):
             raise typer.BadParameter(f"{flag} {item!r}: use NAME=VALUE")
-        try:
-            options[name.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            options[name.strip()] = value
+        options[name.strip()] = _value(value.strip())
     return options
+
+
+def parse_metric_options(items: list[str] | None) -> dict[str, dict[str, Any]]:
+    """``["faithfulness.verdicts=generate", "answer_relevance.n=5"]`` ->
+    ``{"faithfulness": {"verdicts": "generate"}, "answer_relevance": {"n": 5}}``."""
+    options: dict[str, dict[str, Any]] = {}
+    for target, value in parse_options(items, "--option").items():
+        metric, dot, param = target.partition(".")
+        if not (dot and metric and param):
+            raise typer.BadParameter(f"--option {target}={value}: use METRIC.PARAM=VALUE")
+        options.setdefault(metric.strip(), {})[param.strip()] = value
+    return options
+
+
+def _value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
 
 
 def open_models(
@@ -99,15 +115,20 @@ def open_models(
 ) -> tuple[Judge, Embedder | None]:
     """The judge (and the embedder, when one is named) behind the call cache; a bad spec or
     option, or a model that cannot start, ends the command with status 2."""
-    with user_errors(console):
+    judge_values = parse_options(judge_options, "--judge-option")
+    embedder_values = parse_options(embedder_options, "--embedder-option")
+    try:
         return resolve_models(
             judge,
             embedder,
             cache=cache,
             needs_embedder=embedder is not None,
-            judge_options=parse_options(judge_options, "--judge-option"),
-            embedder_options=parse_options(embedder_options, "--embedder-option"),
+            judge_options=judge_values,
+            embedder_options=embedder_values,
         )
+    except Exception as exc:  # a provider can fail to start in many ways; each ends the command
+        problem = exc if isinstance(exc, USER_ERRORS) else f"{type(exc).__name__}: {exc}"
+        raise fail(console, f"cannot start the models: {problem}") from exc
 
 
 def progress_bar(console: Console, **options: Any) -> Progress:

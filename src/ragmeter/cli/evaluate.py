@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from ragmeter.budget import (
     NOT_JUDGED,
@@ -32,6 +33,7 @@ from ragmeter.cli.common import (
     JudgeSpec,
     Retries,
     fail,
+    parse_metric_options,
     parse_options,
     progress_bar,
     user_errors,
@@ -40,7 +42,7 @@ from ragmeter.data import LoadedDataset, load_samples
 from ragmeter.evaluate import DEFAULT_METRICS, BudgetWarning, evaluate
 from ragmeter.limits import MAX_INPUT_CHARS, InputTruncatedWarning
 from ragmeter.manifest import Counts
-from ragmeter.metrics import Metric, metric_by_name, parse_metric_options
+from ragmeter.metrics import Metric, metric_by_name
 from ragmeter.report import estimate_table, samples_table, summary_table, write_outputs
 from ragmeter.result import Result
 
@@ -89,7 +91,7 @@ def _load(file: Path, columns: str | None, skip_invalid: bool, console: Console)
 
 def _metrics(metrics: str, option: list[str] | None) -> list[Metric]:
     names = [m.strip() for m in metrics.split(",") if m.strip()]
-    options = parse_metric_options(option or [])
+    options = parse_metric_options(option)
     chosen = [metric_by_name(name, **options.pop(name, {})) for name in names]
     if options:
         raise ValueError(f"options given for metrics not chosen: {', '.join(options)}")
@@ -243,7 +245,7 @@ def evaluate_command(
         except USER_ERRORS as exc:
             raise fail(console, exc) from exc
     for warning in caught:
-        console.print(f"[yellow]warning:[/yellow] {warning.message}")
+        console.print(f"[yellow]warning:[/yellow] {escape(str(warning.message))}")
     _report(result, file, out_dir, show_samples, console)
     if result.run is not None and result.run.status == "stopped":
         console.print(f"[yellow]{_stopped_message(result, chosen, price, out_dir)}[/yellow]")

@@ -19,6 +19,7 @@ from ragmeter.cli.common import (
     JudgeOptions,
     JudgeSpec,
     open_models,
+    parse_metric_options,
     parse_options,
     user_errors,
 )
@@ -29,7 +30,7 @@ from ragmeter.meta.attribution import (
     verify_claims,
 )
 from ragmeter.meta.wikieval import DIMENSIONS, METHODS, PAPER_TABLE_4, load_wikieval, run_wikieval
-from ragmeter.metrics import metric_by_name, parse_metric_options
+from ragmeter.metrics import metric_by_name
 
 T = TypeVar("T")
 
@@ -78,7 +79,7 @@ def wikieval_command(
     with user_errors(console):
         configured = {
             name: metric_by_name(name, **params)
-            for name, params in parse_metric_options(option or []).items()
+            for name, params in parse_metric_options(option).items()
         }
     with console.status("judging") as status, user_errors(console):
         report = run_wikieval(

@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 from collections.abc import Callable
+from functools import cached_property
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -92,7 +93,7 @@ class ModelIdentity(BaseModel):
     def name(self) -> str:
         return f"{self.provider}:{self.model}"
 
-    @property
+    @cached_property
     def digest(self) -> str:
         material = json.dumps(self.model_dump(mode="json"), sort_keys=True, default=str)
         return hashlib.sha256(material.encode()).hexdigest()[:16]

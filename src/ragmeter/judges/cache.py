@@ -42,7 +42,8 @@ class CacheEntries:
     model: str
     identity: str
     entries: int
-    bytes: int
+    size: int
+    """Bytes of the stored replies or vectors."""
     oldest: float
     newest: float
 
@@ -66,8 +67,13 @@ class CallCache:
             )
         # Entries of the first layout were keyed by the model's name alone, which could serve
         # another endpoint's or another file's replies: they can never be hit again.
-        self._db.execute("DROP TABLE IF EXISTS chat")
-        self._db.execute("DROP TABLE IF EXISTS embedding")
+        old = self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name IN ('chat', 'embedding')"
+        ).fetchall()
+        for (table,) in old:
+            self._db.execute(f"DROP TABLE {table}")
+        if old:
+            self._db.execute("VACUUM")
 
     def get_chat(self, key: str) -> ChatResponse | None:
         row = self._get("replies", key)
@@ -153,8 +159,8 @@ class CachedJudge(Wrapper):
         self.cache = cache
 
     def complete(self, request: ChatRequest) -> ChatResponse:
-        # Read at every call: a provider may learn something that changes its replies (e.g. a
-        # server that refuses JSON schemas) part way through a run.
+        # Read at every call, so that a provider whose replies change with what it learns of a
+        # server (one that refuses JSON schemas, say) keys each reply by what made it.
         identity = self.identity
         key = _digest(identity.digest, request.model_dump_json())
         hit = self.cache.get_chat(key)

@@ -28,6 +28,10 @@ class FakeJudge:
     Replies come from a queue (``enqueue``) or, when the queue is empty, from ``responder``, a
     function of the request. A reply that is an exception instance is raised, to script failures.
     Every request is kept in ``history``.
+
+    A script in memory cannot be hashed, so the fake is known by its ``model`` name (and, made
+    from ``fake:FILE``, by the file's hash): fakes with different scripts that share a call cache
+    need names of their own, or they are served each other's replies.
     """
 
     def __init__(
@@ -110,6 +114,10 @@ class HashingEmbedder:
     @property
     def name(self) -> str:
         return f"fake:hashing-{self.dim}"
+
+    @property
+    def identity(self) -> ModelIdentity:
+        return ModelIdentity(provider="fake", model=f"hashing-{self.dim}")
 
     def embed(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

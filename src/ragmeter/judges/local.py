@@ -65,9 +65,16 @@ def local_identity(
 
 class LocalJudge:
     def __init__(
-        self, model_path: Path | str | None = None, options: LocalJudgeOptions | None = None
+        self,
+        model_path: Path | str | None = None,
+        options: LocalJudgeOptions | None = None,
+        **values: Any,
     ) -> None:
-        options = options or LocalJudgeOptions()
+        """Load the weights (the bundled model by default); options as a ``LocalJudgeOptions`` or
+        as keywords (``n_ctx=4096``)."""
+        if options is not None and values:
+            raise TypeError("give the options as LocalJudgeOptions or as keywords, not both")
+        options = options or LocalJudgeOptions.parse(values, "the local judge")
         try:
             from llama_cpp import Llama
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter

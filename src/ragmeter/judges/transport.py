@@ -63,8 +63,10 @@ class TransportOptions(Options):
         }
     )
 
-    api_key_env: str = Field(
-        "OPENAI_API_KEY", description="The environment variable the API key is read from."
+    api_key_env: str | None = Field(
+        None,
+        description="The environment variable the API key is read from; none is sent when unset "
+        "(a provider names its own, so that no key goes to an endpoint it was not meant for).",
     )
     timeout: float = Field(
         120.0,
@@ -258,7 +260,8 @@ class HttpClient:
         self.base_url = base_url.rstrip("/")
         self.display_url = public_url(self.base_url)
         headers = {}
-        self._secret = os.environ.get(self.options.api_key_env) or ""
+        key_env = self.options.api_key_env
+        self._secret = (os.environ.get(key_env) if key_env else None) or ""
         if self._secret:
             headers["Authorization"] = f"Bearer {self._secret}"
         self._http = httpx.Client(

@@ -104,11 +104,31 @@ def ensure_weights(weights: PartedWeights = QWEN_CODER_1_5B, directory: Path | N
 
 
 def weights_sha256(path: Path) -> str:
-    """The SHA-256 of a weights file, remembered per (path, size, modification time) in the
-    models folder, since hashing gigabytes on every start would cost seconds each time."""
+    """The SHA-256 of a weights file, remembered in the models folder, since hashing gigabytes
+    on every start would cost seconds each time.
+
+    The memo is keyed by the file's path, inode, size, modification and change times, and a hash
+    of its first and last mebibyte: a copy that keeps the modification time (``cp -p``, ``rsync
+    -a``) still gets a new change time, which no tool can set back, and other weights differ in
+    their tensors at both ends, so a swapped file is hashed afresh."""
     stat = path.stat()
     memo = models_dir() / "hashes.json"
-    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
+    ends = hashlib.sha256()
+    with path.open("rb") as handle:
+        ends.update(handle.read(1 << 20))
+        handle.seek(max(0, stat.st_size - (1 << 20)))
+        ends.update(handle.read(1 << 20))
+    key = "|".join(
+        str(part)
+        for part in (
+            path.resolve(),
+            stat.st_ino,
+            stat.st_size,
+            stat.st_mtime_ns,
+            stat.st_ctime_ns,
+            ends.hexdigest(),
+        )
+    )
     try:
         known = json.loads(memo.read_text())
     except (OSError, ValueError):

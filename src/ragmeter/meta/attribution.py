@@ -95,16 +95,16 @@ def verify_claims(
     for claim in claims:
         text = "\n\n".join(claim.references)
         truncated = len(text) > MAX_REFERENCE_CHARS
-        statement = statement_for(claim, with_question)
-        key = hashlib.sha256(
-            json.dumps(
-                [claim.id, statement, SUPPORTED.version, identity_of(judge_model).digest]
-            ).encode()
-        ).hexdigest()
+        inputs = {
+            "context": text[:MAX_REFERENCE_CHARS],
+            "statement": statement_for(claim, with_question),
+        }
+        # Everything the judge is shown, so an edited claim or reference is verified afresh.
+        material = [claim.id, inputs, SUPPORTED.version, identity_of(judge_model).digest]
+        key = hashlib.sha256(json.dumps(material).encode()).hexdigest()
         score = store.reusable(key) if store else None
         if score is None:
             session = JudgeSession(judge_model, retries=retries)
-            inputs = {"context": text[:MAX_REFERENCE_CHARS], "statement": statement}
             score = measured(
                 claim.id,
                 SUPPORTED.name,

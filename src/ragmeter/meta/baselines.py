@@ -135,7 +135,9 @@ def rank_pair(pair: Pair, judge: Judge, store: ScoreStore | None, retries: int =
             json.dumps(
                 [
                     pair.preferred.key,
+                    pair.preferred.digest,
                     pair.rejected.key,
+                    pair.rejected.digest,
                     pair.dimension,
                     order,
                     prompt.version,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ragmeter.metrics.answer_relevance import AnswerRelevance
@@ -14,28 +13,12 @@ from ragmeter.plugins import load
 
 def metric_by_name(name: str, **options: Any) -> Metric:
     """Build a metric from its registered name and options (``OptionsError`` names a bad one)."""
-    metric: Metric = load("metric", name.strip())(**options)
-    return metric
-
-
-def _value(text: str) -> Any:
+    factory = load("metric", name.strip())
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
-def parse_metric_options(items: list[str]) -> dict[str, dict[str, Any]]:
-    """``["faithfulness.verdicts=generate", "answer_relevance.n=5"]`` ->
-    ``{"faithfulness": {"verdicts": "generate"}, "answer_relevance": {"n": 5}}``."""
-    options: dict[str, dict[str, Any]] = {}
-    for item in items:
-        target, sep, value = item.partition("=")
-        metric, dot, param = target.partition(".")
-        if not (sep and dot and metric and param):
-            raise ValueError(f"metric option {item!r}: use METRIC.PARAM=VALUE")
-        options.setdefault(metric.strip(), {})[param.strip()] = _value(value.strip())
-    return options
+        metric: Metric = factory(**options)
+    except TypeError as exc:  # a plugin metric with its own constructor, given an unknown option
+        raise ValueError(f"options for the metric {name!r}: {exc}") from None
+    return metric
 
 
 __all__ = [
