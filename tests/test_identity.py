@@ -252,3 +252,16 @@ def test_an_option_that_looks_like_a_credential_stays_out_of_the_identity():
 
     options = KeyedOptions(api_key="sk-secret-123456", temperature=0.5)
     assert options.identity() == {"temperature": 0.5}
+
+
+def test_the_minilm_embedder_is_known_by_its_files_not_its_batching():
+    pytest.importorskip("onnxruntime", reason="MiniLM needs the 'local' extra")
+    from ragmeter.judges.minilm import MiniLMEmbedder
+
+    default, tuned = MiniLMEmbedder(), MiniLMEmbedder(batch_size=4, threads=1)
+    assert identity_of(default) == identity_of(tuned)
+    assert set(identity_of(default).settings) == {
+        "weights_sha256",
+        "tokenizer_sha256",
+        "max_tokens",
+    }
