@@ -35,6 +35,11 @@ class GeneratedQuestions(BaseModel):
     noncommittal: bool
 
 
+def _n_questions(n: int, *questions: str, more: str) -> list[str]:
+    """Exactly ``n`` example questions: the first ``n`` given, then ``more`` as often as needed."""
+    return [*questions[:n], *[more] * max(0, n - len(questions))]
+
+
 def questions_prompt(n: int) -> Prompt[GeneratedQuestions]:
     # Exactly n items in the schema: a grammar-constrained judge then cannot loop on the list.
     output = create_model(
@@ -55,12 +60,13 @@ def questions_prompt(n: int) -> Prompt[GeneratedQuestions]:
             (
                 {"answer": "Albert Einstein was born in Germany."},
                 output(
-                    questions=[
+                    questions=_n_questions(
+                        n,
                         "Where was Albert Einstein born?",
                         "In which country was Albert Einstein born?",
                         "What is Albert Einstein's country of birth?",
-                    ][:n]
-                    + ["Where does Albert Einstein come from?"] * max(0, n - 3),
+                        more="Where does Albert Einstein come from?",
+                    ),
                     noncommittal=False,
                 ),
             ),
@@ -70,12 +76,13 @@ def questions_prompt(n: int) -> Prompt[GeneratedQuestions]:
                     "invented in 2023, as I lack information beyond that date."
                 },
                 output(
-                    questions=[
+                    questions=_n_questions(
+                        n,
                         "What was the groundbreaking feature of the smartphone invented in 2023?",
                         "Which new feature did the 2023 smartphone introduce?",
                         "What made the smartphone invented in 2023 special?",
-                    ][:n]
-                    + ["What is new about the 2023 smartphone?"] * max(0, n - 3),
+                        more="What is new about the 2023 smartphone?",
+                    ),
                     noncommittal=True,
                 ),
             ),
