@@ -137,26 +137,18 @@ def test_judge_then_leaderboard_on_the_example(tmp_path, quality_judge):
     assert saved["anchor"] == "reference" and saved["rounds"] == 100
 
 
+def generate_args(answers: Path, *more: str) -> list[str]:
+    """``arena generate`` of the example questions by the scripted judge into ``answers``."""
+    questions, corpus = str(EXAMPLE / "questions.jsonl"), str(EXAMPLE / "corpus.jsonl")
+    judged = ["--judge", "quality", "--out", str(answers), *more]
+    return ["arena", "generate", questions, "--corpus", corpus, *judged]
+
+
 def test_generate_writes_an_answers_file_the_judge_reads(tmp_path, quality_judge):
     pytest.importorskip("bm25s", reason="BM25 retrieval needs the 'arena' extra")
     answers = tmp_path / "bm25.jsonl"
     result = runner.invoke(
-        app,
-        [
-            "arena",
-            "generate",
-            str(EXAMPLE / "questions.jsonl"),
-            "--corpus",
-            str(EXAMPLE / "corpus.jsonl"),
-            "--judge",
-            "quality",
-            "--system",
-            "bm25-first-passage",
-            "--out",
-            str(answers),
-            "--limit",
-            "3",
-        ],
+        app, generate_args(answers, "--system", "bm25-first-passage", "--limit", "3")
     )
     assert result.exit_code == 0, result.output
     assert "3 answers by bm25-first-passage" in result.output
@@ -337,19 +329,7 @@ def test_generate_names_an_unreadable_answer_line_and_answers_that_question_agai
 ):
     pytest.importorskip("bm25s", reason="BM25 retrieval needs the 'arena' extra")
     answers = tmp_path / "bm25.jsonl"
-    args = [
-        "arena",
-        "generate",
-        str(EXAMPLE / "questions.jsonl"),
-        "--corpus",
-        str(EXAMPLE / "corpus.jsonl"),
-        "--judge",
-        "quality",
-        "--out",
-        str(answers),
-        "--limit",
-        "2",
-    ]
+    args = generate_args(answers, "--limit", "2")
     assert runner.invoke(app, args).exit_code == 0
     first, second = answers.read_text().splitlines()
     answers.write_text(first + "\n" + second[: len(second) // 2] + "\n")  # the 2nd line broken

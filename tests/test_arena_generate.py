@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ragmeter.arena.data import NO_ANSWER, Document, is_no_answer, load_corpus, load_questions
-from ragmeter.arena.generate import ANSWER_COT, generate_answers, read_generated
+from ragmeter.arena.generate import ANSWER_COT, GeneratedAnswer, generate_answers, read_generated
 from ragmeter.arena.passages import build_passages, split_passages
 from ragmeter.judges.base import ChatRequest
 from ragmeter.judges.fake import FakeJudge
@@ -82,6 +82,22 @@ def generator(request: ChatRequest) -> str:
     passage = re.search(r"<passage 1>\n(.*?)\n</passage 1>", text, re.S)
     answer = passage[1].split(".")[0] + "." if passage else NO_ANSWER
     return json.dumps({"thinking": "Passage 1 answers it.", "answer": answer})
+
+
+def answer_example(
+    out: Path, n: int, judge: FakeJudge | None = None, **settings: object
+) -> list[GeneratedAnswer]:
+    """The first ``n`` example questions answered into ``out`` as system "s", by ``judge`` (the
+    scripted generator by default)."""
+    return generate_answers(
+        load_questions(EXAMPLE / "questions.jsonl")[:n],
+        load_corpus(EXAMPLE / "corpus.jsonl"),
+        generator=judge or FakeJudge(responder=generator),
+        system="s",
+        out_path=out,
+        cache=False,
+        **settings,
+    )
 
 
 def test_generation_shows_tagged_passages_and_strips_the_thinking(tmp_path):
@@ -190,16 +206,8 @@ def test_an_answers_file_holds_one_system(tmp_path):
 def test_a_corrupted_answers_file_resumes_and_redoes_only_the_bad_line(tmp_path):
     pytest.importorskip("bm25s", reason="BM25 retrieval needs the 'arena' extra")
     questions = load_questions(EXAMPLE / "questions.jsonl")[:3]
-    documents = load_corpus(EXAMPLE / "corpus.jsonl")
     out = tmp_path / "answers.jsonl"
-    first = generate_answers(
-        questions,
-        documents,
-        generator=FakeJudge(responder=generator),
-        system="s",
-        out_path=out,
-        cache=False,
-    )
+    first = answer_example(out, 3)
     lines = out.read_text().splitlines()
     lines[1] = lines[1][: len(lines[1]) // 2]  # the second answer's line, cut in half
     out.write_text("\n".join(lines) + "\n")
@@ -211,9 +219,7 @@ def test_a_corrupted_answers_file_resumes_and_redoes_only_the_bad_line(tmp_path)
 
     again = FakeJudge(responder=generator)
     with pytest.warns(RecordLogWarning, match="first: line 2: Invalid JSON") as caught:
-        resumed = generate_answers(
-            questions, documents, generator=again, system="s", out_path=out, cache=False
-        )
+        resumed = answer_example(out, 3, again)
     assert len(caught) == 1
     assert len(again.history) == 1  # only the question whose line was bad is asked again
     assert f"<query>\n{questions[1].question}\n</query>" in again.history[0].messages[-1].content
@@ -226,33 +232,24 @@ def test_a_corrupted_answers_file_resumes_and_redoes_only_the_bad_line(tmp_path)
 
 def test_a_torn_last_answer_is_redone(tmp_path):
     pytest.importorskip("bm25s", reason="BM25 retrieval needs the 'arena' extra")
-    questions = load_questions(EXAMPLE / "questions.jsonl")[:2]
-    documents = load_corpus(EXAMPLE / "corpus.jsonl")
     out = tmp_path / "answers.jsonl"
-    kwargs = dict(system="s", out_path=out, cache=False)
-    first = generate_answers(
-        questions, documents, generator=FakeJudge(responder=generator), **kwargs
-    )
+    first = answer_example(out, 2)
     text = out.read_text()
     out.write_text(text[: len(text) - 10])  # killed while writing the last answer
     again = FakeJudge(responder=generator)
     with pytest.warns(RecordLogWarning, match="line 2: the last line is incomplete"):
-        assert generate_answers(questions, documents, generator=again, **kwargs) == first
+        assert answer_example(out, 2, again) == first
     assert len(again.history) == 1
     assert out.read_text() == text
 
 
 def test_answers_made_by_another_model_or_setting_are_made_again(tmp_path):
     pytest.importorskip("bm25s", reason="BM25 retrieval needs the 'arena' extra")
-    questions = load_questions(EXAMPLE / "questions.jsonl")[:2]
-    documents = load_corpus(EXAMPLE / "corpus.jsonl")
     out = tmp_path / "answers.jsonl"
 
     def answer(model: str, **settings: object) -> FakeJudge:
         judge = FakeJudge(responder=generator, model=model)
-        generate_answers(
-            questions, documents, generator=judge, system="s", out_path=out, cache=False, **settings
-        )
+        answer_example(out, 2, judge, **settings)
         return judge
 
     assert len(answer("m1", k=3).history) == 2

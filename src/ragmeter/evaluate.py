@@ -71,9 +71,11 @@ def _check_unique_keys(samples: Iterable[Sample]) -> None:
         seen[sample.key] = row
 
 
-def _run_all(
-    tasks: list[tuple[Sample, Metric]], run_one: Callable[[Sample, Metric], Score], workers: int
-) -> list[Score]:
+Task = tuple[Sample, dict[str, Any], Metric]
+"""A sample as the judge sees it, what was cut from it, and the metric to score it with."""
+
+
+def _run_all(tasks: list[Task], run_one: Callable[..., Score], workers: int) -> list[Score]:
     """Run every task, in order of the results. On an interrupt (Ctrl-C) the items not yet
     started are dropped and those running are let finish, so that they are saved."""
     if workers <= 1:
@@ -166,7 +168,8 @@ def evaluate(
     loaded = _resolve_dataset(dataset, on_invalid)
     _check_unique_keys(loaded.samples)
     chosen = _resolve_metrics(metrics)
-    truncated = sum(1 for s in loaded.samples if fit_sample(s, max_input_chars)[1])
+    fitted = [fit_sample(sample, max_input_chars) for sample in loaded.samples]
+    truncated = sum(1 for _, cut in fitted if cut)
     if truncated:
         warnings.warn(
             f"{truncated} of {len(loaded.samples)} samples have fields over {max_input_chars} "
@@ -210,10 +213,9 @@ def evaluate(
         store,
         retries=retries,
         repairs=repairs,
-        max_input_chars=max_input_chars,
         on_score=on_score,
     )
-    tasks = [(sample, metric) for sample in loaded.samples for metric in chosen]
+    tasks = [(judged, cut, metric) for judged, cut in fitted for metric in chosen]
     clock = time.perf_counter()
     try:
         scores = _run_all(tasks, pipeline.run, max_workers)
@@ -221,21 +223,21 @@ def evaluate(
         if store is not None:
             store.close()
     stopped = meter is not None and meter.exhausted
+    counts = _counts(scores, pipeline.tally, truncated)
     record = finish_record(
         record,
         judge_model,
         embed_model,
         status="stopped" if stopped else "complete",
         seconds=time.perf_counter() - clock,
-        counts=_counts(scores, pipeline.tally, truncated),
+        counts=counts,
         budget=meter.record() if meter else None,
     )
     if out is not None:
         write_run_record(out, record)
     if stopped:
-        pending = record.counts.pending if record.counts else 0
         warnings.warn(
-            f"evaluation stopped at the budget: {pending} items not judged; "
+            f"evaluation stopped at the budget: {counts.pending} items not judged; "
             "rerun with the same out_dir and a higher budget to continue",
             BudgetWarning,
             stacklevel=2,

@@ -13,10 +13,10 @@ import json
 import logging
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from ragmeter.budget import NOT_JUDGED, BudgetExhausted
 from ragmeter.judges.base import Embedder, Judge, identity_of
-from ragmeter.limits import fit_sample
 from ragmeter.metrics import Metric
 from ragmeter.sample import Sample
 from ragmeter.score import Score, Usage
@@ -73,7 +73,6 @@ class ItemPipeline:
         *,
         retries: int,
         repairs: int,
-        max_input_chars: int | None,
         on_score: Callable[[Score], None] | None = None,
     ) -> None:
         self.judge = judge
@@ -81,13 +80,13 @@ class ItemPipeline:
         self.store = store
         self.retries = retries
         self.repairs = repairs
-        self.max_input_chars = max_input_chars
         self.on_score = on_score
         self.tally = Tally()
         self._keys = {m.name: ItemKeys(m, judge, embedder) for m in metrics}
 
-    def run(self, sample: Sample, metric: Metric) -> Score:
-        judged, cut = fit_sample(sample, self.max_input_chars)
+    def run(self, judged: Sample, cut: dict[str, Any], metric: Metric) -> Score:
+        """Score ``judged``, the sample as the judge is to see it (``fit_sample``), with what was
+        cut from it noted in the explanation."""
         key = self._keys[metric.name].key(judged)
         stored = self.store.reusable(key) if self.store is not None else None
         if stored is not None:

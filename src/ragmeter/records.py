@@ -11,10 +11,13 @@ as missing, so a resuming run does them again.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -26,6 +29,12 @@ TORN = "the last line is incomplete (no newline at its end: the writer was kille
 """The reason given for an unreadable last line that has no newline at its end."""
 
 _MAX_REASON = 200
+
+
+def digest(*parts: Any) -> str:
+    """A short key for ``parts`` (any JSON-able values): equal parts, equal key."""
+    material = json.dumps(parts, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(material.encode()).hexdigest()[:20]
 
 
 class RecordLogWarning(UserWarning):
@@ -40,10 +49,6 @@ class SkippedLine:
     """1-based line number in the file."""
     reason: str
     """Why, in short: the first parse or validation error."""
-
-
-def _key_attribute(record: Any) -> str:
-    return record.key
 
 
 def _reason(exc: ValidationError) -> str:
@@ -76,7 +81,7 @@ class RecordLog(Generic[M]):
         self,
         path: str | Path,
         model: type[M],
-        key: Callable[[M], str] = _key_attribute,
+        key: Callable[[M], str] = attrgetter("key"),
     ) -> None:
         self.path = Path(path)
         self.model = model

@@ -67,12 +67,9 @@ def write_outputs(result: Result, out_dir: Path) -> list[Path]:
     }
     atomic_write_text(summary_path, json.dumps(summary, indent=2))
 
-    written = [scores_path, csv_path, summary_path]
-    if result.run is not None:
-        run_path = out_dir / "run.json"
-        atomic_write_text(run_path, scrub(result.run.to_json()) + "\n")
-        written.append(run_path)
-    return written
+    run_path = out_dir / "run.json"
+    atomic_write_text(run_path, scrub(result.run.to_json()) + "\n")
+    return [scores_path, csv_path, summary_path, run_path]
 
 
 def _money(value: float | None) -> str:

@@ -33,9 +33,9 @@ class Result:
     samples: list[Sample]
     metrics: list[str]
     scores: list[Score]
+    run: RunRecord
+    """The run record (``run.json``)."""
     invalid_rows: list[InvalidRow] = field(default_factory=list)
-    run: RunRecord | None = None
-    """The run record (``run.json``); None for a result not made by ``evaluate``."""
 
     def scores_for(self, metric: str) -> list[Score]:
         return [s for s in self.scores if s.metric == metric]

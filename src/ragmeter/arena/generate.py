@@ -13,9 +13,8 @@ interrupted run resumes. A line that cannot be read is reported and its question
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Mapping, Sequence
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from ragmeter.arena.passages import MAX_WORDS, build_passages
 from ragmeter.arena.retrieval import DEFAULT_K, BM25Retriever
 from ragmeter.judges.base import Judge, identity_of
 from ragmeter.prompts import Prompt
-from ragmeter.records import RecordLog
+from ragmeter.records import RecordLog, digest
 from ragmeter.score import Unscorable, Usage
 from ragmeter.session import JudgeSession
 
@@ -168,8 +167,7 @@ def generate_answers(
     retriever = BM25Retriever(build_passages(documents, max_words))
     results: list[GeneratedAnswer] = []
     prompt = ANSWER_COT if cot else ANSWER_DIRECT
-    material = [identity_of(model).digest, prompt.version, k, max_words, max_tokens]
-    made_with = hashlib.sha256(json.dumps(material).encode()).hexdigest()[:16]
+    made_with = digest(identity_of(model).digest, prompt.version, k, max_words, max_tokens)
     for question in questions:
         answer = log.get(question.id)
         # A failure is retried, and an answer made by another model or setting made again.
@@ -195,13 +193,9 @@ def generate_answers(
     return results
 
 
-def _answer_id(answer: GeneratedAnswer) -> str:
-    return answer.id
-
-
 def answers_log(path: str | Path) -> RecordLog[GeneratedAnswer]:
     """An answers file as a record log keyed by question id (the file need not exist)."""
-    return RecordLog(path, GeneratedAnswer, key=_answer_id)
+    return RecordLog(path, GeneratedAnswer, key=attrgetter("id"))
 
 
 def read_generated(path: str | Path) -> list[GeneratedAnswer]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,8 @@ from ragmeter.attribution.graph import (
     entity_from_record,
     read_jsonl,
 )
-from ragmeter.attribution.records import digest
 from ragmeter.judges.base import Judge, identity_of
-from ragmeter.records import RecordLog
+from ragmeter.records import RecordLog, digest
 from ragmeter.score import Usage
 from ragmeter.session import JudgeSession
 
@@ -169,7 +169,7 @@ def build_benchmark(
         spares,
         [prompt.version for prompt in EVOLVE_PROMPTS],
     )
-    log = RecordLog(out, BenchmarkItem, key=_item_id)
+    log = RecordLog(out, BenchmarkItem, key=attrgetter("id"))
     items = []
     for row in chosen:
         item = log.get(row.id)
@@ -182,10 +182,6 @@ def build_benchmark(
             on_item(item)
     log.rewrite(item.id for item in items)  # one line per question, as the readers expect
     return items
-
-
-def _item_id(item: BenchmarkItem) -> str:
-    return item.id
 
 
 def usable(items: Sequence[BenchmarkItem]) -> list[BenchmarkItem]:

@@ -28,7 +28,7 @@ from ragmeter.attribution.graph import Entity, KnowledgeGraph, Triple
 from ragmeter.attribution.metrics import ENTAILMENT, EntailmentChecker, alignment, na_scores
 from ragmeter.attribution.probe import NextTokenProbe
 from ragmeter.attribution.quality import CRITERIA, rating_prompt, text_quality
-from ragmeter.attribution.records import Condition, GenerationRecord, ScoreRecord, digest
+from ragmeter.attribution.records import Condition, GenerationRecord, ScoreRecord
 from ragmeter.attribution.retrieval import (
     ENTITY_TYPES,
     Recognizer,
@@ -38,7 +38,7 @@ from ragmeter.attribution.retrieval import (
     retrieve,
 )
 from ragmeter.judges.base import Judge, identity_of
-from ragmeter.records import RecordLog
+from ragmeter.records import RecordLog, digest
 from ragmeter.score import Unscorable, Usage
 from ragmeter.session import JudgeSession
 

@@ -10,10 +10,6 @@ answer itself.
 
 from __future__ import annotations
 
-import hashlib
-import json
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragmeter.attribution.graph import Entity, Triple
@@ -22,11 +18,6 @@ from ragmeter.attribution.retrieval import Retrieval
 from ragmeter.score import Exchange, Score, Usage
 
 SCHEMA_VERSION = 1
-
-
-def digest(*parts: Any) -> str:
-    material = json.dumps(parts, sort_keys=True, default=str, ensure_ascii=False)
-    return hashlib.sha256(material.encode()).hexdigest()[:20]
 
 
 class Condition(BaseModel):

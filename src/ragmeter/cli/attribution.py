@@ -54,6 +54,7 @@ from ragmeter.cli.common import (
     progress_bar,
 )
 from ragmeter.judges import Judge
+from ragmeter.judges.cache import CallCache
 from ragmeter.records import RecordLog
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
@@ -114,12 +115,13 @@ def _judges(
     generator: str | None = None,
     generator_option: list[str] | None = None,
 ) -> tuple[Judge, Judge]:
-    """(generator, judge) behind the call cache; one model instance when the generator is the
+    """(generator, judge) behind one call cache; one model instance when the generator is the
     judge (a local model is loaded once)."""
-    judge_model, _ = open_models(console, judge, judge_option, cache=cache)
+    calls = CallCache() if cache else False
+    judge_model, _ = open_models(console, judge, judge_option, cache=calls)
     if generator in (None, judge) and not generator_option:
         return judge_model, judge_model
-    writer, _ = open_models(console, generator or judge, generator_option, cache=cache)
+    writer, _ = open_models(console, generator or judge, generator_option, cache=calls)
     return writer, judge_model
 
 

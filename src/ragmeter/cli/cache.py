@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.filesize import decimal
 from rich.table import Table
 
 from ragmeter.cli.common import fail
@@ -37,15 +38,6 @@ def _open(path: Path | None, console: Console) -> CallCache:
     return CallCache(target)
 
 
-def _size(count: int) -> str:
-    size, unit = float(count), "B"
-    for larger in ("KB", "MB", "GB"):
-        if size < 1024:
-            break
-        size, unit = size / 1024, larger
-    return f"{size:.0f} B" if unit == "B" else f"{size:.1f} {unit}"
-
-
 def _day(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d")
 
@@ -56,7 +48,7 @@ def info_command(path: CachePath = None) -> None:
     console = Console()
     with _open(path, console) as cache:
         entries = cache.entries()
-    console.print(f"cache: {cache.path} ({_size(cache.path.stat().st_size)} on disk)")
+    console.print(f"cache: {cache.path} ({decimal(cache.path.stat().st_size)} on disk)")
     table = Table(title="entries per model and identity (what the keys hash)")
     table.add_column("model", overflow="fold")
     for column in ("kind", "identity", "entries", "size", "oldest", "newest"):
@@ -67,7 +59,7 @@ def info_command(path: CachePath = None) -> None:
             "judge" if entry.kind == "replies" else "embedder",
             entry.identity[:8],
             str(entry.entries),
-            _size(entry.size),
+            decimal(entry.size),
             _day(entry.oldest),
             _day(entry.newest),
         )

@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ragmeter.data import DatasetError
 from ragmeter.judges import Embedder, Judge, JudgeError, resolve_models
+from ragmeter.judges.cache import CallCache
 from ragmeter.judges.weights import WeightsError
 
 EXIT_BAD_INPUT = 2
@@ -61,16 +62,17 @@ def user_errors(console: Console) -> Iterator[None]:
         raise fail(console, exc) from exc
 
 
+def print_warning(console: Console, message: Warning | str) -> None:
+    """One ``warning:`` line, the message as written."""
+    console.print(
+        f"[yellow]warning:[/yellow] {escape(str(message))}", highlight=False, soft_wrap=True
+    )
+
+
 def show_warnings_plainly(console: Console) -> None:
     """Print each warning (a skipped record line, a cut input) as one ``warning:`` line on
     ``console`` instead of Python's ``file:line: Category`` form."""
-
-    def show(message: Warning | str, *_: object, **__: object) -> None:
-        console.print(
-            f"[yellow]warning:[/yellow] {escape(str(message))}", highlight=False, soft_wrap=True
-        )
-
-    warnings.showwarning = show
+    warnings.showwarning = lambda message, *_, **__: print_warning(console, message)
 
 
 def parse_options(items: list[str] | None, flag: str) -> dict[str, Any]:
@@ -109,7 +111,7 @@ def open_models(
     judge: str,
     judge_options: list[str] | None,
     *,
-    cache: bool | Path = True,
+    cache: bool | Path | CallCache = True,
     embedder: str | None = None,
     embedder_options: list[str] | None = None,
 ) -> tuple[Judge, Embedder | None]:

@@ -13,7 +13,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from ragmeter.budget import (
     NOT_JUDGED,
@@ -35,6 +34,7 @@ from ragmeter.cli.common import (
     fail,
     parse_metric_options,
     parse_options,
+    print_warning,
     progress_bar,
     user_errors,
 )
@@ -129,8 +129,7 @@ def _stopped_message(result: Result, chosen: list[Metric], price: Price | None, 
     calls = sum(e.calls for e in left)
     costs = [e.cost() for e in left]
     cost = sum(c for c in costs if c is not None) if all(c is not None for c in costs) else None
-    assert result.run is not None and result.run.counts is not None and result.run.budget
-    counts, budget = result.run.counts, result.run.budget
+    counts, budget = result.run.counts or Counts(), result.run.budget or {}
     spent = f"{budget['calls']} calls" + (
         f", ${budget['cost']:.4f}" if budget.get("cost") is not None else ""
     )
@@ -245,9 +244,9 @@ def evaluate_command(
         except USER_ERRORS as exc:
             raise fail(console, exc) from exc
     for warning in caught:
-        console.print(f"[yellow]warning:[/yellow] {escape(str(warning.message))}")
+        print_warning(console, warning.message)
     _report(result, file, out_dir, show_samples, console)
-    if result.run is not None and result.run.status == "stopped":
+    if result.run.status == "stopped":
         console.print(f"[yellow]{_stopped_message(result, chosen, price, out_dir)}[/yellow]")
         raise typer.Exit(EXIT_STOPPED)
 
@@ -256,15 +255,14 @@ def _report(
     result: Result, file: Path, out_dir: Path, show_samples: bool, console: Console
 ) -> None:
     write_outputs(result, out_dir)
-    judge_name = result.run.judge if result.run else "?"
     if show_samples:
         console.print(samples_table(result))
-    console.print(summary_table(result, title=f"ragmeter: {file.name} ({judge_name})"))
+    console.print(summary_table(result, title=f"ragmeter: {file.name} ({result.run.judge})"))
     for row in result.summary():
         for reason, count in row.unscored_reasons.items():
             if not reason.startswith(NOT_JUDGED):
                 console.print(f"[yellow]{row.metric}: {count} unscored[/yellow] — {reason}")
-    counts = result.run.counts if result.run and result.run.counts else Counts()
+    counts = result.run.counts or Counts()
     console.print(
         f"model calls {counts.model_calls}, cached {counts.cached_calls}, "
         f"tokens {counts.prompt_tokens} in / {counts.completion_tokens} out; "

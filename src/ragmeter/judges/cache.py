@@ -27,7 +27,8 @@ from ragmeter.judges.base import (
     Wrapper,
 )
 
-_TABLES = {"replies": "response TEXT", "vectors": "vector BLOB"}
+_TABLES = {"replies": ("response", "TEXT"), "vectors": ("vector", "BLOB")}
+"""Each table's payload column and its type: judges' replies and embedders' vectors."""
 
 
 def default_cache_path() -> Path:
@@ -60,10 +61,10 @@ class CallCache:
         self._db.execute("PRAGMA journal_mode=WAL")
         # A lost cache entry only costs a repeated call, so skip the fsync on every write.
         self._db.execute("PRAGMA synchronous=NORMAL")
-        for table, payload in _TABLES.items():
+        for table, (payload, kind) in _TABLES.items():
             self._db.execute(
                 f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, model TEXT, "
-                f"identity TEXT, created REAL, {payload})"
+                f"identity TEXT, created REAL, {payload} {kind})"
             )
         # Entries of the first layout were keyed by the model's name alone, which could serve
         # another endpoint's or another file's replies: they can never be hit again.
@@ -90,7 +91,7 @@ class CallCache:
         self._put("vectors", key, identity, np.asarray(vector, dtype=np.float32).tobytes())
 
     def _get(self, table: str, key: str) -> bytes | str | None:
-        payload = "response" if table == "replies" else "vector"
+        payload = _TABLES[table][0]
         with self._lock:
             row = self._db.execute(f"SELECT {payload} FROM {table} WHERE key=?", (key,)).fetchone()
         return row[0] if row else None
@@ -106,10 +107,9 @@ class CallCache:
         """Entries and bytes per model, judges' replies first."""
         found = []
         with self._lock:
-            for table, payload in _TABLES.items():
-                column = payload.split()[0]
+            for table, (payload, _) in _TABLES.items():
                 rows = self._db.execute(
-                    f"SELECT model, identity, COUNT(*), SUM(LENGTH({column})), MIN(created), "
+                    f"SELECT model, identity, COUNT(*), SUM(LENGTH({payload})), MIN(created), "
                     f"MAX(created) FROM {table} GROUP BY model, identity ORDER BY model"
                 ).fetchall()
                 found += [CacheEntries(table, *row) for row in rows]

@@ -49,7 +49,7 @@ def local_identity(
     it makes: the weights' SHA-256 and the options that change replies.
 
     A file swapped under the same name is another model: the hash, not the name, says which
-    weights answered (a user's file is hashed once per size and modification time).
+    weights answered (a user's file is hashed once, then remembered: see ``weights_sha256``).
     """
     if model_path is None or str(model_path) in BUNDLED:
         weights = BUNDLED.get(str(model_path), QWEN_CODER_1_5B)
@@ -280,4 +280,4 @@ def _amx_buffers_off() -> Iterator[None]:
 
 
 def create_judge(model: str = "", **options: Any) -> LocalJudge:
-    return LocalJudge(model or None, LocalJudgeOptions.parse(options, "the local judge"))
+    return LocalJudge(model or None, **options)

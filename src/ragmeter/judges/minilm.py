@@ -105,4 +105,4 @@ class MiniLMEmbedder:
 
 
 def create_embedder(model: str = "", **options: Any) -> MiniLMEmbedder:
-    return MiniLMEmbedder(MiniLMOptions.parse(options, "the minilm embedder"))
+    return MiniLMEmbedder(**options)

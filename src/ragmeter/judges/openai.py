@@ -9,7 +9,7 @@ they are retried and bounded), which keeps the key out of every name and error.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
@@ -27,33 +27,24 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 JsonMode = Literal["schema", "object", "none"]
 
-BaseUrl = Annotated[
-    str | None,
-    Field(
-        description="The API root (.../v1); RAGMETER_BASE_URL, else OPENAI_BASE_URL, else "
-        "OpenAI's when unset."
-    ),
-]
-
-
-ApiKeyEnv = Annotated[
-    str | None, Field(description="The environment variable the API key is read from.")
-]
-
 
 class OpenAIEmbedderOptions(TransportOptions):
-    """Options of the ``openai`` embedder: the endpoint and the transport's limits."""
-
-    api_key_env: ApiKeyEnv = "OPENAI_API_KEY"
-    base_url: BaseUrl = None
-
-
-class OpenAIJudgeOptions(TransportOptions):
-    """Options of the ``openai`` judge: the endpoint, how JSON is asked for, the seed, and the
+    """Options of the ``openai`` embedder: the endpoint, where its key is read from, and the
     transport's limits."""
 
-    api_key_env: ApiKeyEnv = "OPENAI_API_KEY"
-    base_url: BaseUrl = None
+    api_key_env: str | None = Field(
+        "OPENAI_API_KEY", description="The environment variable the API key is read from."
+    )
+    base_url: str | None = Field(
+        None,
+        description="The API root (.../v1); RAGMETER_BASE_URL, else OPENAI_BASE_URL, else "
+        "OpenAI's when unset.",
+    )
+
+
+class OpenAIJudgeOptions(OpenAIEmbedderOptions):
+    """Options of the ``openai`` judge: the embedder's, and how JSON is asked for and the seed."""
+
     json_mode: JsonMode = Field(
         "schema",
         description="How to ask for JSON: a JSON schema, any JSON object, or nothing (for "
@@ -64,9 +55,7 @@ class OpenAIJudgeOptions(TransportOptions):
     )
 
 
-def _client(
-    options: OpenAIJudgeOptions | OpenAIEmbedderOptions, client: HttpClient | None
-) -> HttpClient:
+def _client(options: OpenAIEmbedderOptions, client: HttpClient | None) -> HttpClient:
     """``client`` if given (then the endpoint and limits are its own, and setting them here too
     is refused rather than ignored), else a new one for ``options``."""
     if client is None:
@@ -87,12 +76,12 @@ class _Endpoint:
 
     role: ClassVar[str]
     example: ClassVar[str]
-    options_model: ClassVar[type[OpenAIJudgeOptions] | type[OpenAIEmbedderOptions]]
+    options_model: ClassVar[type[OpenAIEmbedderOptions]]
 
     def __init__(
         self,
         model: str,
-        options: OpenAIJudgeOptions | OpenAIEmbedderOptions | None = None,
+        options: OpenAIEmbedderOptions | None = None,
         *,
         client: HttpClient | None = None,
         **values: Any,

@@ -70,7 +70,6 @@ class GPTScore(Metric):
     def __init__(self, dimension: str) -> None:
         self.name = f"gpt_score.{dimension}"  # type: ignore[misc]
         super().__init__(dimension=dimension)
-        self.dimension = dimension
         self._prompt = Prompt(
             name=self.name,
             instruction=f"{DEFINITIONS[dimension]} Given "
@@ -84,7 +83,7 @@ class GPTScore(Metric):
         return [self._prompt]
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
-        inputs = {name: _field(sample, name) for name in SHOWN[self.dimension]}
+        inputs = {name: _field(sample, name) for name in SHOWN[self.options.dimension]}
         rating = session.ask(self._prompt, inputs, max_tokens=16).score
         return float(rating), {"rating": rating}
 

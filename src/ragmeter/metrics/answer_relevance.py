@@ -118,20 +118,18 @@ class AnswerRelevance(Metric):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        self.n = self.options.n
-        self.score_by = self.options.score
-        self._prompt = questions_prompt(self.n)
+        self._prompt = questions_prompt(self.options.n)
 
     @property
     def prompts(self) -> list[Any]:
-        return [self._prompt] if self.score_by == "similarity" else [self._prompt, COMPLETE]
+        return [self._prompt] if self.options.score == "similarity" else [self._prompt, COMPLETE]
 
     def planned_calls(self, sample: Sample) -> PlannedCalls:
         if not sample.answer.strip():
             return []
-        questions = questions_prompt(self.n).render({"answer": sample.answer})
-        calls = [(rendered_tokens(questions), 8 + 16 * self.n)]
-        if self.score_by != "similarity":
+        questions = self._prompt.render({"answer": sample.answer})
+        calls = [(rendered_tokens(questions), 8 + 16 * self.options.n)]
+        if self.options.score != "similarity":
             inputs = {"question": sample.question, "answer": sample.answer}
             calls.append(yes_no_call(COMPLETE.render(inputs)))
         return calls
@@ -142,12 +140,15 @@ class AnswerRelevance(Metric):
 
         def enough(reply: GeneratedQuestions) -> str | None:
             usable = [q for q in reply.questions if q.strip()]
-            return None if len(usable) >= self.n else f"expected {self.n} questions"
+            return None if len(usable) >= self.options.n else f"expected {self.options.n} questions"
 
         reply = session.ask(
-            self._prompt, {"answer": sample.answer}, max_tokens=64 + 48 * self.n, check=enough
+            self._prompt,
+            {"answer": sample.answer},
+            max_tokens=64 + 48 * self.options.n,
+            check=enough,
         )
-        questions = [q.strip() for q in reply.questions if q.strip()][: self.n]
+        questions = [q.strip() for q in reply.questions if q.strip()][: self.options.n]
         vectors = session.embed([sample.question, *questions])
         similarities = cosine_similarity(vectors[1:], vectors[0])
         mean = float(similarities.mean())
@@ -161,10 +162,10 @@ class AnswerRelevance(Metric):
         }
         if reply.noncommittal:
             return 0.0, explanation
-        if self.score_by == "similarity":
+        if self.options.score == "similarity":
             return mean, explanation
         complete = session.ask_yes_no(
             COMPLETE, {"question": sample.question, "answer": sample.answer}
         )
         explanation["p_complete"] = round(complete, 4)
-        return (complete if self.score_by == "completeness" else mean * complete), explanation
+        return (complete if self.options.score == "completeness" else mean * complete), explanation
