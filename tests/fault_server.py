@@ -18,6 +18,8 @@ counts as another attempt of the same prompt. Kinds:
   not what the prompt asked for (the session's repair is exercised).
 
 Requests containing one of ``permanent`` always fail with a 500: the items that must end unscored.
+Requests using a way of asking named in ``refuse`` are refused (``refused``), like a server that
+does not know it.
 Start it with ``with FaultServer(Faults(...)) as server:`` and point a client at ``server.url``.
 """
 
@@ -55,6 +57,9 @@ PROMPT_KINDS = (
     ("adds information needed to answer", "new_information", "context_relevance"),
 )
 
+JSON_KINDS = frozenset({"statements", "verdicts", "questions", "extract"})
+"""Prompts answered in JSON, also when the request carries no ``response_format``."""
+
 
 @dataclass(frozen=True)
 class Faults:
@@ -72,6 +77,10 @@ class Faults:
     permanent: frozenset[str] = frozenset()
     echo_headers: bool = False
     """Error bodies repeat the request headers, as some proxies do (clients must redact)."""
+    refuse: frozenset[str] = frozenset()
+    """Ways of asking this server does not accept, refused as llama-cpp-python's server
+    refuses them (HTTP 500 whose body is a validation error): ``json_schema`` (that
+    ``response_format`` type), ``json_object``, ``response_format`` (any), ``logprobs``."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,11 @@ class Seen:
     prompt: str
     attempt: int
     fault: str | None
+    response_format: dict[str, Any] | None = None
+    logprobs: bool = False
+    system: str = ""
+    """The request's system message (where a schema is written for a server without
+    ``response_format``)."""
 
 
 # --- deterministic replies -----------------------------------------------------------------------
@@ -189,7 +203,7 @@ def chat_reply(body: dict[str, Any]) -> dict[str, Any]:
     kind, _ = prompt_kind(system)
     data, last = _inputs(messages)
     logprobs = None
-    if body.get("response_format") is not None:
+    if body.get("response_format") is not None or kind in JSON_KINDS:
         text = json.dumps(_json_reply(kind, system, data))
     else:
         p = _yes_probability(kind, data, last)
@@ -394,12 +408,17 @@ class FaultServer:
                 prompt=prompt,
                 attempt=attempt,
                 fault=self._draw(text, prompt, attempt, path),
+                response_format=body.get("response_format"),
+                logprobs=bool(body.get("logprobs")),
+                system=str((body.get("messages") or [{}])[0].get("content", "")),
             )
             self.seen.append(seen)
         return seen
 
     def _draw(self, text: str, prompt: str, attempt: int, path: str) -> str | None:
         plan = self.faults
+        if _unknown_fields(text, plan.refuse):
+            return "refused"
         if any(marker in text for marker in plan.permanent):
             return "permanent"
         if plan.rate <= 0 or (plan.max_per_prompt is not None and attempt >= plan.max_per_prompt):
@@ -421,7 +440,15 @@ class FaultServer:
 
     def _inject(self, fault: str, handler: _Handler, body: dict[str, Any]) -> None:
         plan = self.faults
-        if fault in ("permanent", "500"):
+        if fault == "refused":
+            field_name = _unknown_fields(json.dumps(body), plan.refuse)[0]
+            message = (
+                "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+                f"'{field_name}'), 'msg': \"Input should be 'text'\"}}"
+            )
+            error = {"message": message, "type": "internal_server_error"}
+            handler.send(500, json.dumps({"error": error}).encode())
+        elif fault in ("permanent", "500"):
             error: dict[str, Any] = {}
             if plan.echo_headers:  # the credential first, where a client's excerpt will show it
                 headers = dict(handler.headers.items())
@@ -461,6 +488,20 @@ class FaultServer:
                 return
             handler.wfile.write(bytes([byte]))
             handler.wfile.flush()
+
+
+def _unknown_fields(text: str, refused: frozenset[str]) -> list[str]:
+    """The fields of the request body ``text`` that name a way of asking in ``refused``."""
+    if not refused:
+        return []
+    body = json.loads(text)
+    kind = (body.get("response_format") or {}).get("type")
+    found = []
+    if kind is not None and ({kind, "response_format"} & refused):
+        found.append("response_format")
+    if body.get("logprobs") and "logprobs" in refused:
+        found.append("logprobs")
+    return found
 
 
 # --- data -----------------------------------------------------------------------------------------

@@ -333,7 +333,8 @@ def test_unknown_and_mistyped_options_are_refused_by_name():
     with pytest.raises(
         OptionsError,
         match=r"unknown option 'temperature' for the openai judge; valid options: api_key_env, "
-        r"backoff, base_url, deadline, json_mode, max_backoff, max_concurrency, max_retries, "
+        r"backoff, base_url, deadline, json_mode, logprobs, max_backoff, max_concurrency, "
+        r"max_retries, "
         r"seed, timeout$",
     ):
         create_judge("m", temperature=0.0)

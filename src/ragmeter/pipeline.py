@@ -27,19 +27,26 @@ logger = logging.getLogger(__name__)
 
 
 class ItemKeys:
-    """The keys scores of one metric are stored under, with the metric's version and the
-    models' identities worked out once (the version hashes the prompts, most of a key's cost)."""
+    """The keys scores of one metric are stored under, with the metric's version worked out
+    once (it hashes the prompts, most of a key's cost)."""
 
     def __init__(self, metric: Metric, judge: Judge, embedder: Embedder | None) -> None:
-        uses_embedder = embedder is not None and metric.needs_embedder
-        models = [identity_of(judge).digest, identity_of(embedder).digest if uses_embedder else ""]
-        self._prefix = [metric.name, metric.version, models]
+        self._prefix = [metric.name, metric.version]
+        self._judge = judge
+        self._embedder = embedder if embedder is not None and metric.needs_embedder else None
 
     def key(self, judged: Sample) -> str:
         """The key of ``judged``, the sample as the judge sees it (cut to the size limit, if it
-        was): its id and its content, so an edited sample or another limit is judged afresh."""
+        was): its id and its content, so an edited sample or another limit is judged afresh.
+
+        The models' identities are read at each call: a judge that learns during a run to ask
+        a server another way has another identity from then on (see ``CachedJudge``)."""
+        models = [
+            identity_of(self._judge).digest,
+            identity_of(self._embedder).digest if self._embedder is not None else "",
+        ]
         return hashlib.sha256(
-            json.dumps([judged.key, judged.digest, *self._prefix]).encode()
+            json.dumps([judged.key, judged.digest, *self._prefix, models]).encode()
         ).hexdigest()
 
 
@@ -87,8 +94,8 @@ class ItemPipeline:
     def run(self, judged: Sample, cut: dict[str, Any], metric: Metric) -> Score:
         """Score ``judged``, the sample as the judge is to see it (``fit_sample``), with what was
         cut from it noted in the explanation."""
-        key = self._keys[metric.name].key(judged)
-        stored = self.store.reusable(key) if self.store is not None else None
+        keys = self._keys[metric.name]
+        stored = self.store.reusable(keys.key(judged)) if self.store is not None else None
         if stored is not None:
             self.tally.count("resumed")
             score = stored
@@ -97,7 +104,8 @@ class ItemPipeline:
             if cut:
                 score.explanation["truncated_inputs"] = cut
             if keep and self.store is not None:
-                self.store.put(key, score)
+                # Keyed anew: the judge may have learned to ask another way while judging.
+                self.store.put(keys.key(judged), score)
         if self.on_score:
             self.on_score(score)
         return score

@@ -126,14 +126,53 @@ class Prompt(Generic[Out]):
         messages.append(Message(role="user", content=render_inputs(inputs)))
         return tuple(messages)
 
-    def parse(self, text: str) -> Out:
+    def parse(self, text: str, notes: list[str] | None = None) -> Out:
+        """The reply as ``output``. A list with more items than the schema allows (four
+        questions where three were asked) keeps its first ones, said in ``notes``: the judge did
+        what was asked and more, which costs nothing to forgive. Anything else that does not
+        fit raises ``ReplyError`` saying what, for the session's repair message."""
+        raw = extract_json(text)
         try:
-            return self.output.model_validate_json(extract_json(text))
+            return self.output.model_validate_json(raw)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in exc.errors()[:3]
-            )
-            raise ReplyError(problems) from exc
+            errors = exc.errors()
+        trimmed = _trim_long_lists(raw, errors)
+        if trimmed is not None:
+            data, cuts = trimmed
+            try:
+                parsed = self.output.model_validate(data)
+            except ValidationError as exc:
+                errors = exc.errors()
+            else:
+                if notes is not None:
+                    notes.extend(f"{self.name}: {cut}" for cut in cuts)
+                return parsed
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in errors[:3]
+        )
+        raise ReplyError(problems)
+
+
+def _trim_long_lists(raw: str, errors: list[Any]) -> tuple[Any, list[str]] | None:
+    """The reply's JSON with each list that is too long cut to the length allowed, and what
+    was cut; None when some error is of another kind (the reply does not fit as it is)."""
+    if not errors or any(e["type"] != "too_long" or not e["loc"] for e in errors):
+        return None
+    data = json.loads(raw)
+    cuts = []
+    for error in errors:
+        *path, last = error["loc"]
+        parent = data
+        for step in path:
+            parent = parent[step]
+        limit = error["ctx"]["max_length"]
+        kept = parent[last][:limit]
+        cuts.append(
+            f"the reply had {len(parent[last])} items in {'.'.join(map(str, error['loc']))} "
+            f"where at most {limit} were asked for; the first {limit} were kept"
+        )
+        parent[last] = kept
+    return data, cuts
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The judge as a metric sees it: ask a typed prompt, get a validated object back.
 
-Transport failures are retried as they are (``retries``); an unreadable reply is retried with a
-repair message that shows the judge its mistake (``repairs``). When either runs out the metric
+Transport failures are retried as they are (``retries``), except a request the server refused
+(``RequestRefused``), which no attempt can fix; an unreadable reply is retried with a repair
+message that shows the judge its mistake (``repairs``). When either runs out the metric
 gets ``Unscorable`` with the reason, and every exchange (rendered prompt, raw reply, error) is kept
 for the score's record.
 """
@@ -22,6 +23,7 @@ from ragmeter.judges.base import (
     Judge,
     JudgeError,
     Message,
+    RequestRefused,
     TokenLogprobs,
 )
 from ragmeter.prompts import Inputs, Out, Prompt, ReplyError, YesNoPrompt
@@ -73,8 +75,11 @@ class _Attempts:
         self._failed = 0
         self._unreadable = 0
 
-    def another(self, *, unreadable: bool) -> bool:
-        """Count a failed attempt; True if one more is allowed."""
+    def another(self, *, unreadable: bool = False, refused: bool = False) -> bool:
+        """Count a failed attempt; True if one more is allowed. A request the server refused
+        is never sent again: the transport has said that no attempt can succeed."""
+        if refused:
+            return False
         if unreadable:
             self._unreadable += 1
         else:
@@ -107,6 +112,9 @@ class JudgeSession:
         self.repairs = repairs
         self.exchanges: list[Exchange] = []
         self.usage = Usage()
+        self.notes: list[str] = []
+        """What was forgiven in the judge's replies (see ``Prompt.parse``), for the score's
+        explanation."""
 
     def ask(
         self,
@@ -150,13 +158,13 @@ class JudgeSession:
             except JudgeError as exc:
                 problem = f"judge call failed: {exc}"
                 exchange.error = problem
-                if attempts.another(unreadable=False):
+                if attempts.another(refused=isinstance(exc, RequestRefused)):
                     continue
                 break
             self.record_usage(response.cached, response.prompt_tokens, response.completion_tokens)
             exchange.reply, exchange.cached = response.text, response.cached
             try:
-                parsed = prompt.parse(response.text)
+                parsed = prompt.parse(response.text, self.notes)
                 rejection = check(parsed) if check else None
                 if rejection:
                     raise ReplyError(rejection)
@@ -209,7 +217,7 @@ class JudgeSession:
                     probability = _read_yes(response)
             except JudgeError as exc:
                 problem = exchange.error = f"judge call failed: {exc}"
-                if attempts.another(unreadable=False):
+                if attempts.another(refused=isinstance(exc, RequestRefused)):
                     continue
                 break
             exchange.reply, exchange.cached = response.text, response.cached
@@ -254,6 +262,8 @@ def measured(
         reason = None
     except Unscorable as exc:
         value, explanation, reason = None, exc.explanation, exc.reason
+    if session.notes:
+        explanation = {**explanation, "reply_notes": session.notes}
     return Score(
         sample_id=sample_id,
         metric=metric,

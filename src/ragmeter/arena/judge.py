@@ -396,7 +396,8 @@ def judge_pair(
             )
             cached = False
             if store:
-                store.put(key, score)
+                # Keyed anew: the judge may have learned to ask its server another way meanwhile.
+                store.put(judgement_key(pair, order, judge, max_tokens, alternatives), score)
         verdicts.append(_order_verdict(order, score, cached))
     verdict, flipped, reason = combine(verdicts, combine_rule)
     return Battle(

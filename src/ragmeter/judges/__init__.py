@@ -8,6 +8,7 @@ from ragmeter.judges.base import (
     JudgeError,
     Message,
     ModelIdentity,
+    RequestRefused,
     TokenLogprobs,
     identity_of,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "JudgeError",
     "Message",
     "ModelIdentity",
+    "RequestRefused",
     "TokenLogprobs",
     "get_embedder",
     "get_judge",

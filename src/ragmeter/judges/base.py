@@ -128,6 +128,18 @@ class JudgeError(RuntimeError):
     """A call to the model failed (transport, server or runtime error)."""
 
 
+class RequestRefused(JudgeError):
+    """The server refused the request itself, so sending it again cannot succeed: a 4xx other
+    than a timeout, conflict or rate limit, or a 5xx whose body says the request did not
+    validate. ``detail`` is the server's reply (credentials cut out), for a provider that can
+    change the request instead (drop a field the server does not know, say)."""
+
+    def __init__(self, message: str, *, status: int | None = None, detail: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.detail = detail
+
+
 @runtime_checkable
 class Judge(Protocol):
     """A generative model: chat messages in, text (optionally JSON and log-probabilities) out."""

@@ -159,15 +159,16 @@ class CachedJudge(Wrapper):
         self.cache = cache
 
     def complete(self, request: ChatRequest) -> ChatResponse:
-        # Read at every call, so that a provider whose replies change with what it learns of a
-        # server (one that refuses JSON schemas, say) keys each reply by what made it.
-        identity = self.identity
-        key = _digest(identity.digest, request.model_dump_json())
-        hit = self.cache.get_chat(key)
+        # The identity is read at every call, and again after a miss: a provider whose replies
+        # change with what it learns of a server (one that refuses JSON schemas, say) may ask
+        # another way during the call, and the reply is keyed by the way that made it.
+        request_json = request.model_dump_json()
+        hit = self.cache.get_chat(_digest(self.identity.digest, request_json))
         if hit is not None:
             return hit.model_copy(update={"cached": True})
         response = self.inner.complete(request)
-        self.cache.put_chat(key, identity, response)
+        identity = self.identity
+        self.cache.put_chat(_digest(identity.digest, request_json), identity, response)
         return response
 
 

@@ -63,6 +63,14 @@ def local_identity(
     return path, ModelIdentity(provider="local", model=name, settings=settings)
 
 
+def default_threads() -> int:
+    """The CPU threads a judge runs on: ``RAGMETER_THREADS``, else every core.
+
+    The variable lets a user leave cores to other work: llama.cpp's threads wait for each other
+    at every step, so sharing cores with another busy process is very slow."""
+    return int(os.environ.get("RAGMETER_THREADS", "0")) or os.cpu_count() or 2
+
+
 class LocalJudge:
     def __init__(
         self,
@@ -84,12 +92,8 @@ class LocalJudge:
             ) from exc
         self.model_path, self.identity = local_identity(model_path, options)
         self.options = options
-        # RAGMETER_THREADS lets a user leave cores to other work: llama.cpp's threads wait for
-        # each other at every step, so sharing cores with another busy process is very slow.
-        threads = (
-            options.n_threads or int(os.environ.get("RAGMETER_THREADS", "0")) or os.cpu_count() or 2
-        )
-        with _amx_buffers_off():
+        threads = options.n_threads or default_threads()
+        with without_amx_buffers():
             self._llm = Llama(
                 model_path=str(self.model_path),
                 n_ctx=options.n_ctx,
@@ -250,7 +254,7 @@ _LOAD_LOCK = threading.Lock()
 
 
 @contextmanager
-def _amx_buffers_off() -> Iterator[None]:
+def without_amx_buffers() -> Iterator[None]:
     """Load the model without llama.cpp's extra weight buffers when the CPU backend uses AMX.
 
     On AMX-capable CPUs a build for the local machine moves Q4_K weights into AMX buffers, and

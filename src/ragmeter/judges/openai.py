@@ -9,6 +9,9 @@ they are retried and bounded), which keeps the key out of every name and error.
 
 from __future__ import annotations
 
+import json
+import threading
+import warnings
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -19,13 +22,25 @@ from ragmeter.judges.base import (
     ChatResponse,
     JudgeError,
     ModelIdentity,
+    RequestRefused,
     TokenLogprobs,
 )
 from ragmeter.judges.transport import HttpClient, TransportOptions, base_url_from_env
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
-JsonMode = Literal["schema", "object", "none"]
+JsonMode = Literal["auto", "schema", "object_schema", "object", "none"]
+
+JSON_MODES: tuple[JsonMode, ...] = ("schema", "object_schema", "object", "none")
+"""How JSON can be asked for, best first (``json_mode=auto`` walks down it as a server refuses):
+
+- ``schema``: ``response_format: json_schema``, the reply constrained to the schema (OpenAI,
+  vLLM, Ollama, LM Studio, llama.cpp's C++ server);
+- ``object_schema``: ``json_object`` with the schema beside it, which llama.cpp's servers (the
+  Python one has no ``json_schema``) turn into a grammar;
+- ``object``: ``json_object``, any JSON; the schema is written into the prompt;
+- ``none``: no ``response_format``; the schema is written into the prompt.
+"""
 
 
 class OpenAIEmbedderOptions(TransportOptions):
@@ -46,9 +61,16 @@ class OpenAIJudgeOptions(OpenAIEmbedderOptions):
     """Options of the ``openai`` judge: the embedder's, and how JSON is asked for and the seed."""
 
     json_mode: JsonMode = Field(
-        "schema",
-        description="How to ask for JSON: a JSON schema, any JSON object, or nothing (for "
-        "servers that reject response_format).",
+        "auto",
+        description="How to ask for JSON: 'auto' starts with a JSON schema and falls back, "
+        "once per run, as the server refuses (schema, object_schema, object, none); any other "
+        "value is used as it is.",
+    )
+    logprobs: bool | None = Field(
+        None,
+        description="Ask for log-probabilities (Yes/No questions are then read as "
+        "probabilities): unset asks and stops asking if the server refuses; false never asks "
+        "(the word is read instead).",
     )
     seed: int | None = Field(
         None, description="Sent with every request, for endpoints that sample reproducibly."
@@ -116,7 +138,24 @@ class _Endpoint:
         return self._identity
 
 
+class ServerFallbackWarning(UserWarning):
+    """The server refused a way of asking (a JSON schema, log-probabilities); the judge asks
+    another way from now on, which can change its replies (and so its identity)."""
+
+
 class OpenAIJudge(_Endpoint):
+    """A chat model behind an OpenAI-compatible ``/chat/completions``.
+
+    Servers differ in what they accept: llama-cpp-python's refuses ``json_schema``, some refuse
+    log-probabilities. With ``json_mode=auto`` and ``logprobs`` unset, the judge finds out from
+    the first refusal and asks the next best way for the rest of the run (``JSON_MODES``;
+    without log-probabilities a Yes/No question is read from the word). Each fallback is
+    warned about once, recorded by ``describe()`` and part of the identity, so cached replies
+    and stored scores are keyed by how they were really asked for. Until a way of asking is
+    known to work, requests that use it go one at a time, so a refusal is met once, not once
+    per worker.
+    """
+
     role = "judge"
     example = "openai:gpt-4o-mini"
     options_model = OpenAIJudgeOptions
@@ -128,44 +167,130 @@ class OpenAIJudge(_Endpoint):
         super().__init__(model, options, **kwargs)
         self._served: set[str] = set()
         self._fingerprints: set[str] = set()
+        mode = self.options.json_mode
+        self.json_mode: JsonMode = JSON_MODES[0] if mode == "auto" else mode
+        self.asks_logprobs = self.options.logprobs is not False
+        self._json_known = mode != "auto"
+        self._logprobs_known = self.options.logprobs is not None
+        self.fallbacks: list[str] = []
+        self._negotiating = threading.Lock()
+        self._identity = self._current_identity()
+
+    def _current_identity(self) -> ModelIdentity:
+        settings = {
+            **self.options.identity(),
+            "base_url": self.client.display_url,
+            "json_mode": self.json_mode,
+        }
+        # Absent while asked for, so the keys of a server that gives them are unchanged.
+        settings.pop("logprobs", None)
+        if not self.asks_logprobs:
+            settings["logprobs"] = False
+        return ModelIdentity(provider="openai", model=self.model, settings=settings)
 
     def describe(self) -> dict[str, Any]:
-        """What the run record needs to say which model answered: the endpoint, and the model
+        """What the run record needs to say which model answered: the endpoint, how JSON and
+        log-probabilities were asked for (and which ways the server refused), and the model
         snapshots and system fingerprints the server reported (an alias such as
         ``gpt-4o-mini`` moves between snapshots over time)."""
         return {
             "base_url": self.client.display_url,
+            "json_mode": self.json_mode,
+            "logprobs": self.asks_logprobs,
+            "fallbacks": list(self.fallbacks),
             "served_models": sorted(self._served),
             "system_fingerprints": sorted(self._fingerprints),
             "seed": self.options.seed,
         }
 
     def complete(self, request: ChatRequest) -> ChatResponse:
-        payload: dict[str, Any] = {
-            "model": self.model,
-            "messages": [m.model_dump() for m in request.messages],
-            "temperature": request.temperature,
-            "max_tokens": request.max_tokens,
-        }
-        if request.json_schema is not None and self.options.json_mode == "schema":
-            payload["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "reply", "schema": request.json_schema},
-            }
-        elif request.json_schema is not None and self.options.json_mode == "object":
-            payload["response_format"] = {"type": "json_object"}
-        if request.top_logprobs:
-            payload["logprobs"] = True
-            payload["top_logprobs"] = request.top_logprobs
-        if self.options.seed is not None:
-            payload["seed"] = self.options.seed
-        body = self.client.post("/chat/completions", payload)
+        if self._settled(request):
+            return self._send(request)
+        with self._negotiating:
+            return self._send(request)
+
+    def _settled(self, request: ChatRequest) -> bool:
+        """Whether every way of asking this request uses is known to work."""
+        json_open = request.json_schema is not None and not self._json_known
+        logprobs_open = bool(request.top_logprobs) and self.asks_logprobs
+        return not json_open and not (logprobs_open and not self._logprobs_known)
+
+    def _send(self, request: ChatRequest) -> ChatResponse:
+        while True:
+            payload = self._payload(request)
+            try:
+                body = self.client.post("/chat/completions", payload)
+            except RequestRefused as exc:
+                if self._fall_back(payload, exc):
+                    continue
+                raise
+            break
+        if request.json_schema is not None:
+            self._json_known = True
+        if "logprobs" in payload:
+            self._logprobs_known = True
         try:
             return self._read(body)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             # A server of unknown quality: any shape we cannot read is a failed call.
             shown = self.client.redact(str(body)[:200])
             raise JudgeError(f"unexpected response shape ({exc}): {shown}") from None
+
+    def _payload(self, request: ChatRequest) -> dict[str, Any]:
+        messages = [m.model_dump() for m in request.messages]
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+        }
+        schema = request.json_schema
+        if schema is not None and self.json_mode == "schema":
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "reply", "schema": schema},
+            }
+        elif schema is not None and self.json_mode == "object_schema":
+            payload["response_format"] = {"type": "json_object", "schema": schema}
+        elif schema is not None:
+            if self.json_mode == "object":
+                payload["response_format"] = {"type": "json_object"}
+            payload["messages"] = _with_schema(messages, schema)
+        if request.top_logprobs and self.asks_logprobs:
+            payload["logprobs"] = True
+            payload["top_logprobs"] = request.top_logprobs
+        if self.options.seed is not None:
+            payload["seed"] = self.options.seed
+        return payload
+
+    def _fall_back(self, payload: dict[str, Any], refusal: RequestRefused) -> bool:
+        """Ask the next best way if the refusal names a way of asking that may still be given
+        up (``json_mode=auto``, ``logprobs`` unset); True if the request should be sent again."""
+        detail = refusal.detail.lower()
+        if (
+            "response_format" in payload
+            and not self._json_known
+            and any(word in detail for word in ("response_format", "json_schema", "json_object"))
+        ):
+            refused = self.json_mode
+            self.json_mode = JSON_MODES[JSON_MODES.index(refused) + 1]
+            self._announce(f"response_format {refused!r}", f"json_mode {self.json_mode!r}", refusal)
+            return True
+        if "logprobs" in payload and not self._logprobs_known and "logprobs" in detail:
+            self.asks_logprobs = False
+            self._announce("logprobs", "Yes/No read from the word", refusal)
+            return True
+        return False
+
+    def _announce(self, refused: str, instead: str, refusal: RequestRefused) -> None:
+        status = f"HTTP {refusal.status}" if refusal.status else "refused"
+        message = (
+            f"{self.client.display_url} refused {refused} ({status}); asking with {instead} "
+            "for the rest of the run"
+        )
+        self.fallbacks.append(message)
+        self._identity = self._current_identity()
+        warnings.warn(message, ServerFallbackWarning, stacklevel=2)
 
     def _read(self, body: dict[str, Any]) -> ChatResponse:
         choice = body["choices"][0]
@@ -184,6 +309,16 @@ class OpenAIJudge(_Endpoint):
             completion_tokens=usage.get("completion_tokens") or 0,
             finish_reason=choice.get("finish_reason"),
         )
+
+
+def _with_schema(messages: list[dict[str, Any]], schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """The messages with the reply's JSON schema written into the system message, for a server
+    that cannot be given it as a ``response_format``."""
+    shape = f"The JSON object must follow this JSON schema: {json.dumps(schema)}"
+    if messages and messages[0]["role"] == "system":
+        first = {**messages[0], "content": f"{messages[0]['content']}\n{shape}"}
+        return [first, *messages[1:]]
+    return [{"role": "system", "content": shape}, *messages]
 
 
 def _read_logprobs(block: dict[str, Any] | None) -> list[TokenLogprobs] | None:

@@ -7,6 +7,8 @@ At scale, transport faults are the normal case, so every call is bounded in thre
 
 - ``max_retries`` further attempts after a timeout, a dropped connection, a 429 or a 5xx, with
   exponential backoff and jitter, or exactly the wait a 429/503 asks for in ``Retry-After``;
+  a refusal of the request itself (a 4xx, or a 5xx whose body is a validation error) is not
+  retried: it raises ``RequestRefused`` at once;
 - ``timeout``: the wall-clock limit of one attempt, from connecting to the last byte of the
   reply. It is enforced on every socket operation, so a server that stalls or trickles bytes
   ends the attempt (and is retried) instead of hanging it;
@@ -24,6 +26,7 @@ from __future__ import annotations
 import email.utils
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -34,16 +37,24 @@ import httpcore
 import httpx
 from pydantic import Field
 
-from ragmeter.judges.base import JudgeError
+from ragmeter.judges.base import JudgeError, RequestRefused
 from ragmeter.options import Options
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 """Error statuses that another attempt may fix: timeouts, conflicts, rate limits, server errors."""
 
+# Servers built on pydantic (llama-cpp-python's, among others) answer a request they cannot
+# parse with a 500 whose body is the validation error: a server error in name, a refusal in fact.
+_VALIDATION_ERROR = re.compile(r"\bvalidation errors?\b|\bInput should be\b")
+
 
 def retryable_status(response: httpx.Response) -> bool:
-    """The default ``retryable`` hook: the status is one of ``RETRYABLE_STATUS``."""
-    return response.status_code in RETRYABLE_STATUS
+    """The default ``retryable`` hook: the status is one of ``RETRYABLE_STATUS``, and the body
+    of a 5xx is not a request validation error (sending the same request again cannot fix
+    that)."""
+    if response.status_code not in RETRYABLE_STATUS:
+        return False
+    return response.status_code < 500 or not _VALIDATION_ERROR.search(response.text)
 
 
 class TransportOptions(Options):
@@ -231,6 +242,11 @@ class _Transient(Exception):
 class _Fatal(Exception):
     """An attempt that failed in a way retrying cannot fix (e.g. HTTP 401, 404)."""
 
+    def __init__(self, message: str, status: int | None = None, detail: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.detail = detail
+
 
 class HttpClient:
     """JSON over HTTP with bounded retries, backoff with jitter, a concurrency limit, a
@@ -286,12 +302,13 @@ class HttpClient:
         started = time.monotonic()
         deadline = started + options.deadline
         problem, note, attempts = "", "", 0
+        refusal: _Fatal | None = None
         for attempt in range(options.max_retries + 1):
             attempts += 1
             try:
                 return self._attempt(path, payload, deadline)
             except _Fatal as exc:
-                problem = str(exc)
+                problem, refusal = str(exc), exc
                 break
             except _Transient as exc:
                 problem, wait = str(exc), exc.retry_after
@@ -305,12 +322,13 @@ class HttpClient:
                 break
             self._sleep(wait)
         elapsed = time.monotonic() - started
-        raise JudgeError(
-            self.redact(
-                f"{self.display_url}{path}: {problem} "
-                f"({attempts} attempt{'s' * (attempts > 1)} in {elapsed:.3g}s{note})"
-            )
+        message = self.redact(
+            f"{self.display_url}{path}: {problem} "
+            f"({attempts} attempt{'s' * (attempts > 1)} in {elapsed:.3g}s{note})"
         )
+        if refusal is not None:
+            raise RequestRefused(message, status=refusal.status, detail=self.redact(refusal.detail))
+        raise JudgeError(message)
 
     def _attempt(self, path: str, payload: dict[str, Any], deadline: float) -> dict[str, Any]:
         left = deadline - time.monotonic()
@@ -332,7 +350,7 @@ class HttpClient:
             message = f"HTTP {response.status_code}: {response.text[:200]}"
             if self._retryable(response):
                 raise _Transient(message, _retry_after(response))
-            raise _Fatal(message)
+            raise _Fatal(message, response.status_code, response.text[:2000])
         try:
             body = response.json()
         except ValueError as exc:

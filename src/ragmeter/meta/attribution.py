@@ -75,6 +75,12 @@ def _supported(session: JudgeSession, inputs: dict[str, str]) -> tuple[float, di
     return session.ask_yes_no(SUPPORTED, inputs), {}
 
 
+def _key(material: list[Any], judge: Judge) -> str:
+    """The store key of a verification: what the judge is shown and the judge's identity, read
+    when called (it changes when the judge learns to ask its server another way)."""
+    return hashlib.sha256(json.dumps([*material, identity_of(judge).digest]).encode()).hexdigest()
+
+
 def verify_claims(
     claims: Sequence[Claim],
     judge: str | Judge = "local",
@@ -100,9 +106,8 @@ def verify_claims(
             "statement": statement_for(claim, with_question),
         }
         # Everything the judge is shown, so an edited claim or reference is verified afresh.
-        material = [claim.id, inputs, SUPPORTED.version, identity_of(judge_model).digest]
-        key = hashlib.sha256(json.dumps(material).encode()).hexdigest()
-        score = store.reusable(key) if store else None
+        material = [claim.id, inputs, SUPPORTED.version]
+        score = store.reusable(_key(material, judge_model)) if store else None
         if score is None:
             session = JudgeSession(judge_model, retries=retries)
             score = measured(
@@ -111,8 +116,8 @@ def verify_claims(
                 session,
                 partial(_supported, session, inputs),
             )
-            if store:
-                store.put(key, score)
+            if store:  # keyed anew: the judge may have learned to ask another way meanwhile
+                store.put(_key(material, judge_model), score)
         verdict = Verdict(
             id=claim.id,
             label=claim.label,

@@ -123,6 +123,22 @@ def _better(
     return float(session.ask(prompt, inputs, max_tokens=16).better), {}
 
 
+def _ranking_key(pair: Pair, order: int, prompt: Prompt[Choice], judge: Judge) -> str:
+    """The store key of one order's ranking: both items' ids and contents, the prompt and the
+    judge's identity as it is when called."""
+    material = [
+        pair.preferred.key,
+        pair.preferred.digest,
+        pair.rejected.key,
+        pair.rejected.digest,
+        pair.dimension,
+        order,
+        prompt.version,
+        identity_of(judge).digest,
+    ]
+    return hashlib.sha256(json.dumps(material).encode()).hexdigest()
+
+
 def rank_pair(pair: Pair, judge: Judge, store: ScoreStore | None, retries: int = 2) -> PairOutcome:
     """Judge the pair in both orders; returns 1 / 0 when both orders agree, 0.5 when not."""
     prompt = ranking_prompt(pair.dimension)
@@ -130,21 +146,7 @@ def rank_pair(pair: Pair, judge: Judge, store: ScoreStore | None, retries: int =
     for order, (first, second) in enumerate(
         [(pair.preferred, pair.rejected), (pair.rejected, pair.preferred)]
     ):
-        key = hashlib.sha256(
-            json.dumps(
-                [
-                    pair.preferred.key,
-                    pair.preferred.digest,
-                    pair.rejected.key,
-                    pair.rejected.digest,
-                    pair.dimension,
-                    order,
-                    prompt.version,
-                    identity_of(judge).digest,
-                ]
-            ).encode()
-        ).hexdigest()
-        score = store.reusable(key) if store else None
+        score = store.reusable(_ranking_key(pair, order, prompt, judge)) if store else None
         if score is None:
             session = JudgeSession(judge, retries=retries)
             inputs = _ranking_inputs(pair.dimension, first, second)
@@ -154,8 +156,8 @@ def rank_pair(pair: Pair, judge: Judge, store: ScoreStore | None, retries: int =
                 session,
                 partial(_better, session, prompt, inputs),
             )
-            if store:
-                store.put(key, score)
+            if store:  # keyed anew: the judge may have learned to ask another way meanwhile
+                store.put(_ranking_key(pair, order, prompt, judge), score)
         # Did this order pick the preferred item? (order 0 shows it first, order 1 second)
         picks.append(None if score.value is None else score.value == (1 if order == 0 else 2))
     if None in picks:

@@ -1,0 +1,57 @@
+"""The OpenAI-compatible path against a real server: llama-cpp-python's, serving the bundled
+judge, with the judge's default options (marked: deselect with -m "not local_model").
+
+The server refuses ``json_schema``; the judge must find that out from one refused request and
+score every sample as the in-process judge does, with its log-probabilities.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+from ragmeter import evaluate
+from ragmeter.data import load_samples
+from ragmeter.judges.openai import ServerFallbackWarning
+from ragmeter.judges.serve import served
+
+pytestmark = pytest.mark.local_model
+
+EXAMPLE = Path(__file__).parent.parent / "examples" / "basic.jsonl"
+
+
+@pytest.fixture(scope="module")
+def samples():
+    return load_samples(EXAMPLE).samples
+
+
+def test_the_server_scores_every_sample_as_the_in_process_judge_does(
+    samples, tmp_path, monkeypatch
+):
+    in_process = evaluate(samples, cache=tmp_path / "local.sqlite")
+    with served(log=tmp_path / "server.log") as url:
+        monkeypatch.setenv("RAGMETER_BASE_URL", url)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            remote = evaluate(samples, judge="openai:qwen", cache=tmp_path / "remote.sqlite")
+    assert remote.run.counts.unscored == 0 and in_process.run.counts.unscored == 0
+    local_values = {(s.sample_id, s.metric): s.value for s in in_process.scores}
+    for score in remote.scores:
+        expected = local_values[score.sample_id, score.metric]
+        assert score.value == pytest.approx(expected, abs=0.05), (score.sample_id, score.metric)
+    assert remote.run.counts.model_calls < 2 * in_process.run.counts.model_calls
+    fallbacks = [str(w.message) for w in caught if w.category is ServerFallbackWarning]
+    assert len(fallbacks) == 1 and "refused response_format 'schema'" in fallbacks[0]
+    judge = remote.run.models["judge"]
+    assert judge.settings["json_mode"] == "object_schema" and "logprobs" not in judge.settings
+    # Yes/No questions were read from the server's log-probabilities, not from the word.
+    probabilities = [
+        e.probability
+        for s in remote.scores
+        if s.metric == "context_relevance"
+        for e in s.exchanges
+        if e.probability is not None
+    ]
+    assert probabilities and any(0.01 < p < 0.99 for p in probabilities)
