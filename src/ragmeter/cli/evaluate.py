@@ -45,6 +45,7 @@ from ragmeter.manifest import Counts
 from ragmeter.metrics import Metric, metric_by_name
 from ragmeter.report import estimate_table, samples_table, summary_table, write_outputs
 from ragmeter.result import Result
+from ragmeter.viewer import open_run, write_report
 
 EXIT_STOPPED = 3
 
@@ -202,6 +203,9 @@ def evaluate_command(
     seed: Annotated[
         int | None, typer.Option(help="Seed passed to the judge, if it takes one.")
     ] = None,
+    html: Annotated[
+        Path | None, typer.Option(help="Also write an HTML report of the run to this file.")
+    ] = None,
 ) -> None:
     """Score FILE with reference-free RAG metrics and print a summary table.
 
@@ -246,6 +250,10 @@ def evaluate_command(
     for warning in caught:
         print_warning(console, warning.message)
     _report(result, file, out_dir, show_samples, console)
+    if html is not None:
+        with user_errors(console):
+            written = write_report([open_run(out_dir)], html)
+        console.print(f"report written to {written}", soft_wrap=True, highlight=False)
     if result.run.status == "stopped":
         console.print(f"[yellow]{_stopped_message(result, chosen, price, out_dir)}[/yellow]")
         raise typer.Exit(EXIT_STOPPED)

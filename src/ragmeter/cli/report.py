@@ -1,0 +1,31 @@
+"""``ragmeter report RUN [RUN ...] --html FILE``: one self-contained HTML report of run folders
+(with two runs, their comparison first). Exit status: 0 written, 2 bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from ragmeter.cli.common import print_warning, user_errors
+from ragmeter.viewer import open_run, write_report
+
+
+def report_command(
+    runs: Annotated[list[Path], typer.Argument(help="Run folders (any command's --out).")],
+    html: Annotated[Path, typer.Option(help="The HTML file to write.")],
+    rounds: Annotated[int, typer.Option(help="Bootstrap rounds of a comparison.")] = 2000,
+    seed: Annotated[int, typer.Option(help="Seed of a comparison's bootstrap.")] = 0,
+) -> None:
+    """Write an HTML report of RUN (summary, charts, every sample with its explanation); with
+    two runs, their comparison first. It opens from disk, with no server and no network."""
+    console = Console()
+    with user_errors(console):
+        opened = [open_run(run) for run in runs]
+        for run in opened:
+            for note in run.notes:
+                print_warning(console, f"{run.path}: {note}")
+        written = write_report(opened, html, rounds=rounds, seed=seed)
+    console.print(f"report written to {written}", soft_wrap=True, highlight=False)

@@ -1,0 +1,129 @@
+"""A score's explanation as lines of text: what a failed check shows.
+
+The three RAGAS metrics get a view of their own, built from the keys of their explanations (so it
+holds whatever their options): the unsupported statements before the supported ones, the
+questions generated from the answer, the context sentences that were not needed. Every other key,
+a plugin metric's included, is listed as it is, so nothing the metric explained is hidden.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Collection
+from typing import Any
+
+from ragmeter.sample import Sample
+from ragmeter.score import Score
+from ragmeter.text import split_sentences
+
+INDENT = "  "
+
+
+def number(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def explain(score: Score, sample: Sample) -> list[str]:
+    """The explanation of ``score`` (a score of ``sample``), one line per item, unindented."""
+    rest = dict(score.explanation)
+    lines: list[str] = []
+    if _list_of(rest.get("statements"), dict):
+        lines += _statements(rest.pop("statements"))
+    if _list_of(rest.get("generated_questions"), dict):
+        lines += _questions(rest.pop("generated_questions"), rest.pop("mean_similarity", None))
+    if _list_of(rest.get("extracted_sentences"), str):
+        lines += _sentences(rest, sample)
+    for key, value in rest.items():
+        lines += _plain(key, value)
+    return lines
+
+
+def _list_of(value: Any, kind: type) -> bool:
+    """Whether ``value`` has the shape a view expects (a plugin metric may reuse a key name)."""
+    return isinstance(value, list) and all(isinstance(item, kind) for item in value)
+
+
+def _statements(statements: list[dict[str, Any]]) -> list[str]:
+    """Faithfulness: each statement with its verdict's probability or reason."""
+    unsupported = [s for s in statements if s.get("verdict") != "yes"]
+    supported = [s for s in statements if s.get("verdict") == "yes"]
+    lines = []
+    if unsupported:
+        lines.append(f"unsupported statements ({len(unsupported)} of {len(statements)}):")
+        lines += [INDENT + _item(s, "statement", skip={"verdict"}) for s in unsupported]
+    if supported:
+        lines.append(f"supported statements ({len(supported)} of {len(statements)}):")
+        lines += [INDENT + _item(s, "statement", skip={"verdict"}) for s in supported]
+    return lines
+
+
+def _questions(questions: list[dict[str, Any]], mean: float | None) -> list[str]:
+    """Answer relevance: the questions the judge thought the answer answers."""
+    heading = "questions generated from the answer"
+    if mean is not None:
+        heading += f" (mean similarity to the question {number(mean)})"
+    return [heading + ":", *[INDENT + _item(q, "question") for q in questions]]
+
+
+def _sentences(rest: dict[str, Any], sample: Sample) -> list[str]:
+    """Context relevance: the sentences needed, then those that were not.
+
+    The explanation names only the needed sentences; the others are found by splitting the
+    contexts as the metric does. If that gives another count than the metric saw (the contexts
+    were cut before judging), only the needed ones are listed.
+    """
+    needed: list[str] = rest.pop("extracted_sentences")
+    total = rest.pop("context_sentences", None)
+    p_needed = rest.pop("p_needed", None)
+    p_new = rest.pop("p_new_information", None) or {}
+    rest.pop("insufficient_information", None)  # said by "needed sentences (0 of N)"
+    sentences = [s for passage in sample.contexts for s in split_sentences(passage)]
+    of = f" of {total}" if total is not None else ""
+    lines = [f"needed sentences ({len(needed)}{of}):"]
+    if total != len(sentences):
+        return lines + [INDENT + f"- {json.dumps(s, ensure_ascii=False)}" for s in needed]
+    left = Counter(needed)
+    not_needed = []
+    for index, sentence in enumerate(sentences):
+        details = {}
+        if isinstance(p_needed, list) and index < len(p_needed):
+            details["p_needed"] = p_needed[index]
+        if str(index) in p_new:
+            details["p_new_information"] = p_new[str(index)]
+        line = INDENT + _item({"sentence": sentence, **details}, "sentence")
+        if left[sentence] > 0:
+            left[sentence] -= 1
+            lines.append(line)
+        else:
+            not_needed.append(line)
+    if not_needed:
+        lines += [f"sentences not needed ({len(not_needed)}{of}):", *not_needed]
+    return lines
+
+
+def _item(entry: dict[str, Any], text_key: str, skip: Collection[str] = ()) -> str:
+    """``- "text" (name value, ...)``: an entry's text, quoted, then its other fields."""
+    text = json.dumps(entry.get(text_key, ""), ensure_ascii=False)
+    details = ", ".join(
+        f"{key} {_value(value)}"
+        for key, value in entry.items()
+        if key != text_key and key not in skip
+    )
+    return f"- {text}" + (f" ({details})" if details else "")
+
+
+def _plain(key: str, value: Any) -> list[str]:
+    if isinstance(value, list) and value:
+        return [f"{key}:", *[INDENT + f"- {_value(item)}" for item in value]]
+    return [f"{key}: {_value(value)}"]
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, float):
+        return number(value)
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)

@@ -1,0 +1,373 @@
+"""Two runs of the same samples side by side: did the scores change, by how much, and is the
+change more than noise?
+
+Samples are matched by id (``Sample.key``). For each metric, over the samples scored in both
+runs, the change is the mean of the paired differences (B minus A), with a paired-bootstrap 95%
+interval (``stats.bootstrap_mean_ci`` over the differences: resampling samples keeps each pair
+together) and a two-sided p-value from a paired sign-flip permutation test: under "no change"
+each difference is as likely to have the other sign, so the observed mean is compared with the
+means of the differences with random signs (all 2^n sign patterns when n is small, so tiny runs
+get the exact value). Scores only comparable when made the same way: a different judge, embedder
+or metric version is listed in ``Comparison.problems``.
+
+Arena runs are compared by each system's rating difference, with an interval combined from the
+two runs' bootstrap intervals.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from ragmeter.explain import explain
+from ragmeter.manifest import RunRecord
+from ragmeter.result import Result
+from ragmeter.score import Score
+from ragmeter.stats import bootstrap_mean_ci
+from ragmeter.viewer.folders import OpenedRun
+
+EXACT_UP_TO = 12
+"""Up to this many pairs the permutation test enumerates every sign pattern (4,096 at most)."""
+CHUNK = 256
+"""Permutation rounds drawn at once: memory stays at a few rows of the samples."""
+
+
+def paired_difference(
+    a: Sequence[float], b: Sequence[float], *, rounds: int = 2000, seed: int = 0
+) -> tuple[float, float, float]:
+    """Mean of ``b - a`` with a paired-bootstrap 95% interval (pairs resampled together)."""
+    differences = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    found = bootstrap_mean_ci(differences, rounds=rounds, seed=seed)
+    if found is None:
+        raise ValueError("no pairs to compare")
+    return found
+
+
+def sign_flip_p_value(differences: Sequence[float], *, rounds: int = 2000, seed: int = 0) -> float:
+    """Two-sided p-value of a paired sign-flip permutation test of mean difference zero.
+
+    Exact (the share of all 2^n sign patterns whose mean is at least as far from zero) up to
+    ``EXACT_UP_TO`` pairs; beyond, ``rounds`` seeded random patterns, counted as
+    ``(1 + hits) / (1 + rounds)`` so that the p-value is never 0.
+    """
+    d = np.asarray(differences, dtype=float)
+    observed = abs(d.sum())
+    if d.size == 0 or observed == 0:
+        return 1.0
+    slack = 1e-9 * float(np.abs(d).sum())  # sums equal up to rounding count as "as far"
+    if d.size <= EXACT_UP_TO:
+        patterns = (np.arange(2**d.size)[:, None] >> np.arange(d.size)) & 1
+        sums = np.abs((1 - 2 * patterns) @ d)
+        return float(np.mean(sums >= observed - slack))
+    rng = np.random.default_rng(seed)
+    total, hits = d.sum(), 0
+    for start in range(0, rounds, CHUNK):
+        flipped = rng.random((min(CHUNK, rounds - start), d.size)) < 0.5
+        hits += int(np.count_nonzero(np.abs(total - 2 * (flipped @ d)) >= observed - slack))
+    return (1 + hits) / (1 + rounds)
+
+
+P_VALUE_METHOD = (
+    "paired sign-flip permutation test, two-sided "
+    f"(exact up to {EXACT_UP_TO} pairs, else seeded random sign patterns)"
+)
+
+
+class ChangedSample(BaseModel):
+    sample_id: str
+    question: str
+    value_a: float | None
+    value_b: float | None
+    difference: float | None
+    """B minus A; None when one side is unscored."""
+    unscored_a: str | None = None
+    unscored_b: str | None = None
+    explanation_a: list[str]
+    explanation_b: list[str]
+
+
+class MetricComparison(BaseModel):
+    metric: str
+    pairs: int
+    """Samples scored in both runs: the differences are over these."""
+    mean_a: float | None
+    mean_b: float | None
+    difference: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    better: int
+    worse: int
+    unchanged: int
+    unscored_a: int
+    """Samples of both runs scored in B but not in A (or missing from A); they are not paired."""
+    unscored_b: int
+    changed: list[ChangedSample]
+    """The largest changes first, then the samples scored in one run only."""
+
+
+class RatingDifference(BaseModel):
+    system: str
+    rating_a: float | None
+    rating_b: float | None
+    difference: float | None
+    ci_low: float | None
+    ci_high: float | None
+    win_a: float | None = None
+    win_b: float | None = None
+
+
+class Comparison(BaseModel):
+    kind: str
+    run_a: str
+    run_b: str
+    problems: list[str]
+    """Why the two runs' scores are not comparable (empty when they are)."""
+    notes: list[str]
+    rounds: int
+    seed: int
+    p_value_method: str = P_VALUE_METHOD
+    shared_samples: int = 0
+    only_a: int = 0
+    only_b: int = 0
+    metrics: list[MetricComparison] = []
+    ratings: list[RatingDifference] = []
+
+
+def compare_runs(
+    a: OpenedRun,
+    b: OpenedRun,
+    *,
+    rounds: int = 2000,
+    seed: int = 0,
+    top: int = 5,
+    tolerance: float = 0.0,
+) -> Comparison:
+    """Compare run B with run A (both ``evaluate`` runs, or both ``arena`` runs)."""
+    if a.kind != b.kind:
+        raise ValueError(f"cannot compare a {a.kind} run ({a.path}) with a {b.kind} run ({b.path})")
+    if a.kind == "arena":
+        return _compare_arena(a, b, rounds=rounds, seed=seed)
+    if a.kind != "evaluate" or a.result is None or b.result is None:
+        raise ValueError(f"'compare' takes evaluate or arena runs, not {a.kind} runs")
+    ids_a = {s.sample_id for s in a.result.scores}
+    ids_b = {s.sample_id for s in b.result.scores}
+    if not ids_a & ids_b:
+        raise ValueError(f"{a.path} and {b.path} share no sample id: they scored other samples")
+    shared_metrics = [m for m in a.result.metrics if m in b.result.metrics]
+    notes = [f"{a.label}: {n}" for n in a.notes] + [f"{b.label}: {n}" for n in b.notes]
+    for run, other in ((a, b), (b, a)):
+        alone = [m for m in run.result.metrics if m not in other.result.metrics]  # type: ignore[union-attr]
+        if alone:
+            notes.append(f"only {run.label} has {', '.join(alone)}: not compared")
+    return Comparison(
+        kind="evaluate",
+        run_a=str(a.path),
+        run_b=str(b.path),
+        problems=comparability_problems(a, b, shared_metrics),
+        notes=notes,
+        rounds=rounds,
+        seed=seed,
+        shared_samples=len(ids_a & ids_b),
+        only_a=len(ids_a - ids_b),
+        only_b=len(ids_b - ids_a),
+        metrics=[
+            compare_metric(
+                a.result, b.result, m, rounds=rounds, seed=seed, top=top, tolerance=tolerance
+            )
+            for m in shared_metrics
+        ],
+    )
+
+
+def comparability_problems(a: OpenedRun, b: OpenedRun, metrics: Sequence[str]) -> list[str]:
+    """Why scores of ``a`` and ``b`` may differ for reasons other than the system: another
+    judge or embedder (compared by the identity digest the score keys hash, which covers the
+    weights and every output-changing option), or another version of a metric."""
+    if a.record is None or b.record is None:
+        missing = [str(run.path) for run in (a, b) if run.record is None]
+        return [
+            f"no run.json in {' and '.join(missing)}: the judges and metric versions "
+            "cannot be checked"
+        ]
+    problems = []
+    for role in ("judge", "embedder"):
+        found_a, found_b = _identity(a.record, role), _identity(b.record, role)
+        if found_a is not None and found_b is not None and found_a != found_b:
+            problems.append(
+                f"different {role}s: {_model_name(a.record, role)} ({found_a[:12]}) in A, "
+                f"{_model_name(b.record, role)} ({found_b[:12]}) in B"
+            )
+    for metric in metrics:
+        version_a, version_b = a.record.metrics.get(metric), b.record.metrics.get(metric)
+        if version_a is None or version_b is None:
+            continue
+        if version_a.version != version_b.version:
+            changed = sorted(
+                k
+                for k in {*version_a.config, *version_b.config}
+                if version_a.config.get(k) != version_b.config.get(k)
+            )
+            detail = f" (options differ: {', '.join(changed)})" if changed else " (prompts differ)"
+            problems.append(
+                f"different {metric} versions: {version_a.version} in A, "
+                f"{version_b.version} in B{detail}"
+            )
+    return problems
+
+
+def _identity(record: RunRecord, role: str) -> str | None:
+    """The identity digest, or the model name for records written before digests were."""
+    model = record.models.get(role)
+    if model is None:
+        return record.judge if role == "judge" else record.embedder
+    return model.identity or model.name
+
+
+def _model_name(record: RunRecord, role: str) -> str:
+    model = record.models.get(role)
+    return model.name if model is not None else str(getattr(record, role))
+
+
+def compare_metric(
+    a: Result,
+    b: Result,
+    metric: str,
+    *,
+    rounds: int = 2000,
+    seed: int = 0,
+    top: int = 5,
+    tolerance: float = 0.0,
+) -> MetricComparison:
+    """One metric's paired comparison over the samples scored in both runs."""
+    scores_a = {s.sample_id: s for s in a.scores_for(metric)}
+    scores_b = {s.sample_id: s for s in b.scores_for(metric)}
+    shared = [k for k in scores_a if k in scores_b]
+    paired = [k for k in shared if scores_a[k].scored and scores_b[k].scored]
+    values_a = np.array([scores_a[k].value for k in paired], dtype=float)
+    values_b = np.array([scores_b[k].value for k in paired], dtype=float)
+    differences = values_b - values_a
+    summary: dict[str, Any] = {"difference": None, "ci_low": None, "ci_high": None}
+    p_value = None
+    if paired:
+        mean, low, high = paired_difference(values_a, values_b, rounds=rounds, seed=seed)
+        summary = {"difference": mean, "ci_low": low, "ci_high": high}
+        p_value = sign_flip_p_value(differences, rounds=rounds, seed=seed)
+    slack = tolerance + 1e-12
+    order = np.argsort(-np.abs(differences), kind="stable")[:top]
+    one_sided = [k for k in shared if scores_a[k].scored != scores_b[k].scored]
+    samples_a, samples_b = {s.key: s for s in a.samples}, {s.key: s for s in b.samples}
+    changed = [
+        _changed(k, scores_a[k], scores_b[k], samples_a, samples_b)
+        for k in [paired[i] for i in order if abs(differences[i]) > slack] + one_sided[:top]
+    ]
+    return MetricComparison(
+        metric=metric,
+        pairs=len(paired),
+        mean_a=float(values_a.mean()) if paired else None,
+        mean_b=float(values_b.mean()) if paired else None,
+        p_value=p_value,
+        better=int(np.count_nonzero(differences > slack)),
+        worse=int(np.count_nonzero(differences < -slack)),
+        unchanged=int(np.count_nonzero(np.abs(differences) <= slack)),
+        unscored_a=sum(not scores_a[k].scored for k in shared),
+        unscored_b=sum(not scores_b[k].scored for k in shared),
+        changed=changed,
+        **summary,
+    )
+
+
+def _changed(
+    key: str, score_a: Score, score_b: Score, samples_a: dict[str, Any], samples_b: dict[str, Any]
+) -> ChangedSample:
+    sample_a, sample_b = samples_a.get(key), samples_b.get(key)
+    both = score_a.scored and score_b.scored
+    return ChangedSample(
+        sample_id=key,
+        question=(sample_b or sample_a).question if (sample_b or sample_a) else "",
+        value_a=score_a.value,
+        value_b=score_b.value,
+        difference=score_b.value - score_a.value if both else None,  # type: ignore[operator]
+        unscored_a=score_a.unscored_reason,
+        unscored_b=score_b.unscored_reason,
+        explanation_a=explain(score_a, sample_a) if sample_a else [],
+        explanation_b=explain(score_b, sample_b) if sample_b else [],
+    )
+
+
+def _compare_arena(a: OpenedRun, b: OpenedRun, *, rounds: int, seed: int) -> Comparison:
+    """Rating differences per system. The runs' bootstrap intervals are combined as if
+    independent and symmetric (half-widths added in quadrature): an approximation that is
+    conservative when the runs share battles."""
+    problems = []
+    if a.data.get("anchor") != b.data.get("anchor"):
+        problems.append(
+            f"different rating anchors ({a.data.get('anchor')} in A, {b.data.get('anchor')} "
+            "in B): the ratings are on different scales"
+        )
+    if a.data.get("reference") != b.data.get("reference"):
+        problems.append("different reference systems: the win rates are against other answers")
+    judges = [_arena_judge(run) for run in (a, b)]
+    if None not in judges and judges[0] != judges[1]:
+        problems.append(f"different judges: {judges[0]} in A, {judges[1]} in B")
+    rows_a = {row["system"]: row for row in a.data.get("systems", [])}
+    rows_b = {row["system"]: row for row in b.data.get("systems", [])}
+    ratings = []
+    for system in [s for s in rows_b if s in rows_a]:
+        ra, rb = rows_a[system], rows_b[system]
+        difference = low = high = None
+        if ra.get("rating") is not None and rb.get("rating") is not None:
+            difference = rb["rating"] - ra["rating"]
+            spread = math.hypot(_half_width(ra), _half_width(rb))
+            low, high = difference - spread, difference + spread
+        ratings.append(
+            RatingDifference(
+                system=system,
+                rating_a=ra.get("rating"),
+                rating_b=rb.get("rating"),
+                difference=difference,
+                ci_low=low,
+                ci_high=high,
+                win_a=ra.get("win"),
+                win_b=rb.get("win"),
+            )
+        )
+    notes = [
+        f"only in {run.label}: {', '.join(sorted(set(mine) - set(other)))}"
+        for run, mine, other in ((a, rows_a, rows_b), (b, rows_b, rows_a))
+        if set(mine) - set(other)
+    ]
+    return Comparison(
+        kind="arena",
+        run_a=str(a.path),
+        run_b=str(b.path),
+        problems=problems,
+        notes=notes,
+        rounds=rounds,
+        seed=seed,
+        p_value_method="none: rating intervals combined in quadrature",
+        ratings=ratings,
+    )
+
+
+def _half_width(row: dict[str, Any]) -> float:
+    low, high = row.get("rating_low"), row.get("rating_high")
+    return 0.0 if low is None or high is None else (high - low) / 2
+
+
+def _arena_judge(run: OpenedRun) -> str | None:
+    """The judge identity recorded in ``arena_run.json`` beside the leaderboard, if any."""
+    path = run.path / "arena_run.json"
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    model = record.get("judge_model") or {}
+    return model.get("identity") or record.get("judge")

@@ -1,0 +1,681 @@
+"""What a report shows, as plain data: sections of cards, charts and tables, made from an
+opened run (or a comparison of two) and nothing else.
+
+The page (``html.py``) draws these as they are, so everything a report holds can be checked here
+without a browser. Charts come from ``charts.py`` (Altair); the rest is pure Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ragmeter.explain import explain
+from ragmeter.meta.wikieval import DIMENSIONS, PAPER_TABLE_4
+from ragmeter.score import Exchange, Score
+from ragmeter.viewer.charts import grouped_bars, intervals, score_histogram
+from ragmeter.viewer.compare import Comparison
+from ragmeter.viewer.folders import OpenedRun
+
+Section = dict[str, Any]
+
+KIND_TITLES = {
+    "evaluate": "evaluation",
+    "wikieval": "WikiEval agreement (meta wikieval)",
+    "meta-attribution": "attribution verifier agreement (meta attribution)",
+    "arena": "RAG-QA Arena leaderboard",
+    "arena-agreement": "arena judge agreement with human labels",
+    "attribution": "KaLMA attribution",
+}
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def interval(low: float | None, high: float | None, digits: int = 3) -> str:
+    return "—" if low is None or high is None else f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def card(title: str, value: str, detail: str = "", foot: str = "", **extra: Any) -> dict[str, Any]:
+    return {"title": title, "value": value, "detail": detail, "foot": foot, **extra}
+
+
+def table(
+    columns: Sequence[str | tuple[str, bool]],
+    rows: list[dict[str, Any]],
+    *,
+    name: str = "",
+    filters: Sequence[dict[str, str]] = (),
+    interactive: bool = False,
+) -> dict[str, Any]:
+    """Columns are names, or ``(name, numeric)``; a row is ``{"cells": [...]}``, with optional
+    ``flags`` (what the filter matches) and ``detail`` (blocks shown when the row is opened)."""
+    return {
+        "name": name,
+        "columns": [
+            {"name": c, "numeric": False} if isinstance(c, str) else {"name": c[0], "numeric": c[1]}
+            for c in columns
+        ],
+        "rows": rows,
+        "filters": list(filters),
+        "interactive": interactive,
+    }
+
+
+def run_sections(run: OpenedRun, prefix: str = "") -> list[Section]:
+    """Every section of one run's report, by kind."""
+    build = {
+        "evaluate": _evaluation,
+        "wikieval": _wikieval,
+        "meta-attribution": _meta_attribution,
+        "arena": _arena,
+        "arena-agreement": _arena_agreement,
+        "attribution": _attribution,
+    }[run.kind]
+    sections = build(run)
+    for section in sections:
+        section["heading"] = prefix + section["heading"]
+    return sections
+
+
+def describe(run: OpenedRun) -> str:
+    """One line saying what the run is: kind, judge, status, when."""
+    parts = [KIND_TITLES[run.kind], str(run.path)]
+    record = run.record
+    if record is not None:
+        parts += [f"judge {record.judge}"]
+        if record.embedder:
+            parts.append(f"embedder {record.embedder}")
+        parts += [f"status {record.status}", f"started {record.started[:19]}"]
+        if record.ragmeter_version:
+            parts.append(f"ragmeter {record.ragmeter_version}")
+    elif run.kind in ("wikieval",):
+        parts.append(f"judge {run.data.get('judge', '?')}")
+    return " · ".join(parts)
+
+
+# -- evaluate ---------------------------------------------------------------------------------
+
+
+def _evaluation(run: OpenedRun) -> list[Section]:
+    result = run.result
+    assert result is not None
+    summary = result.summary()
+    cards = []
+    for row in summary:
+        reasons = [f"{count}: {reason}" for reason, count in row.unscored_reasons.items()]
+        cards.append(
+            card(
+                row.metric,
+                fmt(row.mean),
+                f"95% CI {interval(row.ci_low, row.ci_high)}",
+                f"scored {row.scored} · unscored {row.unscored}",
+                reasons=reasons,
+                warn=row.unscored > 0,
+            )
+        )
+    histograms = [
+        score_histogram(m, [s.value for s in result.scores_for(m) if s.value is not None])
+        for m in result.metrics
+    ]
+    sections: list[Section] = [
+        {"heading": "Summary", "cards": cards},
+        {
+            "heading": "Distributions",
+            "text": "Scored samples only; the unscored are counted on the cards and listed below.",
+            "charts": histograms,
+        },
+    ]
+    unscored = [s for s in result.scores if not s.scored]
+    if unscored:
+        sections.append(
+            {
+                "heading": f"Unscored items ({len(unscored)})",
+                "table": table(
+                    ["sample", "metric", "reason"],
+                    [{"cells": [s.sample_id, s.metric, s.unscored_reason or ""]} for s in unscored],
+                    name="unscored",
+                ),
+            }
+        )
+    sections.append({"heading": "Samples", "table": sample_table(run)})
+    return sections
+
+
+def sample_table(run: OpenedRun) -> dict[str, Any]:
+    """A row per sample with its scores; opening a row shows each metric's explanation and the
+    judge exchanges behind it."""
+    result = run.result
+    assert result is not None
+    by_key = {(s.sample_id, s.metric): s for s in result.scores}
+    rows = []
+    for sample in result.samples:
+        cells: list[Any] = [sample.key, sample.question, sample.answer]
+        flags, detail = [], []
+        for metric in result.metrics:
+            score = by_key.get((sample.key, metric))
+            cells.append(score.value if score else None)
+            if score is None:
+                flags.append(f"missing:{metric}")
+                detail.append({"heading": metric, "lines": ["not judged in this run"]})
+                continue
+            if not score.scored:
+                flags += ["unscored", f"unscored:{metric}"]
+            detail.append(score_block(score, explain(score, sample)))
+        flags.append("unscored-any" if "unscored" in flags else "scored-all")
+        rows.append({"cells": cells, "flags": flags, "detail": detail, "full": sample.answer})
+    filters = [
+        {"label": "all samples", "flag": ""},
+        {"label": "with an unscored metric", "flag": "unscored-any"},
+        {"label": "every metric scored", "flag": "scored-all"},
+    ] + [{"label": f"{m} unscored", "flag": f"unscored:{m}"} for m in result.metrics]
+    columns: list[str | tuple[str, bool]] = ["id", "question", "answer"]
+    columns += [(m, True) for m in result.metrics]
+    return table(columns, rows, name="samples", filters=filters, interactive=True)
+
+
+def score_block(score: Score, lines: list[str], heading: str | None = None) -> dict[str, Any]:
+    """A metric's explanation: its value (or why there is none), the explanation's lines and
+    the judge exchanges, for the opened row."""
+    value = fmt(score.value, 4) if score.scored else f"unscored: {score.unscored_reason}"
+    return {
+        "heading": heading or score.metric,
+        "value": value,
+        "unscored": not score.scored,
+        "lines": lines,
+        "exchanges": [exchange_view(e) for e in score.exchanges],
+    }
+
+
+def exchange_view(exchange: Exchange) -> dict[str, Any]:
+    return {
+        "prompt": exchange.prompt,
+        "messages": [[m.role, m.content] for m in exchange.messages],
+        "reply": exchange.reply,
+        "error": exchange.error,
+        "probability": exchange.probability,
+        "cached": exchange.cached,
+    }
+
+
+# -- comparisons ------------------------------------------------------------------------------
+
+
+def comparison_sections(comparison: Comparison) -> list[Section]:
+    head = f"Comparison: B ({comparison.run_b}) against A ({comparison.run_a})"
+    intro = {
+        "heading": head,
+        "problems": [f"Not comparable: {p}" for p in comparison.problems],
+        "notes": comparison.notes,
+    }
+    if comparison.kind == "arena":
+        rows = [r.model_dump() for r in comparison.ratings]
+        intro["text"] = "Rating B minus rating A per system; " + comparison.p_value_method + "."
+        intro["charts"] = [
+            intervals(
+                rows,
+                label="system",
+                value="difference",
+                low="ci_low",
+                high="ci_high",
+                title="rating difference (B - A)",
+                zero=0.0,
+            )
+        ]
+        intro["table"] = table(
+            [
+                "system",
+                ("rating A", True),
+                ("rating B", True),
+                ("B - A", True),
+                "95% CI",
+                ("win A", True),
+                ("win B", True),
+            ],
+            [
+                {
+                    "cells": [
+                        r.system,
+                        r.rating_a,
+                        r.rating_b,
+                        r.difference,
+                        interval(r.ci_low, r.ci_high, 1),
+                        r.win_a,
+                        r.win_b,
+                    ]
+                }
+                for r in comparison.ratings
+            ],
+            name="ratings",
+        )
+        return [intro]
+    intro["text"] = (
+        f"{comparison.shared_samples} samples in both runs ({comparison.only_a} only in A, "
+        f"{comparison.only_b} only in B). Difference of means over the samples scored in both, "
+        f"with a paired-bootstrap 95% CI ({comparison.rounds} rounds, seed {comparison.seed}); "
+        f"p-value: {comparison.p_value_method}."
+    )
+    intro["cards"] = [
+        card(
+            m.metric,
+            "—" if m.difference is None else f"{m.difference:+.3f}",
+            f"95% CI {interval(m.ci_low, m.ci_high)} · p = {fmt(m.p_value, 4)}",
+            f"better {m.better} · worse {m.worse} · unchanged {m.unchanged} · pairs {m.pairs}"
+            + (
+                f" · unscored A {m.unscored_a}, B {m.unscored_b}"
+                if m.unscored_a + m.unscored_b
+                else ""
+            ),
+            detail2=f"mean A {fmt(m.mean_a)} → mean B {fmt(m.mean_b)}",
+            warn=bool(m.unscored_a or m.unscored_b),
+        )
+        for m in comparison.metrics
+    ]
+    intro["charts"] = [
+        intervals(
+            [m.model_dump(exclude={"changed"}) for m in comparison.metrics],
+            label="metric",
+            value="difference",
+            low="ci_low",
+            high="ci_high",
+            title="difference of means (B - A)",
+            zero=0.0,
+        )
+    ]
+    rows = []
+    for m in comparison.metrics:
+        for c in m.changed:
+            a_block = {
+                "heading": f"A: {fmt(c.value_a, 4)}",
+                "lines": c.explanation_a,
+                "unscored": c.value_a is None,
+            }
+            b_block = {
+                "heading": f"B: {fmt(c.value_b, 4)}",
+                "lines": c.explanation_b,
+                "unscored": c.value_b is None,
+            }
+            if c.unscored_a:
+                a_block["value"] = f"unscored: {c.unscored_a}"
+            if c.unscored_b:
+                b_block["value"] = f"unscored: {c.unscored_b}"
+            rows.append(
+                {
+                    "cells": [
+                        m.metric,
+                        c.sample_id,
+                        c.question,
+                        c.value_a,
+                        c.value_b,
+                        c.difference,
+                    ],
+                    "flags": [m.metric],
+                    "detail": [a_block, b_block],
+                }
+            )
+    changed = {
+        "heading": "Samples that changed most",
+        "text": "Open a row for both explanations side by side; samples scored in one run only "
+        "follow the largest changes.",
+        "table": table(
+            ["metric", "sample", "question", ("A", True), ("B", True), ("B - A", True)],
+            rows,
+            name="changed",
+            filters=[{"label": "all metrics", "flag": ""}]
+            + [{"label": m.metric, "flag": m.metric} for m in comparison.metrics],
+            interactive=True,
+        ),
+    }
+    return [intro, changed]
+
+
+# -- meta, arena, attribution -----------------------------------------------------------------
+
+
+def _wikieval(run: OpenedRun) -> list[Section]:
+    agreements = run.data.get("agreements", [])
+    methods = list(dict.fromkeys(a["method"] for a in agreements))
+    cells = {(a["method"], a["dimension"]): a for a in agreements}
+
+    def cell(method: str, dimension: str) -> str:
+        found = cells.get((method, dimension))
+        if found is None:
+            return "—"
+        extra = [f"{found['ties']} ties"] * bool(found["ties"])
+        extra += [f"{found['unscored']} unscored"] * bool(found["unscored"])
+        return fmt(found["accuracy"], 2) + (f" ({', '.join(extra)})" if extra else "")
+
+    rows = [{"cells": [m, *[cell(m, d) for d in DIMENSIONS]]} for m in methods]
+    rows += [
+        {
+            "cells": [
+                f"{name} (paper)" if "paper" not in name else name,
+                *[fmt(v[d], 2) for d in DIMENSIONS],
+            ],
+            "flags": ["paper"],
+        }
+        for name, v in PAPER_TABLE_4.items()
+    ]
+    chart_rows = [{k: a[k] for k in ("method", "dimension", "accuracy")} for a in agreements]
+    seconds = run.data.get("seconds_per_sample") or {}
+    return [
+        {
+            "heading": "Pairwise accuracy",
+            "text": f"Judge {run.data.get('judge', '?')}. A tie counts 0.5; an unscored pair "
+            "counts as a tie, so failures cannot raise the figure."
+            + (
+                " Median seconds per sample: "
+                + ", ".join(f"{d} {s:.1f} s" for d, s in seconds.items())
+                if seconds
+                else ""
+            ),
+            "table": table(["method", *DIMENSIONS], rows, name="agreement"),
+            "charts": [
+                grouped_bars(
+                    chart_rows,
+                    x="dimension",
+                    group="method",
+                    value="accuracy",
+                    title="pairwise accuracy",
+                )
+            ],
+        }
+    ]
+
+
+def _meta_attribution(run: OpenedRun) -> list[Section]:
+    c = run.data["classification"]
+    names = ("accuracy", "macro_f1", "f1_supported", "f1_unsupported", "roc_auc")
+    return [
+        {
+            "heading": "Statement verifier against human labels",
+            "cards": [card(n.replace("_", " "), fmt(c.get(n))) for n in names]
+            + [card("unscored", str(c.get("unscored", 0)), warn=bool(c.get("unscored")))],
+            "table": table(
+                ["threshold", ("rows", True), *[(n, True) for n in names], ("unscored", True)],
+                [
+                    {
+                        "cells": [
+                            fmt(c.get("threshold")),
+                            c.get("rows"),
+                            *[c.get(n) for n in names],
+                            c.get("unscored"),
+                        ]
+                    }
+                ],
+                name="classification",
+            ),
+            "text": f"{run.data.get('truncated_references', 0)} references were cut to fit.",
+        }
+    ]
+
+
+def _arena(run: OpenedRun) -> list[Section]:
+    board = run.data
+    systems = board.get("systems", [])
+    reasons = [f"{n}: {r}" for r, n in (board.get("unscored_reasons") or {}).items()]
+    cards = [
+        card(
+            "battles",
+            str(board.get("battles")),
+            f"scored {board.get('scored')}",
+            f"unscored {board.get('unscored')}",
+            reasons=reasons,
+            warn=bool(board.get("unscored")),
+        ),
+        card(
+            "flip rate",
+            fmt(board.get("flip_rate")),
+            f"orders disagreed on {board.get('flips')}/{board.get('both_orders')} pairs",
+        ),
+        card(
+            "reference",
+            str(board.get("reference")),
+            f"anchor {board.get('anchor')}",
+            f"{board.get('rounds')} bootstrap rounds",
+        ),
+    ]
+    rows = [
+        {
+            "cells": [
+                s["system"],
+                s.get("rating"),
+                interval(s.get("rating_low"), s.get("rating_high"), 1),
+                s.get("battles"),
+                f"{s.get('wins', 0):g}/{s.get('ties', 0):g}/{s.get('losses', 0):g}",
+                s.get("win"),
+                s.get("win_tie"),
+                s.get("no_answer"),
+                s.get("mean_words"),
+            ]
+        }
+        for s in sorted(systems, key=lambda s: -(s.get("rating") or -1e9))
+    ]
+    rates = board.get("win_rates", [])
+    rate_rows = [
+        {
+            "cells": [
+                r["system"],
+                r["domain"],
+                r.get("battles"),
+                r.get("win"),
+                interval(r.get("win_low"), r.get("win_high")),
+                r.get("win_tie"),
+                interval(r.get("win_tie_low"), r.get("win_tie_high")),
+                r.get("unscored"),
+            ]
+        }
+        for r in rates
+    ]
+    return [
+        {
+            "heading": "Leaderboard",
+            "cards": cards,
+            "charts": [
+                intervals(
+                    systems,
+                    label="system",
+                    value="rating",
+                    low="rating_low",
+                    high="rating_high",
+                    title="Elo rating with 95% bootstrap CI",
+                )
+            ],
+            "table": table(
+                [
+                    "system",
+                    ("Elo", True),
+                    "95% CI",
+                    ("battles", True),
+                    "W/T/L",
+                    ("win", True),
+                    ("win+tie", True),
+                    ("no answer", True),
+                    ("mean words", True),
+                ],
+                rows,
+                name="leaderboard",
+            ),
+        },
+        {
+            "heading": f"Win rates against {board.get('reference')} per domain",
+            "charts": [
+                grouped_bars(rates, x="domain", group="system", value="win", title="win rate"),
+                grouped_bars(
+                    rates, x="domain", group="system", value="win_tie", title="win + tie rate"
+                ),
+            ],
+            "table": table(
+                [
+                    "system",
+                    "domain",
+                    ("battles", True),
+                    ("win", True),
+                    "95% CI",
+                    ("win+tie", True),
+                    "95% CI",
+                    ("unscored", True),
+                ],
+                rate_rows,
+                name="win rates",
+            ),
+        },
+    ]
+
+
+def _arena_agreement(run: OpenedRun) -> list[Section]:
+    report = run.data
+    stats = {"verdict": report.get("verdict"), "first order": report.get("first_order")}
+    stats |= {f"combined: {k}": v for k, v in (report.get("by_combination") or {}).items()}
+    if report.get("longer_answer"):
+        stats["baseline: longer answer"] = report["longer_answer"]
+    names = (
+        "pairs",
+        "kappa",
+        "pearson",
+        "accuracy",
+        "decided_accuracy",
+        "judge_tie_rate",
+        "human_tie_rate",
+    )
+    verdict = report.get("verdict") or {}
+    reasons = [f"{n}: {r}" for r, n in (report.get("unscored_reasons") or {}).items()]
+    return [
+        {
+            "heading": "Judge against human labels",
+            "cards": [
+                card("Cohen's kappa", fmt(verdict.get("kappa"))),
+                card("accuracy", fmt(verdict.get("accuracy"))),
+                card(
+                    "flip rate",
+                    fmt(report.get("flip_rate")),
+                    f"{report.get('flips')}/{report.get('both_orders')} pairs",
+                ),
+                card(
+                    "unscored",
+                    str(report.get("unscored")),
+                    reasons=reasons,
+                    warn=bool(report.get("unscored")),
+                ),
+            ],
+            "table": table(
+                ["row", *[(n.replace("_", " "), True) for n in names]],
+                [{"cells": [k, *[(v or {}).get(n) for n in names]]} for k, v in stats.items()],
+                name="agreement",
+            ),
+            "charts": [
+                grouped_bars(
+                    [
+                        {"measure": n, "row": k, "value": (v or {}).get(n)}
+                        for k, v in stats.items()
+                        for n in ("kappa", "pearson", "accuracy")
+                    ],
+                    x="measure",
+                    group="row",
+                    value="value",
+                    title="agreement with the human labels",
+                )
+            ],
+        }
+    ]
+
+
+def _attribution(run: OpenedRun) -> list[Section]:
+    conditions = run.data
+    citation = (
+        "correctness",
+        "micro_precision",
+        "micro_recall",
+        "micro_f1",
+        "macro_precision",
+        "macro_recall",
+        "macro_f1",
+    )
+    rows, bars, quality_bars = [], [], []
+    criteria = list(dict.fromkeys(k for c in conditions for k in (c.get("quality") or {})))
+    for c in conditions:
+        cit = c.get("citation") or {}
+        failed = sum((c.get("failed") or {}).values()) + sum((c.get("skipped") or {}).values())
+        rows.append(
+            {
+                "cells": [
+                    c["condition"],
+                    c.get("questions"),
+                    c.get("answered"),
+                    failed,
+                    *[cit.get(k) for k in citation],
+                    c.get("alignment"),
+                    c.get("na_f1"),
+                    *[(c.get("quality") or {}).get(k) for k in criteria],
+                ],
+                "flags": ["failed"] * bool(failed),
+            }
+        )
+        bars += [{"measure": k, "condition": c["condition"], "value": cit.get(k)} for k in citation]
+        quality_bars += [
+            {"criterion": k, "condition": c["condition"], "score": v}
+            for k, v in (c.get("quality") or {}).items()
+        ]
+    unscored = [
+        {"cells": [c["condition"], what, reason, n]}
+        for c in conditions
+        for what, reasons in [
+            ("alignment", c.get("alignment_unscored") or {}),
+            *(c.get("quality_unscored") or {}).items(),
+            ("failed", c.get("failed") or {}),
+            ("skipped", c.get("skipped") or {}),
+        ]
+        for reason, n in reasons.items()
+    ]
+    sections: list[Section] = [
+        {
+            "heading": "Citation quality and text quality per condition",
+            "charts": [
+                grouped_bars(
+                    bars,
+                    x="measure",
+                    group="condition",
+                    value="value",
+                    title="citation quality (0-1)",
+                )
+            ]
+            + (
+                [
+                    grouped_bars(
+                        quality_bars,
+                        x="criterion",
+                        group="condition",
+                        value="score",
+                        title="G-Eval text quality (1-5)",
+                    )
+                ]
+                if quality_bars
+                else []
+            ),
+            "table": table(
+                [
+                    "condition",
+                    ("questions", True),
+                    ("answered", True),
+                    ("failed/skipped", True),
+                    *[(k, True) for k in citation],
+                    ("alignment", True),
+                    ("[NA] F1", True),
+                    *[(k, True) for k in criteria],
+                ],
+                rows,
+                name="conditions",
+            ),
+        },
+    ]
+    if unscored:
+        sections.append(
+            {
+                "heading": "Unscored and failed",
+                "table": table(
+                    ["condition", "what", "reason", ("count", True)], unscored, name="unscored"
+                ),
+            }
+        )
+    return sections

@@ -1,0 +1,309 @@
+"""The pytest plugin, run by pytest itself (``pytester``) on the scripted judge of ``fake:FILE``,
+and the ``Scorer`` behind its fixture.
+
+Each script lists the judge's replies in the order the metrics ask for them. Without
+log-probabilities a Yes/No question is read from the word: "Yes" is 1, "No" is 0.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ragmeter import Faithfulness, Sample
+from ragmeter.judges.fake import FakeJudge, HashingEmbedder
+from ragmeter.testing import Scorer
+
+from .conftest import routed
+
+pytest_plugins = ["pytester"]
+
+SAMPLE = """
+from ragmeter import Sample
+
+PARIS = Sample(
+    id="paris",
+    question="What is the capital of France?",
+    contexts=["Paris is the capital of France. France is in Europe."],
+    answer="Paris is the capital of France. It has ten million people.",
+)
+"""
+
+
+def script(pytester: pytest.Pytester, *replies: object) -> str:
+    """A ``fake:FILE`` judge spec replaying ``replies`` (objects are sent as JSON text)."""
+    lines = [json.dumps(r if isinstance(r, str) else json.dumps(r)) for r in replies]
+    path = pytester.path / "replies.jsonl"
+    path.write_text("".join(line + "\n" for line in lines))
+    return f"fake:{path}"
+
+
+def run(pytester: pytest.Pytester, judge: str, *args: str) -> pytest.RunResult:
+    cache = pytester.path / "calls.sqlite"
+    return pytester.runpytest(
+        "--ragmeter-judge", judge, "--ragmeter-embedder", "fake", "--ragmeter-cache", cache, *args
+    )
+
+
+def test_a_sample_above_its_thresholds_passes_and_reruns_from_the_cache(pytester):
+    pytester.makepyfile(
+        SAMPLE
+        + """
+def test_grounded(ragmeter_scorer):
+    result = ragmeter_scorer.assert_scores(PARIS, faithfulness=0.5)
+    usage = result.usage()
+    print(f"score {result.scores[0].value} calls {usage.model_calls} cached {usage.cached_calls}")
+"""
+    )
+    judge = script(pytester, {"statements": ["Paris is the capital of France."]}, "Yes")
+
+    first = run(pytester, judge, "-s")
+    first.assert_outcomes(passed=1)
+    first.stdout.fnmatch_lines(["*score 1.0 calls 2 cached 0*"])
+    # The same script again (its replies are unread in a new run) is never asked: every
+    # call comes from the cache file.
+    again = run(pytester, judge, "-s")
+    again.assert_outcomes(passed=1)
+    again.stdout.fnmatch_lines(["*score 1.0 calls 0 cached 2*"])
+
+
+def test_a_failure_names_metric_score_threshold_and_explains(pytester):
+    pytester.makepyfile(
+        SAMPLE
+        + """
+def test_grounded(ragmeter_scorer):
+    ragmeter_scorer.assert_scores(
+        PARIS, faithfulness=0.8, answer_relevance=0.5, context_relevance=0.4
+    )
+"""
+    )
+    judge = script(
+        pytester,
+        # faithfulness: two statements, the second unsupported -> 1/2
+        {"statements": ["Paris is the capital of France.", "Paris has ten million people."]},
+        "Yes",
+        "No",
+        # answer relevance: the judge says the answer does not address the question -> 0
+        {
+            "questions": [
+                "What is the capital of France?",
+                "How many people live in Paris?",
+                "Which city is the French capital?",
+            ],
+            "noncommittal": False,
+        },
+        "No",
+        # context relevance: the first of the two sentences is needed -> 1/2, above 0.4
+        "Yes",
+        "No",
+    )
+    result = run(pytester, judge)
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str()
+    start = text.index("ragmeter: 2 of 3 checks failed (judge fake:")
+    message = text[start : text.index("= short test summary")]
+    lines = [line.removeprefix("E").strip() for line in message.splitlines()]
+    faithfulness = lines.index("faithfulness = 0.5, below the threshold 0.8, for sample paris")
+    assert lines[faithfulness : faithfulness + 7] == [
+        "faithfulness = 0.5, below the threshold 0.8, for sample paris",
+        "question: What is the capital of France?",
+        "answer: Paris is the capital of France. It has ten million people.",
+        "unsupported statements (1 of 2):",
+        '- "Paris has ten million people." (p_supported 0)',
+        "supported statements (1 of 2):",
+        '- "Paris is the capital of France." (p_supported 1)',
+    ]
+    relevance = lines.index("answer_relevance = 0, below the threshold 0.5, for sample paris")
+    # Similarities by hashed words: the same question 1; no word shared 0; "is", "the" and
+    # "capital" shared out of six words each: 3 / 6 = 0.5. Their mean: 1.5 / 3.
+    assert lines[relevance + 3 : relevance + 9] == [
+        "questions generated from the answer (mean similarity to the question 0.5):",
+        '- "What is the capital of France?" (similarity 1)',
+        '- "How many people live in Paris?" (similarity 0)',
+        '- "Which city is the French capital?" (similarity 0.5)',
+        "noncommittal: false",
+        "p_complete: 0",
+    ]
+    # context relevance passed (0.5 >= 0.4): it is not reported
+    assert not any(line.startswith("context_relevance") for line in lines)
+
+
+def test_context_relevance_lists_the_sentences_not_needed(pytester):
+    pytester.makepyfile(
+        SAMPLE
+        + """
+def test_focused(ragmeter_scorer):
+    ragmeter_scorer.assert_scores(PARIS, context_relevance=0.9)
+"""
+    )
+    result = run(pytester, script(pytester, "Yes", "No"))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "E*context_relevance = 0.5, below the threshold 0.9, for sample paris",
+            "E*needed sentences (1 of 2):",
+            'E*- "Paris is the capital of France." (p_needed 1)',
+            "E*sentences not needed (1 of 2):",
+            'E*- "France is in Europe." (p_needed 0)',
+        ]
+    )
+
+
+def test_an_unscored_item_fails_whatever_the_threshold(pytester):
+    pytester.makepyfile(
+        """
+from ragmeter import Sample
+
+def test_no_context(ragmeter_scorer):
+    sample = Sample(id="bare", question="What is the capital?", contexts=[], answer="Paris.")
+    ragmeter_scorer.assert_scores(sample, faithfulness=0.0)
+"""
+    )
+    result = run(pytester, script(pytester))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "E*ragmeter: 1 of 1 checks failed*",
+            "E*faithfulness unscored for sample bare: the sample has no retrieved context to "
+            "check the answer against",
+        ]
+    )
+
+
+def test_a_judge_that_fails_leaves_the_item_unscored_and_the_check_failed(pytester):
+    pytester.makepyfile(
+        SAMPLE
+        + """
+def test_grounded(ragmeter_scorer):
+    ragmeter_scorer.assert_scores([PARIS], faithfulness=0.5)
+"""
+    )
+    result = run(pytester, script(pytester))  # no reply at all
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "E*faithfulness unscored for sample paris: faithfulness.statements: judge call "
+            "failed: fake judge has no scripted reply left (after 3 attempts)"
+        ]
+    )
+
+
+def test_settings_come_from_the_ini_file_and_options_are_checked(pytester):
+    pytester.makepyfile(
+        SAMPLE
+        + """
+def test_grounded(ragmeter_scorer):
+    ragmeter_scorer.assert_scores(PARIS, faithfulness=1.0)
+"""
+    )
+    judge = script(pytester, {"statements": ["Paris is the capital of France."]}, "Yes")
+    pytester.makeini(
+        f"""
+[pytest]
+ragmeter_judge = {judge}
+ragmeter_embedder = fake
+ragmeter_cache = off
+ragmeter_judge_options =
+    seed=7
+"""
+    )
+    pytester.runpytest().assert_outcomes(passed=1)
+    assert not (pytester.path / "off").exists()  # "off" is no cache, not a file named off
+    # A provider option is checked by the provider, and the error names it.
+    refused = pytester.runpytest("--ragmeter-judge-option", "temperature=0")
+    refused.assert_outcomes(errors=0, failed=1)
+    refused.stdout.fnmatch_lines(["*temperature*"])
+
+
+def test_runs_that_do_not_use_the_fixture_import_nothing_of_ragmeter(pytester):
+    pytester.makepyfile(
+        """
+import sys
+
+def test_plain(request):
+    assert request.config.pluginmanager.hasplugin("ragmeter")
+    assert [m for m in sys.modules if m.split(".")[0] == "ragmeter"] == []
+"""
+    )
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_the_example_runs_as_written(pytester):
+    example = Path(__file__).parent.parent / "examples" / "test_rag_quality.py"
+    pytester.makepyfile(test_rag_quality=example.read_text())
+    judge = script(
+        pytester,
+        # the refund answer: one supported statement; the answer addresses the question
+        {"statements": ["Refunds are paid within 14 days of the returned item arriving."]},
+        "Yes",
+        {
+            "questions": [
+                "How long do refunds take?",
+                "When are refunds paid?",
+                "How soon is a refund paid?",
+            ],
+            "noncommittal": False,
+        },
+        "Yes",
+        # each context is one sentence, needed
+        "Yes",
+        "Yes",
+    )
+    run(pytester, judge).assert_outcomes(passed=2)
+
+
+# --- the Scorer itself, given model objects -------------------------------------------------
+
+REPLIES = {
+    "statements": {"statements": ["Paris is the capital of France."]},
+    "verdicts": {
+        "verdicts": [
+            {"statement": "Paris is the capital of France.", "reason": "r", "verdict": "no"}
+        ]
+    },
+    "supported": 0.75,
+    "questions": {"questions": ["q1", "q2", "q3"], "noncommittal": False},
+    "complete": 0.6,
+    "needed": 0.25,
+}
+PARIS = Sample(
+    id="paris",
+    question="What is the capital of France?",
+    contexts=["Paris is the capital of France."],
+    answer="Paris is the capital of France.",
+)
+
+
+def scorer(tmp_path) -> Scorer:
+    return Scorer(
+        FakeJudge(responder=routed(REPLIES)), HashingEmbedder(), cache=tmp_path / "calls.sqlite"
+    )
+
+
+def test_score_uses_the_three_ragas_metrics_by_default(tmp_path):
+    result = scorer(tmp_path).score(PARIS)
+    # one statement at 0.75; P(complete); the one sentence at 0.25 does not reach 0.5
+    assert {s.metric: s.value for s in result.scores} == {
+        "faithfulness": 0.75,
+        "answer_relevance": 0.6,
+        "context_relevance": 0.0,
+    }
+    assert result.run.embedder == "fake:hashing-4096"  # the scorer's, not evaluate's default
+
+
+def test_a_configured_metric_takes_its_threshold_from_a_mapping(tmp_path):
+    check = scorer(tmp_path)
+    # with logprob verdicts (the default) the statement scores 0.75 and passes 0.7 ...
+    check.assert_scores(PARIS, faithfulness=0.7)
+    # ... with a generated verdict of "no" it scores 0, and the reason is shown
+    with pytest.raises(AssertionError) as failed:
+        check.assert_scores(PARIS, {Faithfulness(verdicts="generate"): 0.7})
+    assert "faithfulness = 0, below the threshold 0.7, for sample paris" in str(failed.value)
+    assert '- "Paris is the capital of France." (reason r)' in str(failed.value)
+
+
+def test_a_check_needs_a_threshold(tmp_path):
+    with pytest.raises(ValueError, match="give at least one threshold"):
+        scorer(tmp_path).assert_scores(PARIS)

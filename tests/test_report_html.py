@@ -1,0 +1,317 @@
+"""``ragmeter report``: opening every kind of run folder (whole, half written, from another
+version), and the HTML report checked in a real browser (headless Chromium)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragmeter.arena.agreement import AgreementReport, AgreementStats
+from ragmeter.arena.leaderboard import Leaderboard, SystemRow, WinRate
+from ragmeter.attribution.report import CitationSummary, ConditionSummary
+from ragmeter.cli.main import app
+from ragmeter.meta.attribution import Classification
+from ragmeter.meta.pairs import Agreement
+from ragmeter.viewer import RunFolderError, open_run
+from ragmeter.viewer.html import build_page
+
+from .report_runs import faithfulness_run
+
+runner = CliRunner()
+ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
+CHROMIUM = os.environ.get("RAGMETER_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+INSTALL_CHROMIUM = (
+    "the browser tests need Chromium: on Debian/Ubuntu 'sudo apt-get install -y chromium' "
+    "(or set RAGMETER_CHROMIUM to a Chromium binary); Playwright drives it, no download needed"
+)
+MARKS = "svg .mark-rect path, svg .mark-symbol path, svg .mark-rule line"
+
+
+@pytest.fixture
+def run_a(tmp_path):
+    """Faithfulness (.2, .5, .9, unscored) on samples a-d."""
+    faithfulness_run(tmp_path / "a", {"a": 0.2, "b": 0.5, "c": 0.9, "d": None})
+    return tmp_path / "a"
+
+
+def sections(page):
+    return {s["heading"]: s for s in page["sections"]}
+
+
+# -- opening folders --------------------------------------------------------------------------
+
+
+def test_an_evaluate_run_shows_its_cards_and_every_sample(run_a):
+    page = build_page([open_run(run_a)])
+    found = sections(page)
+    (card,) = found["Summary"]["cards"]
+    # Mean of .2, .5, .9; one unscored sample counted on the card with its reason.
+    assert card["value"] == "0.533" and card["foot"] == "scored 3 · unscored 1"
+    assert "connection reset" in card["reasons"][0]
+    rows = found["Samples"]["table"]["rows"]
+    assert [r["cells"][0] for r in rows] == ["a", "b", "c", "d"]
+    assert [r["cells"][3] for r in rows] == [0.2, 0.5, 0.9, None]
+    assert "unscored:faithfulness" in rows[3]["flags"]
+    assert "p_supported 0.2" in rows[0]["detail"][0]["lines"][1]
+    assert rows[0]["detail"][0]["exchanges"][1]["probability"] == pytest.approx(0.2)
+    unscored = found["Unscored items (1)"]["table"]["rows"]
+    assert unscored[0]["cells"][:2] == ["d", "faithfulness"]
+
+
+def test_a_missing_folder_is_bad_input(tmp_path):
+    result = runner.invoke(app, ["report", str(tmp_path / "nope"), "--html", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert "no such folder" in result.output
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(RunFolderError, match=r"not a ragmeter run folder.*it is empty"):
+        open_run(tmp_path / "empty")
+
+
+def test_a_killed_run_opens_with_what_it_saved(run_a):
+    record = json.loads((run_a / "run.json").read_text())
+    record.update(status="running", ended=None, counts=None)
+    (run_a / "run.json").write_text(json.dumps(record))
+    lines = (run_a / "scores.jsonl").read_text().splitlines()
+    (run_a / "scores.jsonl").write_text("\n".join([*lines[:2], lines[2][:40]]))  # cut mid-line
+    run = open_run(run_a)
+    assert any("records no end" in note for note in run.notes)
+    assert any("line 3" in n and "the last line is cut" in n and "2 scores" in n for n in run.notes)
+    assert [s.sample_id for s in run.result.scores] == ["a", "b"]
+    # Samples without a score still appear, with no value, so nothing is hidden.
+    rows = sections(build_page([run]))["Samples"]["table"]["rows"]
+    assert [(r["cells"][0], r["cells"][3]) for r in rows] == [
+        ("a", 0.2), ("b", 0.5), ("c", None), ("d", None)
+    ]  # fmt: skip
+
+
+def test_a_run_killed_before_its_exports_reads_the_scores_database(run_a):
+    (run_a / "scores.jsonl").unlink()
+    run = open_run(run_a)
+    assert any("read from scores.sqlite" in note for note in run.notes)
+    assert sorted((s.sample_id, s.value) for s in run.result.scores) == [
+        ("a", 0.2), ("b", 0.5), ("c", 0.9), ("d", None)
+    ]  # fmt: skip
+
+
+def test_a_record_from_another_version_opens_with_a_note(run_a):
+    record = json.loads((run_a / "run.json").read_text())
+    record.update(schema=7, ragmeter_version="9.0.0", something_new={"x": 1})
+    (run_a / "run.json").write_text(json.dumps(record))
+    (note,) = open_run(run_a).notes
+    assert "ragmeter 9.0.0 (record schema 7; this version reads schema 1)" in note
+    (run_a / "run.json").write_text('{"status": "comp')
+    result = runner.invoke(app, ["report", str(run_a), "--html", str(run_a / "r.html")])
+    assert result.exit_code == 2 and "not a run record" in result.output
+
+
+def other_kinds(root: Path) -> dict[str, Path]:
+    """A folder of each other kind, written with the models the commands write."""
+    folders = {name: root / name for name in ("wikieval", "meta", "arena", "agree", "kalma")}
+    for folder in folders.values():
+        folder.mkdir()
+    agreements = [
+        Agreement(method=m, dimension=d, pairs=10, accuracy=a, ties=1, unscored=u).model_dump()
+        for m, d, a, u in [
+            ("ragmeter", "faithfulness", 0.9, 0), ("ragmeter", "answer_relevance", 0.7, 2),
+            ("gpt_score", "faithfulness", 0.6, 0), ("gpt_score", "answer_relevance", 0.5, 0),
+        ]
+    ]  # fmt: skip
+    (folders["wikieval"] / "agreement.json").write_text(
+        json.dumps({"agreements": agreements, "seconds_per_sample": {}, "judge": "fake:x",
+                    "metric_config": {}})
+    )  # fmt: skip
+    classification = Classification(
+        threshold=0.5, rows=20, unscored=1, accuracy=0.8, macro_f1=0.75, f1_supported=0.8,
+        f1_unsupported=0.7, roc_auc=0.85,
+    )  # fmt: skip
+    (folders["meta"] / "summary.json").write_text(
+        json.dumps({"classification": classification.model_dump(), "truncated_references": 0})
+    )
+    systems = [
+        SystemRow(system=s, rating=r, rating_low=r - 30, rating_high=r + 25, battles=20,
+                  wins=w, ties=2, losses=18 - w, win=w / 20, win_tie=(w + 2) / 20,
+                  no_answer=0.1, mean_words=80.0)
+        for s, r, w in [("bm25-gpt", 1040.0, 12), ("dense-gpt", 990.0, 8), ("lfrqa", 970.0, 0)]
+    ]  # fmt: skip
+    rates = [
+        WinRate(system=s, domain=d, battles=10, unscored=0, win=w, win_low=w - 0.1,
+                win_high=w + 0.1, win_tie=w + 0.1, win_tie_low=w, win_tie_high=w + 0.2)
+        for s in ("bm25-gpt", "dense-gpt") for d, w in (("science", 0.6), ("lifestyle", 0.4))
+    ]  # fmt: skip
+    board = Leaderboard(
+        reference="lfrqa", anchor="mean", rounds=100, prior=0.5, battles=40, scored=38,
+        unscored=2, unscored_reasons={"unreadable rating": 2}, both_orders=38, flips=5,
+        flip_rate=5 / 38, systems=systems, win_rates=rates,
+    )  # fmt: skip
+    (folders["arena"] / "leaderboard.json").write_text(board.model_dump_json())
+    stats = AgreementStats(
+        pairs=30, kappa=0.4, pearson=0.5, accuracy=0.7, accuracy_pairs=25, decided_accuracy=0.8,
+        decided_pairs=20, judge_tie_rate=0.1, human_tie_rate=0.2,
+    )  # fmt: skip
+    report = AgreementReport(
+        pairs=30, labelled=30, unscored=0, unscored_reasons={}, verdict=stats, first_order=stats,
+        both_orders=30, flips=3, flip_rate=0.1, reversals=1, first_position_rate=0.55,
+        second_position_rate=0.45,
+    )  # fmt: skip
+    (folders["agree"] / "agreement.json").write_text(report.model_dump_json())
+    conditions = [
+        ConditionSummary(
+            condition=name, questions=10, answered=9, failed={"timeout": 1},
+            citation=CitationSummary(answers=9, citations=20, correctness=c, micro_precision=c,
+                                     micro_recall=0.6, micro_f1=0.65, macro_precision=c,
+                                     macro_recall=0.5, macro_f1=0.6),
+            alignment=0.7, quality={"coherence": 4.1, "fluency": 4.5},
+        ).model_dump()
+        for name, c in (("gold, removed 0", 0.8), ("retrieve, removed 0", 0.6))
+    ]  # fmt: skip
+    (folders["kalma"] / "summary.json").write_text(json.dumps(conditions))
+    return folders
+
+
+def test_every_kind_of_run_folder_is_told_apart(tmp_path, run_a):
+    folders = other_kinds(tmp_path)
+    kinds = {name: open_run(path).kind for name, path in folders.items()}
+    assert kinds == {
+        "wikieval": "wikieval", "meta": "meta-attribution", "arena": "arena",
+        "agree": "arena-agreement", "kalma": "attribution",
+    }  # fmt: skip
+    arena = sections(build_page([open_run(folders["arena"])]))
+    rows = arena["Leaderboard"]["table"]["rows"]
+    assert [r["cells"][0] for r in rows] == ["bm25-gpt", "dense-gpt", "lfrqa"]
+    assert rows[0]["cells"][2] == "[1010.0, 1065.0]"
+    assert "2: unreadable rating" in arena["Leaderboard"]["cards"][0]["reasons"]
+    wiki = sections(build_page([open_run(folders["wikieval"])]))["Pairwise accuracy"]
+    assert wiki["table"]["rows"][0]["cells"][:3] == [
+        "ragmeter", "0.90 (1 ties)", "0.70 (1 ties, 2 unscored)"
+    ]  # fmt: skip
+    kalma = build_page([open_run(folders["kalma"])])["sections"]
+    assert kalma[-1]["table"]["rows"][0]["cells"] == ["gold, removed 0", "failed", "timeout", 1]
+
+
+# -- in the browser ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("the browser tests need Playwright: pip install -e '.[dev]'")
+    if not Path(CHROMIUM).is_file():
+        pytest.fail(f"no Chromium at {CHROMIUM}: {INSTALL_CHROMIUM}")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+def open_page(browser, report: Path):
+    """The report in a fresh page; every console error and every request that is not the file
+    itself is collected (the report must need no network)."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.errors, page.requests = [], []
+    page.on("console", lambda m: m.type == "error" and page.errors.append(m.text))
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page.on("request", lambda r: r.url.startswith("file:") or page.requests.append(r.url))
+    page.goto(report.as_uri())
+    page.wait_for_selector("body[data-ready=true]", state="attached", timeout=20_000)
+    return page
+
+
+def test_the_report_works_in_a_browser(browser, run_a, tmp_path):
+    report = tmp_path / "report.html"
+    result = runner.invoke(app, ["report", str(run_a), "--html", str(report)])
+    assert result.exit_code == 0, result.output
+    page = open_page(browser, report)
+    rows = page.locator("[data-table=samples] tbody tr.row")
+    assert rows.count() == 4
+    assert page.locator(MARKS).count() > 0  # the histogram drew its bars
+    page.select_option("[data-table=samples] select.filter", "unscored-any")
+    assert rows.count() == 1 and rows.first.locator("td").first.inner_text() == "d"
+    assert rows.first.locator("td.unscored").inner_text() == "unscored"
+    page.select_option("[data-table=samples] select.filter", "")
+    page.fill("[data-table=samples] input.search", "designed")
+    assert rows.count() == 1 and rows.first.locator("td").first.inner_text() == "b"
+    page.fill("[data-table=samples] input.search", "")
+    page.locator("[data-table=samples] th", has_text="faithfulness").click()
+    page.locator("[data-table=samples] th", has_text="faithfulness").click()  # descending
+    assert [rows.nth(i).locator("td").first.inner_text() for i in range(4)] == [
+        "c", "b", "a", "d"
+    ]  # fmt: skip
+    rows.nth(2).click()
+    detail = page.locator("[data-table=samples] tr.detail")
+    assert 'unsupported statements (1 of 1):\n  - "It was finished in 1889." (p_supported 0.2)' in (
+        detail.locator("pre.lines").inner_text()
+    )
+    assert detail.locator("details.exchange").count() == 2
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "report-evaluate.png"), full_page=True)
+    assert page.errors == [] and page.requests == []
+
+
+def test_two_runs_are_compared_in_the_report(browser, run_a, tmp_path):
+    faithfulness_run(tmp_path / "b", {"a": 0.4, "b": 0.5, "c": 0.6, "d": 0.7})
+    report = tmp_path / "compare.html"
+    result = runner.invoke(app, ["report", str(run_a), str(tmp_path / "b"), "--html", str(report)])
+    assert result.exit_code == 0, result.output
+    page = open_page(browser, report)
+    assert page.locator(".card-value").first.inner_text() == "-0.033"
+    changed = page.locator("[data-table=changed] tbody tr.row")
+    assert changed.count() == 3
+    changed.first.click()
+    blocks = page.locator("[data-table=changed] tr.detail .block")
+    assert blocks.nth(0).locator("h4").inner_text() == "A: 0.9000"
+    assert blocks.nth(1).locator("h4").inner_text() == "B: 0.6000"
+    assert page.locator(MARKS).count() > 0
+    page.screenshot(path=str(ARTIFACTS / "report-compare.png"), full_page=True)
+    assert page.errors == [] and page.requests == []
+
+
+@pytest.mark.parametrize("kind", ["wikieval", "meta", "arena", "agree", "kalma"])
+def test_every_kind_renders_in_a_browser(browser, tmp_path, kind):
+    folder = other_kinds(tmp_path)[kind]
+    report = tmp_path / f"{kind}.html"
+    result = runner.invoke(app, ["report", str(folder), "--html", str(report)])
+    assert result.exit_code == 0, result.output
+    page = open_page(browser, report)
+    assert page.locator("table tbody tr").count() > 0
+    if kind != "meta":
+        assert page.locator(MARKS).count() > 0
+    if kind == "arena":  # a point and a whisker per system
+        assert page.locator("svg .mark-rule line").count() >= 3
+        page.screenshot(path=str(ARTIFACTS / "report-arena.png"), full_page=True)
+    assert page.errors == [] and page.requests == []
+
+
+def test_without_the_report_extra_the_message_says_what_to_install(run_a, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "altair", None)  # as if not installed
+    result = runner.invoke(app, ["report", str(run_a), "--html", str(tmp_path / "r.html")])
+    assert result.exit_code == 2
+    assert "pip install 'ragmeter[report]'" in result.output
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_evaluate_writes_the_report_beside_the_run(tmp_path, no_user_cache):
+    data = tmp_path / "data.jsonl"
+    data.write_text(
+        json.dumps({"id": "q1", "question": "Q?", "contexts": ["A b."], "answer": "A b."})
+    )
+    script = tmp_path / "replies.jsonl"
+    script.write_text(json.dumps(json.dumps({"statements": ["A b."]})) + "\n" + '"Yes"\n')
+    report = tmp_path / "report.html"
+    result = runner.invoke(
+        app,
+        ["evaluate", str(data), "--metrics", "faithfulness", "--judge", f"fake:{script}",
+         "--out", str(tmp_path / "out"), "--html", str(report)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert f"report written to {report}" in result.output
+    (card,) = sections(build_page([open_run(tmp_path / "out")]))["Summary"]["cards"]
+    assert card["value"] == "1.000"
+    assert "<title>ragmeter: out</title>" in report.read_text()
