@@ -19,7 +19,7 @@ from ragmeter import Sample
 ANSWERS = {
     "How long do refunds take?": (
         ["Refunds are paid within 14 days of receiving the returned item."],
-        "Refunds are paid within 14 days of the returned item arriving.",
+        "Refunds are paid within 14 days of receiving the returned item.",
     ),
     "Can I return an item bought on sale?": (
         ["Items bought on sale can be returned within 30 days, like any other item."],

@@ -236,7 +236,7 @@ def test_the_example_runs_as_written(pytester):
     judge = script(
         pytester,
         # the refund answer: one supported statement; the answer addresses the question
-        {"statements": ["Refunds are paid within 14 days of the returned item arriving."]},
+        {"statements": ["Refunds are paid within 14 days of receiving the returned item."]},
         "Yes",
         {
             "questions": [
