@@ -77,6 +77,8 @@ class Faults:
     permanent: frozenset[str] = frozenset()
     echo_headers: bool = False
     """Error bodies repeat the request headers, as some proxies do (clients must redact)."""
+    latency: float = 0.0
+    """Seconds every request waits before its reply, as a busy model server does."""
     refuse: frozenset[str] = frozenset()
     """Ways of asking this server does not accept, refused as llama-cpp-python's server
     refuses them (HTTP 500 whose body is a validation error): ``json_schema`` (that
@@ -378,6 +380,8 @@ class FaultServer:
         seen = self._record(handler.path, body, text)
         if self.on_request is not None:
             self.on_request(seen)
+        if self.faults.latency and self._stop.wait(self.faults.latency):
+            return
         if seen.fault is None:
             reply = self._reply(handler.path, body)
             if reply is None:

@@ -14,7 +14,8 @@ At scale, transport faults are the normal case, so every call is bounded in thre
   ends the attempt (and is retried) instead of hanging it;
 - ``deadline``: the wall-clock limit of the whole call, retries and waits included.
 
-``max_concurrency`` caps the requests in flight, whatever the number of evaluation workers.
+``max_concurrency`` caps the requests in flight, whatever the number of evaluation workers; unset,
+the workers alone decide, so that ``--workers N`` keeps N requests in flight.
 
 The API key is read from the environment variable named by ``api_key_env`` and sent in a header;
 it is never stored in options, logged or put in a name, and it is cut out of any error text, in
@@ -103,7 +104,12 @@ class TransportOptions(Options):
         description="The longest wait the backoff computes (a Retry-After is honoured as given, "
         "as long as it ends before the deadline).",
     )
-    max_concurrency: int = Field(8, ge=1, description="Requests in flight at once per client.")
+    max_concurrency: int | None = Field(
+        None,
+        ge=1,
+        description="Requests in flight at once per client (a server's or a plan's limit); "
+        "unset, as many as the evaluation's workers send.",
+    )
 
 
 def base_url_from_env(given: str | None, *variables: str, default: str) -> str:
@@ -287,7 +293,8 @@ class HttpClient:
             transport=transport or _deadline_transport(),
         )
         self._retryable = retryable
-        self._slots = threading.BoundedSemaphore(self.options.max_concurrency)
+        limit = self.options.max_concurrency
+        self._slots = threading.BoundedSemaphore(limit) if limit else None
         self._rng = random.Random()
         self._sleep = sleep
 
@@ -332,7 +339,8 @@ class HttpClient:
 
     def _attempt(self, path: str, payload: dict[str, Any], deadline: float) -> dict[str, Any]:
         left = deadline - time.monotonic()
-        if left <= 0 or not self._slots.acquire(timeout=left):
+        slots = self._slots
+        if left <= 0 or (slots is not None and not slots.acquire(timeout=left)):
             raise _Transient(f"no request slot free before the {self.options.deadline:g}s deadline")
         try:
             _ATTEMPT.at = min(deadline, time.monotonic() + self.options.timeout)
@@ -345,7 +353,8 @@ class HttpClient:
             raise _Transient(f"{type(exc).__name__}: {exc}") from None
         finally:
             _ATTEMPT.at = None
-            self._slots.release()
+            if slots is not None:
+                slots.release()
         if response.status_code >= 400:
             message = f"HTTP {response.status_code}: {response.text[:200]}"
             if self._retryable(response):
