@@ -164,10 +164,12 @@ class JudgeSession:
             self.record_usage(response.cached, response.prompt_tokens, response.completion_tokens)
             exchange.reply, exchange.cached = response.text, response.cached
             try:
-                parsed = prompt.parse(response.text, self.notes)
+                forgiven: list[str] = []
+                parsed = prompt.parse(response.text, forgiven)
                 rejection = check(parsed) if check else None
                 if rejection:
                     raise ReplyError(rejection)
+                self.notes.extend(forgiven)  # only about the reply used
                 return parsed, response.logprobs
             except ReplyError as exc:
                 cut = (
