@@ -110,6 +110,7 @@ def test_runs_without_shared_samples_are_bad_input(tmp_path):
 
 
 def test_arena_runs_are_compared_by_rating(tmp_path):
+    prompts = {"a": "v1", "b": "v2"}
     for name, ratings in (("a", (1000.0, 980.0, 20.0)), ("b", (1030.0, 990.0, 40.0))):
         folder = tmp_path / name
         folder.mkdir()
@@ -123,8 +124,67 @@ def test_arena_runs_are_compared_by_rating(tmp_path):
                          "ties": 1.0, "losses": 4.0}],
         }  # fmt: skip
         (folder / "leaderboard.json").write_text(json.dumps(board))
+        record = {"judge": "fake:x", "prompt": {"name": "arena.pairwise", "version": prompts[name]}}
+        (folder / "arena_run.json").write_text(json.dumps(record))
     comparison = compare_runs(open_run(tmp_path / "a"), open_run(tmp_path / "b"))
     (row,) = comparison.ratings
     # +30; half-widths 10 and 20 in quadrature: sqrt(100 + 400) = 22.36.
     assert row.difference == 30.0
     assert (row.ci_low, row.ci_high) == pytest.approx((30 - 500**0.5, 30 + 500**0.5))
+    # Another version of the pairwise prompt: judged another way, so not comparable.
+    (problem,) = comparison.problems
+    assert problem.startswith("different pairwise prompts") and "'v2'" in problem
+
+
+def test_a_record_without_identity_digests_is_checked_by_model_name(tmp_path):
+    # A record from before digests: the same judge by name is the same judge, not "different"
+    # because a digest was compared with a name.
+    faithfulness_run(tmp_path / "a", {"a": 0.2, "b": 0.7})
+    faithfulness_run(tmp_path / "b", {"a": 0.2, "b": 0.7})
+    record = json.loads((tmp_path / "b" / "run.json").read_text())
+    record["models"]["judge"]["identity"] = None
+    (tmp_path / "b" / "run.json").write_text(json.dumps(record))
+    assert compare_runs(open_run(tmp_path / "a"), open_run(tmp_path / "b")).problems == []
+    record["models"]["judge"]["name"] = record["judge"] = "fake:another"
+    (tmp_path / "b" / "run.json").write_text(json.dumps(record))
+    (problem,) = compare_runs(open_run(tmp_path / "a"), open_run(tmp_path / "b")).problems
+    assert problem == "different judges: fake:scripted in A, fake:another in B"
+
+
+def test_a_metric_version_missing_from_a_record_is_not_comparable(tmp_path):
+    faithfulness_run(tmp_path / "a", {"a": 0.2})
+    faithfulness_run(tmp_path / "b", {"a": 0.4})
+    record = json.loads((tmp_path / "b" / "run.json").read_text())
+    del record["metrics"]["faithfulness"]
+    (tmp_path / "b" / "run.json").write_text(json.dumps(record))
+    comparison = compare_runs(open_run(tmp_path / "a"), open_run(tmp_path / "b"))
+    assert comparison.problems == [
+        "no faithfulness version in the run record of B: not checked"
+    ]  # fmt: skip
+    assert comparison.metrics[0].difference == pytest.approx(0.2)  # still compared
+
+
+def test_the_tolerance_counts_small_changes_as_unchanged(tmp_path):
+    faithfulness_run(tmp_path / "a", {"a": 0.2, "b": 0.5, "c": 0.9})
+    faithfulness_run(tmp_path / "b", {"a": 0.25, "b": 0.5, "c": 0.6})
+    a, b = open_run(tmp_path / "a"), open_run(tmp_path / "b")
+    # Differences +0.05, 0, -0.3: with a tolerance of 0.1 only c changed.
+    (m,) = compare_runs(a, b, tolerance=0.1).metrics
+    assert (m.better, m.worse, m.unchanged) == (0, 1, 2)
+    assert [c.sample_id for c in m.changed] == ["c"]
+    (m,) = compare_runs(a, b).metrics
+    assert (m.better, m.worse, m.unchanged) == (1, 1, 1)
+
+
+def test_explanations_with_brackets_are_printed_as_written(tmp_path):
+    # Rich would read "[/b]" as closing markup and fail; the table shows it as text.
+    faithfulness_run(tmp_path / "a", {"a": 0.2})
+    faithfulness_run(tmp_path / "b", {"a": 0.4})
+    for run in ("a", "b"):
+        path = tmp_path / run / "scores.jsonl"
+        score = json.loads(path.read_text())
+        score["sample_id"] = "a[/b]"
+        path.write_text(json.dumps(score) + "\n")
+    result = runner.invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert result.exit_code == 0, result.output
+    assert "a[/b]" in result.output

@@ -14,7 +14,7 @@ import pytest
 
 from ragmeter import Faithfulness, Sample
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
-from ragmeter.testing import Scorer
+from ragmeter.testing import Scorer, assert_thresholds
 
 from .conftest import routed
 
@@ -307,3 +307,20 @@ def test_a_configured_metric_takes_its_threshold_from_a_mapping(tmp_path):
 def test_a_check_needs_a_threshold(tmp_path):
     with pytest.raises(ValueError, match="give at least one threshold"):
         scorer(tmp_path).assert_scores(PARIS)
+
+
+def test_a_threshold_for_a_metric_the_result_lacks_is_refused(tmp_path):
+    # A misspelt metric name would otherwise check nothing and pass.
+    result = scorer(tmp_path).score(PARIS, ["faithfulness"])
+    with pytest.raises(ValueError, match=r"no scores of 'faithfullness' in this result"):
+        assert_thresholds(result, {"faithfullness": 0.5})
+
+
+def test_a_sample_without_a_score_fails_the_check(tmp_path):
+    result = scorer(tmp_path).score(PARIS, ["faithfulness"])  # 0.75
+    assert_thresholds(result, {"faithfulness": 0.75})  # reaches the threshold: passes
+    result.scores.clear()  # as from a run that never judged it
+    with pytest.raises(AssertionError) as failed:
+        assert_thresholds(result, {"faithfulness": 0.5})
+    assert "ragmeter: 1 of 1 checks failed" in str(failed.value)
+    assert "faithfulness unscored for sample paris: not judged" in str(failed.value)

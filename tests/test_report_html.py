@@ -88,6 +88,10 @@ def test_a_killed_run_opens_with_what_it_saved(run_a):
     assert [(r["cells"][0], r["cells"][3]) for r in rows] == [
         ("a", 0.2), ("b", 0.5), ("c", None), ("d", None)
     ]  # fmt: skip
+    # A sample never judged is not "every metric scored": the filter finds it as unscored.
+    assert [r["cells"][0] for r in rows if "scored-all" in r["flags"]] == ["a", "b"]
+    assert [r["cells"][0] for r in rows if "unscored-any" in r["flags"]] == ["c", "d"]
+    assert rows[2]["detail"] == [{"heading": "faithfulness", "lines": ["not judged in this run"]}]
 
 
 def test_a_run_killed_before_its_exports_reads_the_scores_database(run_a):
@@ -108,6 +112,17 @@ def test_a_record_from_another_version_opens_with_a_note(run_a):
     (run_a / "run.json").write_text('{"status": "comp')
     result = runner.invoke(app, ["report", str(run_a), "--html", str(run_a / "r.html")])
     assert result.exit_code == 2 and "not a run record" in result.output
+
+
+def test_two_runs_of_other_samples_are_shown_without_a_comparison(tmp_path):
+    faithfulness_run(tmp_path / "a", {"a": 0.2, "b": 0.5})
+    faithfulness_run(tmp_path / "b", {"c": 0.4})
+    page = build_page([open_run(tmp_path / "a"), open_run(tmp_path / "b")])
+    found = sections(page)
+    (problem,) = found["No comparison"]["problems"]
+    assert "share no sample id" in problem
+    assert found["A · Summary"]["cards"][0]["value"] == "0.350"  # (0.2 + 0.5) / 2
+    assert found["B · Summary"]["cards"][0]["value"] == "0.400"
 
 
 def other_kinds(root: Path) -> dict[str, Path]:
@@ -186,6 +201,13 @@ def test_every_kind_of_run_folder_is_told_apart(tmp_path, run_a):
     assert [r["cells"][0] for r in rows] == ["bm25-gpt", "dense-gpt", "lfrqa"]
     assert rows[0]["cells"][2] == "[1010.0, 1065.0]"
     assert "2: unreadable rating" in arena["Leaderboard"]["cards"][0]["reasons"]
+    board = json.loads((folders["arena"] / "leaderboard.json").read_text())
+    board["systems"][0]["rating"] = None  # unrated: last
+    board["systems"][2]["rating"] = 0.0  # a rating of 0 still ranks by its value
+    (folders["arena"] / "leaderboard.json").write_text(json.dumps(board))
+    rows = sections(build_page([open_run(folders["arena"])]))["Leaderboard"]["table"]["rows"]
+    assert [r["cells"][0] for r in rows] == ["dense-gpt", "lfrqa", "bm25-gpt"]
+    assert arena["Leaderboard"]["table"]["missing"] == "—"  # no rating is not "unscored"
     wiki = sections(build_page([open_run(folders["wikieval"])]))["Pairwise accuracy"]
     assert wiki["table"]["rows"][0]["cells"][:3] == [
         "ragmeter", "0.90 (1 ties)", "0.70 (1 ties, 2 unscored)"
@@ -315,3 +337,17 @@ def test_evaluate_writes_the_report_beside_the_run(tmp_path, no_user_cache):
     (card,) = sections(build_page([open_run(tmp_path / "out")]))["Summary"]["cards"]
     assert card["value"] == "1.000"
     assert "<title>ragmeter: out</title>" in report.read_text()
+
+
+def test_evaluate_says_what_to_install_before_judging(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "altair", None)  # as if not installed
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"question": "Q?", "contexts": ["A b."], "answer": "A b."}))
+    result = runner.invoke(
+        app,
+        ["evaluate", str(data), "--metrics", "faithfulness", "--judge", "fake",
+         "--out", str(tmp_path / "out"), "--html", str(tmp_path / "r.html")],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "pip install 'ragmeter[report]'" in result.output
+    assert not (tmp_path / "out").exists()  # nothing was judged

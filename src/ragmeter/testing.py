@@ -31,22 +31,37 @@ MAX_SHOWN_CHARS = 300
 def assert_thresholds(result: Result, thresholds: Mapping[str, float]) -> None:
     """Fail unless every sample's score for each metric in ``thresholds`` reaches its threshold.
 
-    An unscored item fails whatever the threshold: a score that could not be computed says
-    nothing about the answer. The message shows, for each failure, the metric, the score, the
-    threshold, the sample and the metric's explanation, or the reason there is no score.
+    An unscored item fails whatever the threshold, and so does a sample with no score for the
+    metric: a score that could not be computed says nothing about the answer. The message
+    shows, for each failure, the metric, the score, the threshold, the sample and the metric's
+    explanation, or the reason there is no score.
 
     Raises:
         AssertionError: listing every failure.
+        ValueError: when a threshold names a metric the result has no scores of.
     """
     __tracebackhide__ = True  # pytest shows the message, not this function's body
-    samples = {sample.key: sample for sample in result.samples}
-    failures = [
-        _failure(score, thresholds[score.metric], samples[score.sample_id])
-        for score in result.scores
-        if score.metric in thresholds and not _passes(score, thresholds[score.metric])
-    ]
+    unknown = [metric for metric in thresholds if metric not in result.metrics]
+    if unknown:  # else a misspelt name would be a check that can never fail
+        raise ValueError(
+            f"no scores of {', '.join(map(repr, unknown))} in this result "
+            f"(its metrics: {', '.join(map(repr, result.metrics))})"
+        )
+    scores = {(score.sample_id, score.metric): score for score in result.scores}
+    failures = []
+    for sample in result.samples:
+        for metric, threshold in thresholds.items():
+            # A sample the run never judged fails too, as an item with no score.
+            score = scores.get((sample.key, metric)) or Score(
+                sample_id=sample.key,
+                metric=metric,
+                value=None,
+                unscored_reason="not judged: the result holds no score for it",
+            )
+            if not _passes(score, threshold):
+                failures.append(_failure(score, threshold, sample))
     if failures:
-        checks = sum(1 for score in result.scores if score.metric in thresholds)
+        checks = len(result.samples) * len(thresholds)
         models = f"judge {result.run.judge}" + (
             f", embedder {result.run.embedder}" if result.run.embedder else ""
         )

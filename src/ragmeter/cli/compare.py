@@ -9,7 +9,9 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ragmeter.cli.common import print_warning, user_errors
 from ragmeter.viewer import Comparison, compare_runs, open_run
@@ -46,7 +48,7 @@ def compare_command(
     if comparison.problems:
         console.rule("[bold red]NOT COMPARABLE[/bold red]", style="red")
         for problem in comparison.problems:
-            console.print(f"[bold red]{problem}[/bold red]", highlight=False)
+            console.print(f"[bold red]{escape(problem)}[/bold red]", highlight=False)
         console.print(
             "[red]Their scores differ for reasons other than the system under test.[/red]"
             + ("" if force else " Pass --force to compare them anyway.")
@@ -70,13 +72,13 @@ def compare_command(
 
 
 def _metrics_table(comparison: Comparison) -> Table:
-    table = Table(title=f"B ({comparison.run_b}) - A ({comparison.run_a})")
+    table = Table(title=escape(f"B ({comparison.run_b}) - A ({comparison.run_a})"))
     columns = ["metric", "pairs", "mean A", "mean B", "B - A", "95% CI", "p", "better", "worse"]
     for column in [*columns, "unchanged", "unscored A/B"]:
         table.add_column(column, justify="left" if column == "metric" else "right")
     for m in comparison.metrics:
         table.add_row(
-            m.metric,
+            Text(m.metric),
             str(m.pairs),
             fmt(m.mean_a),
             fmt(m.mean_b),
@@ -92,28 +94,29 @@ def _metrics_table(comparison: Comparison) -> Table:
 
 
 def _changed_table(metric: MetricComparison) -> Table:
-    table = Table(title=f"{metric.metric}: samples that changed most", show_lines=True)
+    table = Table(title=escape(f"{metric.metric}: samples that changed most"), show_lines=True)
     table.add_column("sample", max_width=24)
     table.add_column("A", ratio=1)
     table.add_column("B", ratio=1)
     for c in metric.changed:
         side_a = fmt(c.value_a) if c.unscored_a is None else f"unscored: {c.unscored_a}"
         side_b = fmt(c.value_b) if c.unscored_b is None else f"unscored: {c.unscored_b}"
+        # Text, not markup: judge replies and sample ids may hold [brackets].
         table.add_row(
-            c.sample_id,
-            "\n".join([side_a, *c.explanation_a]),
-            "\n".join([side_b, *c.explanation_b]),
+            Text(c.sample_id),
+            Text("\n".join([side_a, *c.explanation_a])),
+            Text("\n".join([side_b, *c.explanation_b])),
         )
     return table
 
 
 def _ratings_table(comparison: Comparison) -> Table:
-    table = Table(title=f"rating B ({comparison.run_b}) - A ({comparison.run_a})")
+    table = Table(title=escape(f"rating B ({comparison.run_b}) - A ({comparison.run_a})"))
     for column in ("system", "rating A", "rating B", "B - A", "95% CI (approx.)"):
         table.add_column(column, justify="left" if column == "system" else "right")
     for r in comparison.ratings:
         table.add_row(
-            r.system,
+            Text(r.system),
             fmt(r.rating_a, 1),
             fmt(r.rating_b, 1),
             "—" if r.difference is None else f"{r.difference:+.1f}",

@@ -46,6 +46,7 @@ from ragmeter.metrics import Metric, metric_by_name
 from ragmeter.report import estimate_table, samples_table, summary_table, write_outputs
 from ragmeter.result import Result
 from ragmeter.viewer import open_run, write_report
+from ragmeter.viewer.charts import check_installed as check_report_installed
 
 EXIT_STOPPED = 3
 
@@ -216,6 +217,8 @@ def evaluate_command(
     dataset = _load(file, columns, skip_invalid, console)
     with user_errors(console):
         chosen = _metrics(metrics, option)
+        if html is not None:
+            check_report_installed()  # before judging, not after
     price = _price(judge, price_in, price_out)
     limit = max_input_chars or None
     if dry_run:

@@ -103,26 +103,38 @@ def grouped_bars(
     return _spec(chart)
 
 
+def vl_convert() -> Any:
+    """``vl-convert-python``, the source of the inlined Vega scripts, imported when needed."""
+    try:
+        import vl_convert
+    except ImportError as exc:
+        raise ImportError(f"the HTML report needs vl-convert-python: {INSTALL}") from exc
+    return vl_convert
+
+
+def check_installed() -> None:
+    """Raise the ``ImportError`` saying what to install before a long run, not after it."""
+    altair()
+    vl_convert()
+
+
 def javascript() -> str:
     """Vega, Vega-Lite and Vega-Embed in one script, from the ``vl-convert-python`` package (no
     network): the version Altair's own offline HTML uses. Kept in the user cache folder, since
     bundling takes about a second."""
     altair()
-    try:
-        import vl_convert
-    except ImportError as exc:
-        raise ImportError(f"the HTML report needs vl-convert-python: {INSTALL}") from exc
+    vlc = vl_convert()
     from altair.utils._importers import vl_version_for_vl_convert
 
     version = vl_version_for_vl_convert()
     path = (
         Path(platformdirs.user_cache_dir("ragmeter"))
         / "vega"
-        / f"vega-embed-{vl_convert.__version__}-{version}.js"
+        / f"vega-embed-{vlc.__version__}-{version}.js"
     )
     if path.is_file():
         return path.read_text(encoding="utf-8")
-    bundle: str = vl_convert.javascript_bundle(vl_version=version)
+    bundle: str = vlc.javascript_bundle(vl_version=version)
     with contextlib.suppress(OSError):  # a read-only cache only costs the second next time
         atomic_write_text(path, bundle)
     return bundle

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
+from ragmeter.arena.battles import RUN_FILE as ARENA_RUN_FILE
 from ragmeter.explain import explain
 from ragmeter.manifest import RunRecord
 from ragmeter.result import Result
@@ -105,8 +106,9 @@ class MetricComparison(BaseModel):
     worse: int
     unchanged: int
     unscored_a: int
-    """Samples of both runs scored in B but not in A (or missing from A); they are not paired."""
+    """Samples of both runs that A left unscored for this metric; they are not paired."""
     unscored_b: int
+    """The same for B."""
     changed: list[ChangedSample]
     """The largest changes first, then the samples scored in one run only."""
 
@@ -157,7 +159,8 @@ def compare_runs(
         raise ValueError(f"'compare' takes evaluate or arena runs, not {a.kind} runs")
     ids_a = {s.sample_id for s in a.result.scores}
     ids_b = {s.sample_id for s in b.result.scores}
-    if not ids_a & ids_b:
+    shared_ids = ids_a & ids_b
+    if not shared_ids:
         raise ValueError(f"{a.path} and {b.path} share no sample id: they scored other samples")
     shared_metrics = [m for m in a.result.metrics if m in b.result.metrics]
     notes = [f"{a.label}: {n}" for n in a.notes] + [f"{b.label}: {n}" for n in b.notes]
@@ -173,7 +176,7 @@ def compare_runs(
         notes=notes,
         rounds=rounds,
         seed=seed,
-        shared_samples=len(ids_a & ids_b),
+        shared_samples=len(shared_ids),
         only_a=len(ids_a - ids_b),
         only_b=len(ids_b - ids_a),
         metrics=[
@@ -188,7 +191,8 @@ def compare_runs(
 def comparability_problems(a: OpenedRun, b: OpenedRun, metrics: Sequence[str]) -> list[str]:
     """Why scores of ``a`` and ``b`` may differ for reasons other than the system: another
     judge or embedder (compared by the identity digest the score keys hash, which covers the
-    weights and every output-changing option), or another version of a metric."""
+    weights and every output-changing option), or another version of a metric, or a version
+    one record does not hold (then it cannot be checked)."""
     if a.record is None or b.record is None:
         missing = [str(run.path) for run in (a, b) if run.record is None]
         return [
@@ -197,15 +201,19 @@ def comparability_problems(a: OpenedRun, b: OpenedRun, metrics: Sequence[str]) -
         ]
     problems = []
     for role in ("judge", "embedder"):
-        found_a, found_b = _identity(a.record, role), _identity(b.record, role)
+        found_a, found_b = _identities(a.record, b.record, role)
         if found_a is not None and found_b is not None and found_a != found_b:
-            problems.append(
-                f"different {role}s: {_model_name(a.record, role)} ({found_a[:12]}) in A, "
-                f"{_model_name(b.record, role)} ({found_b[:12]}) in B"
-            )
+            name_a, name_b = _name(a.record, role), _name(b.record, role)
+            if (name_a, name_b) != (found_a, found_b):  # digests: say which as well
+                name_a, name_b = f"{name_a} ({found_a[:12]})", f"{name_b} ({found_b[:12]})"
+            problems.append(f"different {role}s: {name_a} in A, {name_b} in B")
     for metric in metrics:
         version_a, version_b = a.record.metrics.get(metric), b.record.metrics.get(metric)
         if version_a is None or version_b is None:
+            missing = " and ".join(
+                run for run, found in (("A", version_a), ("B", version_b)) if found is None
+            )
+            problems.append(f"no {metric} version in the run record of {missing}: not checked")
             continue
         if version_a.version != version_b.version:
             changed = sorted(
@@ -221,17 +229,21 @@ def comparability_problems(a: OpenedRun, b: OpenedRun, metrics: Sequence[str]) -
     return problems
 
 
-def _identity(record: RunRecord, role: str) -> str | None:
-    """The identity digest, or the model name for records written before digests were."""
-    model = record.models.get(role)
-    if model is None:
-        return record.judge if role == "judge" else record.embedder
-    return model.identity or model.name
+def _identities(a: RunRecord, b: RunRecord, role: str) -> tuple[str | None, str | None]:
+    """What to compare for ``role``: both identity digests, or both model names when either
+    record was written before digests were (a digest never equals a name, so mixing the two
+    would call the same model different)."""
+    model_a, model_b = a.models.get(role), b.models.get(role)
+    if model_a is not None and model_b is not None and model_a.identity and model_b.identity:
+        return model_a.identity, model_b.identity
+    return _name(a, role), _name(b, role)
 
 
-def _model_name(record: RunRecord, role: str) -> str:
+def _name(record: RunRecord, role: str) -> str | None:
     model = record.models.get(role)
-    return model.name if model is not None else str(getattr(record, role))
+    if model is not None:
+        return model.name
+    return record.judge if role == "judge" else record.embedder
 
 
 def compare_metric(
@@ -312,9 +324,13 @@ def _compare_arena(a: OpenedRun, b: OpenedRun, *, rounds: int, seed: int) -> Com
         )
     if a.data.get("reference") != b.data.get("reference"):
         problems.append("different reference systems: the win rates are against other answers")
-    judges = [_arena_judge(run) for run in (a, b)]
+    records = [_arena_record(run) for run in (a, b)]
+    judges = [_arena_judge(record) for record in records]
     if None not in judges and judges[0] != judges[1]:
         problems.append(f"different judges: {judges[0]} in A, {judges[1]} in B")
+    prompts = [(record or {}).get("prompt") for record in records]
+    if None not in prompts and prompts[0] != prompts[1]:
+        problems.append(f"different pairwise prompts: {prompts[0]} in A, {prompts[1]} in B")
     rows_a = {row["system"]: row for row in a.data.get("systems", [])}
     rows_b = {row["system"]: row for row in b.data.get("systems", [])}
     ratings = []
@@ -342,6 +358,11 @@ def _compare_arena(a: OpenedRun, b: OpenedRun, *, rounds: int, seed: int) -> Com
         for run, mine, other in ((a, rows_a, rows_b), (b, rows_b, rows_a))
         if set(mine) - set(other)
     ]
+    notes += [
+        f"no {ARENA_RUN_FILE} in {run.path}: its judge and prompt cannot be checked"
+        for run, record in zip((a, b), records, strict=True)
+        if record is None
+    ]
     return Comparison(
         kind="arena",
         run_a=str(a.path),
@@ -360,14 +381,21 @@ def _half_width(row: dict[str, Any]) -> float:
     return 0.0 if low is None or high is None else (high - low) / 2
 
 
-def _arena_judge(run: OpenedRun) -> str | None:
-    """The judge identity recorded in ``arena_run.json`` beside the leaderboard, if any."""
-    path = run.path / "arena_run.json"
+def _arena_record(run: OpenedRun) -> dict[str, Any] | None:
+    """``arena_run.json`` beside the leaderboard (written by ``arena judge``), if readable."""
+    path = run.path / ARENA_RUN_FILE
     if not path.is_file():
         return None
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _arena_judge(record: dict[str, Any] | None) -> str | None:
+    """The judge's identity digest, else its name."""
+    if record is None:
         return None
     model = record.get("judge_model") or {}
     return model.get("identity") or record.get("judge")

@@ -204,13 +204,20 @@ def _scores_from_db(path: Path, notes: list[str]) -> list[Score]:
     except sqlite3.Error as exc:
         raise RunFolderError(f"{path}: cannot read the scores database ({exc})") from None
     latest: dict[tuple[str, str], Score] = {}
+    unreadable = 0
     for (payload,) in rows:
-        score = Score.model_validate_json(payload)
+        try:
+            score = Score.model_validate_json(payload)
+        except ValidationError:
+            unreadable += 1
+            continue
         latest[(score.sample_id, score.metric)] = score  # a later setting's score replaces
-    if len(latest) < len(rows):
+    if unreadable:
+        notes.append(f"{SCORES_DB}: {unreadable} unreadable score(s) skipped")
+    if len(latest) + unreadable < len(rows):
         notes.append(
-            f"{SCORES_DB} holds {len(rows) - len(latest)} older scores of the same samples "
-            "(earlier settings); the latest of each is shown"
+            f"{SCORES_DB} holds {len(rows) - len(latest) - unreadable} older scores of the same "
+            "samples (earlier settings); the latest of each is shown"
         )
     return list(latest.values())
 

@@ -12,6 +12,7 @@ import base64
 import gzip
 import html
 import json
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib import resources
@@ -35,8 +36,12 @@ def build_page(runs: Sequence[OpenedRun], *, rounds: int = 2000, seed: int = 0) 
     sections: list[dict[str, Any]] = []
     labels = ["A", "B"] if len(runs) == 2 else [str(i + 1) for i in range(len(runs))]
     if len(runs) == 2 and runs[0].kind == runs[1].kind and runs[0].kind in COMPARABLE:
-        comparison = compare_runs(runs[0], runs[1], rounds=rounds, seed=seed)
-        sections += comparison_sections(comparison)
+        try:
+            comparison = compare_runs(runs[0], runs[1], rounds=rounds, seed=seed)
+        except ValueError as exc:  # two runs of other samples are still shown side by side
+            sections.append({"heading": "No comparison", "problems": [str(exc)]})
+        else:
+            sections += comparison_sections(comparison)
     for label, run in zip(labels, runs, strict=True):
         prefix = f"{label} · " if len(runs) > 1 else ""
         sections += run_sections(run, prefix)
@@ -79,8 +84,9 @@ def write_report(
 
 
 def _script(text: str) -> str:
-    """Script text safe inside a <script> element (no early ``</script``)."""
-    return text.replace("</script", "<\\/script")
+    """Script text safe inside a <script> element: no early ``</script``, in any letter case
+    (HTML ends the element at ``</SCRIPT`` too)."""
+    return re.sub(r"</(script)", r"<\\/\1", text, flags=re.IGNORECASE)
 
 
 def _document(title: str, css: str, vega: str, script: str, data: str) -> str:

@@ -48,9 +48,12 @@ def table(
     name: str = "",
     filters: Sequence[dict[str, str]] = (),
     interactive: bool = False,
+    missing: str = "—",
 ) -> dict[str, Any]:
     """Columns are names, or ``(name, numeric)``; a row is ``{"cells": [...]}``, with optional
-    ``flags`` (what the filter matches) and ``detail`` (blocks shown when the row is opened)."""
+    ``flags`` (what the filter matches) and ``detail`` (blocks shown when the row is opened).
+    ``missing`` is shown for a number that is None: "unscored" in tables of scores, a dash
+    elsewhere (an arena system without a rating was not unscored)."""
     return {
         "name": name,
         "columns": [
@@ -60,6 +63,7 @@ def table(
         "rows": rows,
         "filters": list(filters),
         "interactive": interactive,
+        "missing": missing,
     }
 
 
@@ -90,7 +94,7 @@ def describe(run: OpenedRun) -> str:
         parts += [f"status {record.status}", f"started {record.started[:19]}"]
         if record.ragmeter_version:
             parts.append(f"ragmeter {record.ragmeter_version}")
-    elif run.kind in ("wikieval",):
+    elif run.kind == "wikieval":
         parts.append(f"judge {run.data.get('judge', '?')}")
     return " · ".join(parts)
 
@@ -156,14 +160,14 @@ def sample_table(run: OpenedRun) -> dict[str, Any]:
         for metric in result.metrics:
             score = by_key.get((sample.key, metric))
             cells.append(score.value if score else None)
-            if score is None:
-                flags.append(f"missing:{metric}")
+            if score is None:  # a killed run: never judged, so not scored either
+                flags.append(f"unscored:{metric}")
                 detail.append({"heading": metric, "lines": ["not judged in this run"]})
                 continue
             if not score.scored:
-                flags += ["unscored", f"unscored:{metric}"]
+                flags.append(f"unscored:{metric}")
             detail.append(score_block(score, explain(score, sample)))
-        flags.append("unscored-any" if "unscored" in flags else "scored-all")
+        flags.append("unscored-any" if flags else "scored-all")
         rows.append({"cells": cells, "flags": flags, "detail": detail, "full": sample.answer})
     filters = [
         {"label": "all samples", "flag": ""},
@@ -172,7 +176,9 @@ def sample_table(run: OpenedRun) -> dict[str, Any]:
     ] + [{"label": f"{m} unscored", "flag": f"unscored:{m}"} for m in result.metrics]
     columns: list[str | tuple[str, bool]] = ["id", "question", "answer"]
     columns += [(m, True) for m in result.metrics]
-    return table(columns, rows, name="samples", filters=filters, interactive=True)
+    return table(
+        columns, rows, name="samples", filters=filters, interactive=True, missing="unscored"
+    )
 
 
 def score_block(score: Score, lines: list[str], heading: str | None = None) -> dict[str, Any]:
@@ -325,6 +331,7 @@ def comparison_sections(comparison: Comparison) -> list[Section]:
             filters=[{"label": "all metrics", "flag": ""}]
             + [{"label": m.metric, "flag": m.metric} for m in comparison.metrics],
             interactive=True,
+            missing="unscored",
         ),
     }
     return [intro, changed]
@@ -450,7 +457,8 @@ def _arena(run: OpenedRun) -> list[Section]:
                 s.get("mean_words"),
             ]
         }
-        for s in sorted(systems, key=lambda s: -(s.get("rating") or -1e9))
+        # Highest rating first, systems without one last (a rating of 0 is a rating).
+        for s in sorted(systems, key=lambda s: (s.get("rating") is None, -(s.get("rating") or 0)))
     ]
     rates = board.get("win_rates", [])
     rate_rows = [

@@ -91,9 +91,10 @@ function tableView(t) {
       const cells = row.cells.map((v, c) => {
         const numeric = t.columns[c].numeric;
         const missing = numeric && (v === null || v === undefined);
-        return el("td", { class: (numeric ? "num" : "") + (missing ? " unscored" : ""),
+        const missingClass = t.missing === "unscored" ? " unscored" : " missing";
+        return el("td", { class: (numeric ? "num" : "") + (missing ? missingClass : ""),
           title: typeof v === "string" && v.length > 80 ? v : "",
-          text: missing ? "unscored" : show(v) });
+          text: missing ? t.missing : show(v) });
       });
       const tr = el("tr", { class: "row" + (row.detail ? " openable" : "") + (open.has(i) ? " open" : "") }, ...cells);
       if (row.detail) tr.addEventListener("click", () => { open.has(i) ? open.delete(i) : open.add(i); draw(); });
