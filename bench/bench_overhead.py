@@ -27,46 +27,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.fault_server import FaultServer, chat_reply, marked_samples
+from tests.fault_server import AnsweringJudge, FaultServer, marked_samples
 
 from ragmeter import evaluate
-from ragmeter.judges.base import ChatRequest, ChatResponse, TokenLogprobs
 from ragmeter.judges.fake import HashingEmbedder
 from ragmeter.judges.openai import OpenAIEmbedder, OpenAIJudge
 
 TARGET_MS = 2.0
-
-
-class InstantJudge:
-    """Answers like the fault server, without HTTP; keeps the time spent answering."""
-
-    def __init__(self) -> None:
-        self.seconds = 0.0
-        self.calls = 0
-
-    @property
-    def name(self) -> str:
-        return "bench:instant"
-
-    def complete(self, request: ChatRequest) -> ChatResponse:
-        started = time.perf_counter()
-        body = {
-            "model": "instant",
-            "messages": [m.model_dump() for m in request.messages],
-            "response_format": {} if request.json_schema is not None else None,
-            "logprobs": request.top_logprobs > 0,
-        }
-        choice = chat_reply(body)["choices"][0]
-        block = choice["logprobs"]
-        logprobs = None
-        if block:
-            item = block["content"][0]
-            top = {alt["token"]: alt["logprob"] for alt in item["top_logprobs"]}
-            logprobs = [TokenLogprobs(token=item["token"], logprob=item["logprob"], top=top)]
-        response = ChatResponse(text=choice["message"]["content"], logprobs=logprobs)
-        self.seconds += time.perf_counter() - started
-        self.calls += 1
-        return response
 
 
 def timed(samples, judge, embedder, cache) -> tuple[float, dict]:
@@ -98,11 +65,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     samples = marked_samples(args.samples)
-    evaluate(samples[:2], judge=InstantJudge(), embedder=HashingEmbedder(), cache=False)  # warm
+    evaluate(samples[:2], judge=AnsweringJudge(), embedder=HashingEmbedder(), cache=False)  # warm
 
     def in_process(cache):
         def run():
-            judge = InstantJudge()
+            judge = AnsweringJudge()
             seconds, counts = timed(samples, judge, HashingEmbedder(), cache)
             return seconds, judge.seconds, counts
 

@@ -1,6 +1,10 @@
 """SIGKILL ``ragmeter evaluate`` at 10 random moments of a run, resuming after each.
 
-    python bench/kill_resume.py [--samples 40] [--kills 10] [--seed 0]
+    python bench/kill_resume.py [--samples 40] [--kills 10] [--seed 0] [--ray]
+
+With ``--ray`` the runs judge on two Ray workers of a head node started on this machine
+(``--ray ADDRESS --ray-actors 2``), and what is killed is the driver: the process the user
+started, which holds the store.
 
 The judge is the fault server (no faults) on 127.0.0.1, reached through the ``openai``
 provider by a real ``ragmeter evaluate`` subprocess with the default call cache. Kill moments are
@@ -37,6 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.fault_server import FaultServer, Seen, marked_samples
+from tests.ray_cluster import local_head
 
 from ragmeter import evaluate
 from ragmeter.data import write_jsonl
@@ -93,7 +98,13 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=40)
     parser.add_argument("--kills", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ray", action="store_true", help="judge on a local Ray cluster")
     args = parser.parse_args()
+    with local_head() if args.ray else contextlib.nullcontext() as address:
+        run(args, address)
+
+
+def run(args: argparse.Namespace, ray_address: str | None) -> None:
     rng = random.Random(args.seed)
     samples = marked_samples(args.samples)
     folder = Path(tempfile.mkdtemp(prefix="kill-resume-"))
@@ -123,6 +134,8 @@ def main() -> None:
             str(data), "--judge", "openai:fault-judge", "--embedder", "openai:fault-embed",
             "--out", str(folder / "out"), "--no-show-samples",
         ]  # fmt: skip
+        if ray_address is not None:
+            command += ["--ray", ray_address, "--ray-actors", "2"]
         before: dict[tuple[str, str], str] = {}
         lost = rejudged = kills = runs = 0
         prompts: list[str] = []
@@ -158,6 +171,7 @@ def main() -> None:
     print(
         f"{args.samples} samples x 3 metrics = {len(reference.scores)} items, {total} chat "
         f"calls uninterrupted; seed {args.seed}"
+        + (f"; judged on 2 Ray workers at {ray_address}" if ray_address else "")
     )
     print(
         f"kills: {kills} ({in_flight} with a call in flight, {kills - in_flight} just after a "

@@ -33,12 +33,14 @@ import socket
 import struct
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from ragmeter.judges.base import ChatRequest, ChatResponse, ModelIdentity, TokenLogprobs
 from ragmeter.sample import Sample
 
 FAULT_KINDS = ("429", "500", "stall", "trickle", "drop", "garbage", "malformed")
@@ -218,6 +220,55 @@ def chat_reply(body: dict[str, Any]) -> dict[str, Any]:
             chosen = top[0] if text == "Yes" else top[1]
             logprobs = {"content": [{**chosen, "top_logprobs": top}]}
     return _envelope(body, text, logprobs)
+
+
+class AnsweringJudge:
+    """A judge object that answers as the server does, in this process, after ``latency``
+    seconds: the fake for work spread over processes (it pickles, and a worker that imports
+    this module answers exactly as the driver would). Counts its calls and the seconds it
+    spent answering, in the process that asked."""
+
+    def __init__(self, latency: float = 0.0, model: str = "answering") -> None:
+        self.latency = latency
+        self.model = model
+        self.calls = 0
+        self.seconds = 0.0
+
+    @property
+    def name(self) -> str:
+        return f"fake:{self.model}"
+
+    @property
+    def identity(self) -> ModelIdentity:
+        return ModelIdentity(provider="fake", model=self.model)
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        started = time.perf_counter()
+        if self.latency:
+            time.sleep(self.latency)
+        body = {
+            "model": self.model,
+            "messages": [m.model_dump() for m in request.messages],
+            "response_format": {} if request.json_schema is not None else None,
+            "logprobs": request.top_logprobs > 0,
+        }
+        reply = chat_reply(body)
+        choice = reply["choices"][0]
+        block = choice["logprobs"]
+        logprobs = None
+        if block:
+            item = block["content"][0]
+            top = {alt["token"]: alt["logprob"] for alt in item["top_logprobs"]}
+            logprobs = [TokenLogprobs(token=item["token"], logprob=item["logprob"], top=top)]
+        self.calls += 1
+        self.seconds += time.perf_counter() - started
+        return ChatResponse(
+            text=choice["message"]["content"],
+            logprobs=logprobs,
+            prompt_tokens=reply["usage"]["prompt_tokens"],
+            completion_tokens=reply["usage"]["completion_tokens"],
+            finish_reason="stop",
+        )
 
 
 def malformed_reply(body: dict[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pandas as pd
 import pytest
@@ -13,6 +14,7 @@ from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 from ragmeter.sample import Sample
 
 from .conftest import routed
+from .fault_server import AnsweringJudge
 
 SAMPLES = [
     Sample(id="a", question="alpha beta", contexts=["One fact. Two fact."], answer="x y."),
@@ -167,3 +169,43 @@ def test_run_record_names_models_and_metric_versions(tmp_path):
         "score": "completeness",
     }
     json.loads(result.run.to_json())  # serialisable as is
+
+
+class CountingJudge(AnsweringJudge):
+    """Answers after 30 ms and keeps the most calls it had in flight at once."""
+
+    def __init__(self) -> None:
+        super().__init__(latency=0.03)
+        self.peak = self._now = 0
+        self._lock = threading.Lock()
+
+    def complete(self, request):
+        with self._lock:
+            self._now += 1
+            self.peak = max(self.peak, self._now)
+        try:
+            return super().complete(request)
+        finally:
+            with self._lock:
+                self._now -= 1
+
+
+@pytest.mark.parametrize(("workers", "peak"), [(1, 1), (2, 2), (4, 3)])
+def test_one_items_questions_are_asked_at_once_up_to_the_workers(workers, peak):
+    """One item whose answer has three statements: with several workers its three Yes/No
+    questions are in flight together, never more than ``workers``, and the score, its
+    explanation and its exchanges are those of asking them one by one."""
+    sample = Sample(
+        id="s",
+        question="What does city 1 have?",
+        contexts=["City 1 has an old bridge. The bridge draws visitors."],
+        answer="City 1 has an old bridge. It draws visitors. It also has a castle.",
+    )
+    judge = CountingJudge()
+    result = evaluate([sample], ["faithfulness"], judge=judge, cache=False, max_workers=workers)
+    alone = evaluate([sample], ["faithfulness"], judge=AnsweringJudge(), cache=False)
+    assert judge.peak == peak
+    got, expected = result.scores[0], alone.scores[0]
+    assert (got.value, got.explanation) == (expected.value, expected.explanation)
+    assert [e.messages for e in got.exchanges] == [e.messages for e in expected.exchanges]
+    assert got.usage == expected.usage and got.usage.model_calls == 4

@@ -17,9 +17,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from ragmeter.judges.base import ChatRequest, ChatResponse, Judge, Wrapper
+from ragmeter.judges.base import ChatRequest, ChatResponse, InFlightLimit, Judge, Wrapper
 from ragmeter.judges.registry import split_spec
 from ragmeter.limits import fit_sample
 from ragmeter.metrics import Metric
@@ -178,11 +178,20 @@ class Meter:
         }
 
 
+class Accounts(Protocol):
+    """What a ``MeteredJudge`` draws on: this process's ``Meter``, or the one that Ray workers
+    share (``cluster.SharedMeter``)."""
+
+    def reserve(self, request: ChatRequest) -> float: ...
+
+    def settle(self, reserved: float, response: ChatResponse | None) -> None: ...
+
+
 class MeteredJudge(Wrapper):
     """A judge whose calls pass the meter first. Put it under the call cache, so that cached
     calls never reach it and cost nothing."""
 
-    def __init__(self, inner: Judge, meter: Meter) -> None:
+    def __init__(self, inner: Judge, meter: Accounts) -> None:
         super().__init__(inner)
         self.meter = meter
 
@@ -195,6 +204,14 @@ class MeteredJudge(Wrapper):
             raise
         self.meter.settle(reserved, response)
         return response
+
+
+def guard(judge: Judge, meter: Accounts | None, in_flight: int) -> Judge:
+    """The judge as a run asks it, under the call cache: metered when there is a budget, and
+    with at most ``in_flight`` calls at once, whether they come from items judged at once or
+    from one item's questions asked at once."""
+    metered = MeteredJudge(judge, meter) if meter is not None else judge
+    return InFlightLimit(metered, in_flight) if in_flight > 1 else metered
 
 
 # --- estimates ---------------------------------------------------------------------------------

@@ -14,12 +14,22 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from ragmeter.budget import Budget, Meter, MeteredJudge, is_pending, price_for
+from ragmeter.budget import Budget, Meter, is_pending, price_for
+from ragmeter.cluster import (
+    Executor,
+    ModelRecipe,
+    RayExecutor,
+    RayPool,
+    WorkerDied,
+    describe_executor,
+    ray_executor,
+)
 from ragmeter.data import LoadedDataset, load_samples
-from ragmeter.judges import Embedder, Judge, resolve_models
+from ragmeter.judges import Embedder, Judge
 from ragmeter.limits import MAX_INPUT_CHARS, InputTruncatedWarning, fit_sample
 from ragmeter.manifest import (
     Counts,
@@ -29,7 +39,7 @@ from ragmeter.manifest import (
     write_run_record,
 )
 from ragmeter.metrics import Metric, metric_by_name
-from ragmeter.pipeline import ItemPipeline, Tally
+from ragmeter.pipeline import ItemJudge, ItemPipeline, Judged, Tally
 from ragmeter.result import Result
 from ragmeter.sample import Sample
 from ragmeter.score import Score
@@ -90,6 +100,24 @@ def _run_all(tasks: list[Task], run_one: Callable[..., Score], workers: int) -> 
         pool.shutdown(wait=True)
 
 
+def _run_on_cluster(
+    pool: RayPool, pipeline: ItemPipeline, tasks: list[Task], job: Callable[..., ItemJudge]
+) -> list[Score]:
+    """Reuse what the store holds, send the rest to the workers and commit each result as it
+    comes back."""
+    scores: list[Score | None] = [pipeline.reuse(judged, metric) for judged, _, metric in tasks]
+    todo = [i for i, score in enumerate(scores) if score is None]
+    for position, outcome in pool.map(job, [(tasks[i][0], tasks[i][2].name) for i in todo]):
+        judged, cut, metric = tasks[todo[position]]
+        if isinstance(outcome, WorkerDied):
+            lost = Score(sample_id=judged.key, metric=metric.name, value=None)
+            lost.unscored_reason = outcome.reason
+            outcome = Judged(lost, pipeline.key(judged, metric), saved=True, internal_error=True)
+        scores[todo[position]] = pipeline.commit(outcome, cut)
+    assert all(score is not None for score in scores), "an item came back twice or never"
+    return scores  # type: ignore[return-value]
+
+
 def _make_meter(budget: Budget | None, judge: str | Judge) -> Meter | None:
     if budget is None:
         return None
@@ -131,6 +159,7 @@ def evaluate(
     budget: Budget | None = None,
     max_input_chars: int | None = MAX_INPUT_CHARS,
     seed: int | None = None,
+    executor: Executor | RayExecutor | RayPool = "threads",
 ) -> Result:
     """Score every sample with every metric.
 
@@ -161,6 +190,13 @@ def evaluate(
             characters before judging, with a warning and a note in the score's explanation;
             None for no limit.
         seed: passed to the judge's provider (for those that sample with one) and recorded.
+        executor: "threads" judges in this process (``max_workers`` items at once); "ray"
+            spreads the items over Ray workers, each loading its own judge and embedder
+            (``max_workers`` items at once each), on the cluster ``RAY_ADDRESS`` names or a
+            new one on this machine; a ``RayExecutor`` says which cluster and how many
+            workers; an open ``RayPool`` (``RayExecutor.open``) lends its workers and their
+            models to several runs. Scores are committed here as they come back, so the run
+            resumes alike.
 
     Returns:
         Every score, in sample order then metric order, with the run record in ``run``.
@@ -181,44 +217,99 @@ def evaluate(
     if seed is not None and isinstance(judge, str):
         options.setdefault("seed", seed)
     meter = _make_meter(budget, judge)
-    judge_model, embed_model = resolve_models(
+    pool: RayPool | None = executor if isinstance(executor, RayPool) else None
+    own_pool = pool is None
+    spread = pool.executor if pool is not None else ray_executor(executor, max_workers)
+    recipe = ModelRecipe(
         judge,
         embedder,
         cache=cache,
         needs_embedder=any(m.needs_embedder for m in chosen),
         judge_options=options,
         embedder_options=embedder_options,
-        wrap_judge=(lambda model: MeteredJudge(model, meter)) if meter else None,
     )
+    if pool is not None:
+        if budget is not None:
+            raise ValueError("a budget needs workers of its own: pass a RayExecutor, not a pool")
+    elif spread is None:
+        judge_model, embed_model = recipe.open(meter, in_flight=max_workers)
+    else:
+        pool = spread.open(recipe, budget, meter.price if meter else None)
+        meter = pool.meter  # the same accounts, kept where every worker reaches them
+    if pool is not None:
+        judge_model, embed_model = pool.judge, pool.embedder
+    try:
+        return _evaluate_with(
+            loaded,
+            chosen,
+            fitted,
+            truncated,
+            judge_model,
+            embed_model,
+            pool,
+            meter,
+            out_dir=out_dir,
+            retries=retries,
+            repairs=repairs,
+            on_score=on_score,
+            seed=seed,
+            parameters={
+                "retries": retries,
+                "repairs": repairs,
+                "max_workers": max_workers,
+                "executor": describe_executor(spread, pool),
+                "max_input_chars": max_input_chars,
+                "cache": cache if isinstance(cache, bool) else str(cache),
+                "judge_options": redact_options(options),
+                "embedder_options": redact_options(embedder_options),
+                "on_invalid": on_invalid,
+            },
+        )
+    finally:
+        if pool is not None and own_pool:
+            pool.close()
+
+
+def _evaluate_with(
+    loaded: LoadedDataset,
+    chosen: list[Metric],
+    fitted: list[tuple[Sample, dict[str, Any]]],
+    truncated: int,
+    judge_model: Judge,
+    embed_model: Embedder | None,
+    pool: RayPool | None,
+    meter: Any,
+    *,
+    out_dir: str | Path | None,
+    retries: int,
+    repairs: int,
+    on_score: OnScore | None,
+    seed: int | None,
+    parameters: dict[str, Any],
+) -> Result:
+    """Judge every item in this process or on ``pool``, with the run record around it."""
     out = Path(out_dir) if out_dir is not None else None
     store = ScoreStore(out / SCORES_DB) if out is not None else None
-    parameters = {
-        "retries": retries,
-        "repairs": repairs,
-        "max_workers": max_workers,
-        "max_input_chars": max_input_chars,
-        "cache": cache if isinstance(cache, bool) else str(cache),
-        "judge_options": redact_options(options),
-        "embedder_options": redact_options(embedder_options),
-        "on_invalid": on_invalid,
-    }
     budget_record = meter.record() if meter else None
     record = start_record(judge_model, embed_model, chosen, loaded, parameters, seed, budget_record)
     if out is not None:
         write_run_record(out, record)
-    pipeline = ItemPipeline(
-        chosen,
-        judge_model,
-        embed_model,
-        store,
-        retries=retries,
-        repairs=repairs,
-        on_score=on_score,
-    )
+    pipeline = ItemPipeline(chosen, judge_model, embed_model, store, on_score=on_score)
     tasks = [(judged, cut, metric) for judged, cut in fitted for metric in chosen]
     clock = time.perf_counter()
     try:
-        scores = _run_all(tasks, pipeline.run, max_workers)
+        if pool is None:
+            workers = parameters["max_workers"]
+            item_judge = ItemJudge(
+                chosen, judge_model, embed_model, retries=retries, repairs=repairs, fan_out=workers
+            )
+            scores = _run_all(tasks, partial(pipeline.run, item_judge), workers)
+        else:
+            fan_out = pool.executor.workers
+            job = partial(ItemJudge, chosen, retries=retries, repairs=repairs, fan_out=fan_out)
+            scores = _run_on_cluster(pool, pipeline, tasks, job)
+            pool.refresh_models()
+            judge_model, embed_model = pool.judge, pool.embedder
     finally:
         if store is not None:
             store.close()
@@ -240,7 +331,7 @@ def evaluate(
             f"evaluation stopped at the budget: {counts.pending} items not judged; "
             "rerun with the same out_dir and a higher budget to continue",
             BudgetWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     return Result(
         samples=loaded.samples,

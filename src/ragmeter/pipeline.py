@@ -1,9 +1,13 @@
 """One (sample, metric) item, from its key to its stored score: the unit ``evaluate`` runs for
-every item, on one thread or many.
+every item, on one thread, many, or many Ray workers.
 
 key -> the store (a scored item is reused) -> a fresh judge session -> the metric -> the store.
 The key hashes the sample, the metric's version (its options and prompts) and the identities of
 the models it uses, so changing any of them re-judges instead of reusing a stale score.
+
+The work is split in two so that it can be spread over processes: ``ItemJudge`` holds the models
+and judges an item (in this process, or in a worker that loaded its own models), and
+``ItemPipeline`` holds the store, reuses what it can and commits what comes back.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ragmeter.budget import NOT_JUDGED, BudgetExhausted
@@ -50,6 +55,67 @@ class ItemKeys:
         ).hexdigest()
 
 
+@dataclass
+class Judged:
+    """An item as it comes back from whoever judged it."""
+
+    score: Score
+    key: str
+    """Worked out once judging ended: the judge may have learned to ask another way meanwhile."""
+    saved: bool
+    """False for an item the budget stopped: it is not stored, so a rerun judges it."""
+    internal_error: bool = False
+
+
+class ItemJudge:
+    """Judges items with one judge and embedder: what runs where the models are, a thread of
+    this process or a worker process that loaded its own."""
+
+    def __init__(
+        self,
+        metrics: list[Metric],
+        judge: Judge,
+        embedder: Embedder | None,
+        *,
+        retries: int,
+        repairs: int,
+        fan_out: int = 1,
+    ) -> None:
+        self.judge = judge
+        self.embedder = embedder
+        self.retries = retries
+        self.repairs = repairs
+        self.fan_out = fan_out
+        """Questions of one item asked at once (see ``JudgeSession.ask_yes_no_all``)."""
+        self.metrics = {m.name: m for m in metrics}
+        self._keys = {m.name: ItemKeys(m, judge, embedder) for m in metrics}
+
+    def __call__(self, judged: Sample, metric_name: str) -> Judged:
+        """Score one item. A bug in a metric or provider becomes an unscored item, not a lost
+        run."""
+        metric = self.metrics[metric_name]
+        session = JudgeSession(
+            self.judge,
+            self.embedder,
+            retries=self.retries,
+            repairs=self.repairs,
+            fan_out=self.fan_out,
+        )
+        internal_error = False
+        try:
+            score = metric.score(judged, session)
+        except BudgetExhausted as exc:
+            reason = f"{NOT_JUDGED}{exc}; rerun with a higher budget to continue"
+            score = _unscored(judged, metric, session, reason)
+            return Judged(score, self._keys[metric_name].key(judged), saved=False)
+        except Exception as exc:
+            logger.exception("%s on sample %s failed", metric.name, judged.key)
+            internal_error = True
+            reason = f"internal error: {type(exc).__name__}: {exc}"
+            score = _unscored(judged, metric, session, reason)
+        return Judged(score, self._keys[metric_name].key(judged), True, internal_error)
+
+
 class Tally:
     """What this invocation did, counted across worker threads."""
 
@@ -69,66 +135,66 @@ class Tally:
 
 
 class ItemPipeline:
-    """Scores items one at a time, reusing what the store holds and committing what it judges."""
+    """Scores items, reusing what the store holds and committing what is judged.
+
+    ``keys_judge`` and ``keys_embedder`` are the models whose identities the keys hash: the
+    models themselves in one process, or stand-ins for what the workers loaded."""
 
     def __init__(
         self,
         metrics: list[Metric],
-        judge: Judge,
-        embedder: Embedder | None,
+        keys_judge: Judge,
+        keys_embedder: Embedder | None,
         store: ScoreStore | None,
         *,
-        retries: int,
-        repairs: int,
         on_score: Callable[[Score], None] | None = None,
     ) -> None:
-        self.judge = judge
-        self.embedder = embedder
         self.store = store
-        self.retries = retries
-        self.repairs = repairs
         self.on_score = on_score
         self.tally = Tally()
-        self._keys = {m.name: ItemKeys(m, judge, embedder) for m in metrics}
+        self._keys = {m.name: ItemKeys(m, keys_judge, keys_embedder) for m in metrics}
 
-    def run(self, judged: Sample, cut: dict[str, Any], metric: Metric) -> Score:
-        """Score ``judged``, the sample as the judge is to see it (``fit_sample``), with what was
-        cut from it noted in the explanation."""
-        keys = self._keys[metric.name]
-        stored = self.store.reusable(keys.key(judged)) if self.store is not None else None
+    def key(self, judged: Sample, metric: Metric) -> str:
+        return self._keys[metric.name].key(judged)
+
+    def reuse(self, judged: Sample, metric: Metric) -> Score | None:
+        """The stored score of an item if a rerun may reuse it (counted and reported as
+        resumed), else None: the item is to be judged."""
+        if self.store is None:
+            return None
+        stored = self.store.reusable(self.key(judged, metric))
         if stored is not None:
             self.tally.count("resumed")
-            score = stored
+            self._report(stored)
+        return stored
+
+    def commit(self, judged: Judged, cut: dict[str, Any]) -> Score:
+        """Record a judged item, with what was cut from its sample noted in the explanation."""
+        score = judged.score
+        if not judged.saved:
+            self.tally.count("pending", score.usage)
         else:
-            score, keep = self._judge(metric, judged)
-            if cut:
-                score.explanation["truncated_inputs"] = cut
-            if keep and self.store is not None:
-                # Keyed anew: the judge may have learned to ask another way while judging.
-                self.store.put(keys.key(judged), score)
-        if self.on_score:
-            self.on_score(score)
+            if judged.internal_error:
+                self.tally.count("internal_errors")
+            self.tally.count("judged", score.usage)
+        if cut:
+            score.explanation["truncated_inputs"] = cut
+        if judged.saved and self.store is not None:
+            self.store.put(judged.key, score)
+        self._report(score)
         return score
 
-    def _judge(self, metric: Metric, sample: Sample) -> tuple[Score, bool]:
-        """Score one item; returns the score and whether it should be saved (not if the budget
-        stopped it). A bug in a metric or provider becomes an unscored item, not a lost run."""
-        session = JudgeSession(
-            self.judge, self.embedder, retries=self.retries, repairs=self.repairs
-        )
-        try:
-            score = metric.score(sample, session)
-        except BudgetExhausted as exc:
-            self.tally.count("pending", session.usage)
-            reason = f"{NOT_JUDGED}{exc}; rerun with a higher budget to continue"
-            return _unscored(sample, metric, session, reason), False
-        except Exception as exc:
-            logger.exception("%s on sample %s failed", metric.name, sample.key)
-            self.tally.count("internal_errors")
-            reason = f"internal error: {type(exc).__name__}: {exc}"
-            score = _unscored(sample, metric, session, reason)
-        self.tally.count("judged", session.usage)
-        return score, True
+    def run(self, judge: ItemJudge, judged: Sample, cut: dict[str, Any], metric: Metric) -> Score:
+        """Score ``judged``, the sample as the judge is to see it (``fit_sample``), in this
+        process."""
+        stored = self.reuse(judged, metric)
+        if stored is not None:
+            return stored
+        return self.commit(judge(judged, metric.name), cut)
+
+    def _report(self, score: Score) -> None:
+        if self.on_score:
+            self.on_score(score)
 
 
 def _unscored(sample: Sample, metric: Metric, session: JudgeSession, reason: str) -> Score:

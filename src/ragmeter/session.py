@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,8 @@ from ragmeter.prompts import Inputs, Out, Prompt, ReplyError, YesNoPrompt
 from ragmeter.score import Exchange, Score, Unscorable, Usage
 
 Check = Callable[[Out], str | None]
+Question = tuple[YesNoPrompt, Inputs, dict[str, str]]
+"""A Yes/No question as ``ask_yes_no`` takes it: the prompt, its inputs and its fields."""
 
 _YES = re.compile(r"^\W*(yes|true|supported)\b", re.IGNORECASE)
 _NO = re.compile(r"^\W*(no|false|unsupported|not)\b", re.IGNORECASE)
@@ -96,6 +99,7 @@ class JudgeSession:
         embedder: Embedder | None = None,
         retries: int = 2,
         repairs: int | None = None,
+        fan_out: int = 1,
     ) -> None:
         """Hold the models and the attempt limits for the questions of one score.
 
@@ -105,11 +109,14 @@ class JudgeSession:
             retries: further attempts after a failed judge call.
             repairs: further attempts after an unreadable reply. None shares ``retries``
                 between both kinds of failure, as before the two were separated.
+            fan_out: how many independent questions (``ask_yes_no_all``) may be in flight at
+                once; the judge's own limit (``InFlightLimit``) still holds.
         """
         self.judge = judge
         self.embedder = embedder
         self.retries = retries
         self.repairs = repairs
+        self.fan_out = fan_out
         self.exchanges: list[Exchange] = []
         self.usage = Usage()
         self.notes: list[str] = []
@@ -230,6 +237,30 @@ class JudgeSession:
             if not attempts.another(unreadable=True):
                 break
         raise Unscorable(f"{prompt.name}: {problem} (after {attempts.made} attempts)")
+
+    def ask_yes_no_all(self, questions: Sequence[Question]) -> list[float]:
+        """``ask_yes_no`` for each of ``questions``, which do not depend on one another: the
+        probabilities in order. Up to ``fan_out`` are asked at once; whatever the order they
+        are answered in, the exchanges, usage and notes are recorded in the questions' order,
+        so the score is the one asking them one by one gives. The first question (in order)
+        that cannot be answered raises, after every question has been recorded."""
+        if self.fan_out <= 1 or len(questions) <= 1:
+            return [
+                self.ask_yes_no(prompt, inputs, **fields) for prompt, inputs, fields in questions
+            ]
+        forks = [
+            JudgeSession(self.judge, self.embedder, self.retries, self.repairs) for _ in questions
+        ]
+        with ThreadPoolExecutor(min(self.fan_out, len(questions))) as pool:
+            asked = [
+                pool.submit(fork.ask_yes_no, prompt, inputs, **fields)
+                for fork, (prompt, inputs, fields) in zip(forks, questions, strict=True)
+            ]
+        for fork in forks:
+            self.exchanges += fork.exchanges
+            self.usage.add(fork.usage)
+            self.notes += fork.notes
+        return [answer.result() for answer in asked]
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if self.embedder is None:

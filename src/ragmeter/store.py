@@ -58,3 +58,14 @@ class ScoreStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def stored_payloads(path: Path) -> list[str]:
+    """Every score in the store at ``path`` as its JSON, oldest first, read without writing:
+    the store may be another process's, still being written (a report of a running or killed
+    run). Raises ``sqlite3.Error`` when the file is not a readable store."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return [row[0] for row in db.execute("SELECT payload FROM scores ORDER BY rowid")]
+    finally:
+        db.close()

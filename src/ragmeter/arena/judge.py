@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from functools import partial
 from itertools import accumulate
 from pathlib import Path
 from typing import Any, Literal
@@ -47,6 +48,15 @@ from ragmeter.arena.battles import (
     write_battles,
 )
 from ragmeter.arena.data import Label, Pair, is_no_answer
+from ragmeter.cluster import (
+    Executor,
+    ModelRecipe,
+    RayExecutor,
+    RayPool,
+    describe_executor,
+    keyed_on_cluster,
+    ray_executor,
+)
 from ragmeter.judges.base import Judge, TokenLogprobs, identity_of
 from ragmeter.judges.registry import resolve_models
 from ragmeter.manifest import model_record
@@ -365,40 +375,40 @@ def _order_verdict(order: Order, score: Score, cached: bool) -> OrderVerdict:
     )
 
 
-def judge_pair(
-    pair: Pair,
-    judge: Judge,
-    store: ScoreStore | None = None,
-    *,
-    orders: Orders = "both",
-    combine_rule: Combine = "agree",
-    seed: int = 0,
-    retries: int = 2,
-    max_tokens: int = MAX_TOKENS,
-) -> Battle:
-    """Judge a pair in its presentation order(s), reusing scored judgements from ``store`` and
-    committing each new one to it as soon as it completes."""
-    verdicts: list[OrderVerdict] = []
-    alternatives = rating_alternatives(combine_rule)
-    for order in presentation_orders(pair, orders, seed):
-        key = judgement_key(pair, order, judge, max_tokens, alternatives)
-        stored = store.reusable(key) if store else None
-        if stored is not None:
-            score, cached = stored, True
-        else:
-            score = judge_order(
-                pair,
-                order,
-                judge,
-                retries=retries,
-                max_tokens=max_tokens,
-                top_logprobs=alternatives,
-            )
-            cached = False
-            if store:
-                # Keyed anew: the judge may have learned to ask its server another way meanwhile.
-                store.put(judgement_key(pair, order, judge, max_tokens, alternatives), score)
-        verdicts.append(_order_verdict(order, score, cached))
+class OrderJudge:
+    """Judges presentations with one judge: what runs where the judge is, a thread of this
+    process or a Ray worker that loaded its own. Returns the judgement's key, worked out once
+    judging ended (the judge may have learned to ask its server another way meanwhile), and
+    the score."""
+
+    def __init__(
+        self,
+        judge: Judge,
+        _embedder: object = None,
+        *,
+        retries: int,
+        max_tokens: int,
+        top_logprobs: int,
+    ) -> None:
+        self.judge = judge
+        self.retries = retries
+        self.max_tokens = max_tokens
+        self.top_logprobs = top_logprobs
+
+    def __call__(self, pair: Pair, order: Order) -> tuple[str, Score]:
+        score = judge_order(
+            pair,
+            order,
+            self.judge,
+            retries=self.retries,
+            max_tokens=self.max_tokens,
+            top_logprobs=self.top_logprobs,
+        )
+        return judgement_key(pair, order, self.judge, self.max_tokens, self.top_logprobs), score
+
+
+def battle_of(pair: Pair, verdicts: list[OrderVerdict], combine_rule: Combine) -> Battle:
+    """The pair's verdict from its presentations' verdicts."""
     verdict, flipped, reason = combine(verdicts, combine_rule)
     return Battle(
         pair_id=pair.id,
@@ -419,6 +429,35 @@ def judge_pair(
     )
 
 
+def judge_pair(
+    pair: Pair,
+    judge: Judge,
+    store: ScoreStore | None = None,
+    *,
+    orders: Orders = "both",
+    combine_rule: Combine = "agree",
+    seed: int = 0,
+    retries: int = 2,
+    max_tokens: int = MAX_TOKENS,
+) -> Battle:
+    """Judge a pair in its presentation order(s), reusing scored judgements from ``store`` and
+    committing each new one to it as soon as it completes."""
+    alternatives = rating_alternatives(combine_rule)
+    judge_one = OrderJudge(judge, retries=retries, max_tokens=max_tokens, top_logprobs=alternatives)
+    verdicts: list[OrderVerdict] = []
+    for order in presentation_orders(pair, orders, seed):
+        key = judgement_key(pair, order, judge, max_tokens, alternatives)
+        stored = store.reusable(key) if store else None
+        if stored is not None:
+            verdicts.append(_order_verdict(order, stored, cached=True))
+            continue
+        key, score = judge_one(pair, order)
+        if store:
+            store.put(key, score)
+        verdicts.append(_order_verdict(order, score, cached=False))
+    return battle_of(pair, verdicts, combine_rule)
+
+
 def judge_pairs(
     pairs: Sequence[Pair],
     *,
@@ -433,6 +472,7 @@ def judge_pairs(
     workers: int = 1,
     on_battle: Callable[[Battle], None] | None = None,
     judge_options: Mapping[str, Any] | None = None,
+    executor: Executor | RayExecutor = "threads",
 ) -> list[Battle]:
     """Judge every pair, resumably, and write ``battles.jsonl`` and ``arena_run.json``.
 
@@ -449,53 +489,103 @@ def judge_pairs(
         retries: further attempts after a failed call or an unreadable reply.
         max_tokens: the judge's budget per call.
         cache: the call cache: True for the user cache folder, a path, or False.
-        workers: pairs judged at once (useful for remote endpoints; a local model serialises).
+        workers: pairs judged at once (useful for remote endpoints; a local model serialises);
+            with Ray, presentations judged at once by each worker.
         on_battle: called with each battle as it completes (e.g. for a progress bar).
         judge_options: the provider's options when ``judge`` is a spec.
+        executor: "threads" (this process), "ray" or a ``RayExecutor``: each Ray worker loads
+            its own judge, and judgements are committed here as they come back.
     """
     check_combine(combine_rule)
     ids = [p.id for p in pairs]
     if len(set(ids)) != len(ids):
         raise ValueError("pair ids must be unique within a run")
-    model = open_judge(judge, cache, judge_options)
+    spread = ray_executor(executor, workers)
     out = Path(out_dir)
-    store = ScoreStore(out / JUDGEMENTS_DB)
     started, clock = datetime.now(UTC), time.perf_counter()
+    config: dict[str, Any] = {
+        "orders": orders,
+        "combine": combine_rule,
+        "seed": seed,
+        "retries": retries,
+        "max_tokens": max_tokens,
+    }
+    if spread is None:
+        model = open_judge(judge, cache, judge_options)
+        store = ScoreStore(out / JUDGEMENTS_DB)
 
-    def run_one(pair: Pair) -> Battle:
-        battle = judge_pair(
-            pair,
-            model,
-            store,
-            orders=orders,
-            combine_rule=combine_rule,
-            seed=seed,
-            retries=retries,
-            max_tokens=max_tokens,
-        )
-        if on_battle:
-            on_battle(battle)
-        return battle
+        def run_one(pair: Pair) -> Battle:
+            battle = judge_pair(
+                pair,
+                model,
+                store,
+                orders=orders,
+                combine_rule=combine_rule,
+                seed=seed,
+                retries=retries,
+                max_tokens=max_tokens,
+            )
+            if on_battle:
+                on_battle(battle)
+            return battle
 
+        try:
+            with ThreadPoolExecutor(max_workers=max(1, workers)) as threads:
+                battles = list(threads.map(run_one, pairs))
+        finally:
+            store.close()
+        config["executor"] = "threads"
+    else:
+        recipe = ModelRecipe(judge, cache=cache, needs_embedder=False, judge_options=judge_options)
+        with spread.open(recipe) as cluster:
+            battles = _judge_on_cluster(cluster, pairs, out, on_battle, **config)
+            model = cluster.judge
+        config["executor"] = describe_executor(spread, cluster)
+    write_battles(battles, out)
+    _write_run(out, battles, model, started, time.perf_counter() - clock, **config)
+    return battles
+
+
+def _judge_on_cluster(
+    cluster: RayPool,
+    pairs: Sequence[Pair],
+    out: Path,
+    on_battle: Callable[[Battle], None] | None,
+    *,
+    orders: Orders,
+    combine: Combine,
+    seed: int,
+    retries: int,
+    max_tokens: int,
+) -> list[Battle]:
+    """Reuse the stored judgements, send the rest to the workers, and make each pair's battle
+    once its last presentation is in."""
+    alternatives = rating_alternatives(combine)
+    shown = {p.id: presentation_orders(p, orders, seed) for p in pairs}
+    units = [(p, o) for p in pairs for o in shown[p.id]]
+    verdicts: dict[tuple[str, Order], OrderVerdict] = {}
+    battles: dict[str, Battle] = {}
+    job = partial(OrderJudge, retries=retries, max_tokens=max_tokens, top_logprobs=alternatives)
+    store = ScoreStore(out / JUDGEMENTS_DB)
     try:
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            battles = list(pool.map(run_one, pairs))
+        for position, score, reused in keyed_on_cluster(
+            cluster,
+            store,
+            units,
+            lambda judge, pair, order: judgement_key(pair, order, judge, max_tokens, alternatives),
+            job,
+            lambda pair, order: (pair.id, f"{PAIRWISE.name}.{order}"),
+        ):
+            pair, order = units[position]
+            verdicts[pair.id, order] = _order_verdict(order, score, cached=reused)
+            if all((pair.id, o) in verdicts for o in shown[pair.id]):
+                mine = [verdicts[pair.id, o] for o in shown[pair.id]]
+                battles[pair.id] = battle_of(pair, mine, combine)
+                if on_battle:
+                    on_battle(battles[pair.id])
     finally:
         store.close()
-    write_battles(battles, out)
-    _write_run(
-        out,
-        battles,
-        model,
-        started,
-        time.perf_counter() - clock,
-        orders=orders,
-        combine=combine_rule,
-        seed=seed,
-        retries=retries,
-        max_tokens=max_tokens,
-    )
-    return battles
+    return [battles[p.id] for p in pairs]
 
 
 def _write_run(

@@ -34,9 +34,14 @@ from ragmeter.cli.common import (
     CacheFlag,
     JudgeOptions,
     JudgeSpec,
+    RayActorCpus,
+    RayActors,
+    RayAddress,
     advance,
+    executor_for,
     fail,
     open_models,
+    parse_options,
     progress,
     user_errors,
 )
@@ -148,13 +153,19 @@ def judge_command(
     ),
     max_tokens: Annotated[int, typer.Option(help="Judge budget per call.")] = MAX_TOKENS,
     retries: Annotated[int, typer.Option(help="Further attempts per call.")] = 2,
-    workers: Annotated[int, typer.Option(help="Pairs judged at once.")] = 1,
+    workers: Annotated[
+        int, typer.Option(help="Pairs judged at once (with --ray: orders, by each worker).")
+    ] = 1,
+    ray: RayAddress = None,
+    ray_actors: RayActors = None,
+    ray_actor_cpus: RayActorCpus = 1.0,
     cache: CacheFlag = True,
     rounds: Annotated[int, typer.Option(help="Bootstrap rounds for the intervals.")] = 1000,
 ) -> None:
     """Judge systems' answers pairwise (or a pairs file) and print the leaderboard."""
     console = Console()
     chosen_orders = _check_orders(orders)
+    executor = executor_for(ray, ray_actors, ray_actor_cpus, workers)
     try:
         if pairs is not None:
             to_judge = load_pairs(pairs)[:limit]
@@ -180,20 +191,28 @@ def judge_command(
             raise ValueError("give QUESTIONS with --answers, or --pairs")
     except USER_ERRORS as exc:
         raise fail(console, exc) from exc
-    judge_model, _ = open_models(console, judge, judge_option, cache=cache)
-    with progress(console, "judging", len(to_judge)) as bar:
+    if executor == "threads":
+        judge_model, _ = open_models(console, judge, judge_option, cache=cache)
+        models = {"judge": judge_model, "cache": False}
+    else:  # each Ray worker builds its own
+        models = {
+            "judge": judge,
+            "judge_options": parse_options(judge_option, "--judge-option"),
+            "cache": cache,
+        }
+    with progress(console, "judging", len(to_judge)) as bar, user_errors(console):
         battles = judge_pairs(
             to_judge,
-            judge=judge_model,
+            **models,  # type: ignore[arg-type]
             out_dir=out,
             orders=chosen_orders,
             combine_rule=combine_rule,
             seed=seed,
             retries=retries,
             max_tokens=max_tokens,
-            cache=False,
             workers=workers,
             on_battle=lambda _b: advance(bar),
+            executor=executor,
         )
     _show_leaderboard(
         console, battles, out, reference_name=reference_name, rounds=rounds, seed=seed

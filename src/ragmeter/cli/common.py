@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from ragmeter.cluster import ClusterError, Executor, RayExecutor
 from ragmeter.data import DatasetError
 from ragmeter.judges import Embedder, Judge, JudgeError, resolve_models
 from ragmeter.judges.cache import CallCache
@@ -40,10 +41,37 @@ EmbedderOptions = Annotated[
     typer.Option("--embedder-option", help="Embedder provider option NAME=VALUE (repeat)."),
 ]
 CacheFlag = Annotated[bool, typer.Option(help="Reuse cached judge calls.")]
+RayAddress = Annotated[
+    str | None,
+    typer.Option(
+        "--ray",
+        metavar="ADDRESS",
+        help="Judge on Ray workers, each with its own judge: 'local' starts a cluster on this "
+        "machine, 'auto' or HOST:PORT joins one (needs the 'ray' extra).",
+    ),
+]
+RayActors = Annotated[
+    int | None,
+    typer.Option(
+        "--ray-actors",
+        help="Ray workers. \\[default: one per --ray-actor-cpus CPUs of the cluster]",
+    ),
+]
+RayActorCpus = Annotated[
+    float, typer.Option("--ray-actor-cpus", help="CPUs Ray sets aside for each worker.")
+]
 Retries = Annotated[int, typer.Option(help="Further attempts after a failed judge call.")]
 
 # What a user can get wrong: bad files, bad options, a model that cannot start.
-USER_ERRORS = (DatasetError, OSError, ValueError, JudgeError, WeightsError, ImportError)
+USER_ERRORS = (
+    DatasetError,
+    OSError,
+    ValueError,
+    JudgeError,
+    WeightsError,
+    ImportError,
+    ClusterError,
+)
 
 
 def fail(console: Console, problem: object) -> typer.Exit:
@@ -73,6 +101,17 @@ def show_warnings_plainly(console: Console) -> None:
     """Print each warning (a skipped record line, a cut input) as one ``warning:`` line on
     ``console`` instead of Python's ``file:line: Category`` form."""
     warnings.showwarning = lambda message, *_, **__: print_warning(console, message)
+
+
+def executor_for(
+    address: str | None, actors: int | None, actor_cpus: float, workers: int
+) -> Executor | RayExecutor:
+    """Threads in this process, or the Ray workers ``--ray`` and its options ask for."""
+    if address is None:
+        if actors is not None:
+            raise typer.BadParameter("--ray-actors needs --ray ADDRESS")
+        return "threads"
+    return RayExecutor(address=address, actors=actors, actor_cpus=actor_cpus, workers=workers)
 
 
 def parse_options(items: list[str] | None, flag: str) -> dict[str, Any]:

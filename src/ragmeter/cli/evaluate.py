@@ -30,7 +30,11 @@ from ragmeter.cli.common import (
     EmbedderSpec,
     JudgeOptions,
     JudgeSpec,
+    RayActorCpus,
+    RayActors,
+    RayAddress,
     Retries,
+    executor_for,
     fail,
     parse_metric_options,
     parse_options,
@@ -174,7 +178,12 @@ def evaluate_command(
     repairs: Annotated[
         int, typer.Option(help="Further attempts after a reply that does not fit the schema.")
     ] = 1,
-    workers: Annotated[int, typer.Option(help="Items judged at once.")] = 1,
+    workers: Annotated[
+        int, typer.Option(help="Items judged at once (with --ray: by each worker).")
+    ] = 1,
+    ray: RayAddress = None,
+    ray_actors: RayActors = None,
+    ray_actor_cpus: RayActorCpus = 1.0,
     cache: CacheFlag = True,
     show_samples: Annotated[bool, typer.Option(help="Also print a row per sample.")] = True,
     option: Annotated[
@@ -217,6 +226,7 @@ def evaluate_command(
     dataset = _load(file, columns, skip_invalid, console)
     with user_errors(console):
         chosen = _metrics(metrics, option)
+        executor = executor_for(ray, ray_actors, ray_actor_cpus, workers)
         if html is not None:
             check_report_installed()  # before judging, not after
     price = _price(judge, price_in, price_out)
@@ -247,6 +257,7 @@ def evaluate_command(
                 budget=budget,
                 max_input_chars=limit,
                 seed=seed,
+                executor=executor,
             )
         except USER_ERRORS as exc:
             raise fail(console, exc) from exc

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import random
 import time
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -18,12 +19,19 @@ from ragmeter.cli.common import (
     EmbedderSpec,
     JudgeOptions,
     JudgeSpec,
+    RayActorCpus,
+    RayActors,
+    RayAddress,
+    executor_for,
     open_models,
     parse_metric_options,
     parse_options,
     user_errors,
 )
+from ragmeter.cluster import ModelRecipe
+from ragmeter.judges import Judge
 from ragmeter.meta.attribution import (
+    Claim,
     calibrate_threshold,
     load_attribution,
     summary,
@@ -67,9 +75,13 @@ def wikieval_command(
         list[str] | None,
         typer.Option(help="Metric option METRIC.PARAM=VALUE, e.g. faithfulness.soft=false."),
     ] = None,
+    ray: RayAddress = None,
+    ray_actors: RayActors = None,
+    ray_actor_cpus: RayActorCpus = 1.0,
 ) -> None:
     """Reproduce RAGAS Table 4: pairwise accuracy per dimension, with the paper's baselines."""
     console = Console()
+    executor = executor_for(ray, ray_actors, ray_actor_cpus, 1)
     wanted = {d.strip() for d in dimensions.split(",") if d.strip()}
     pairs = [p for p in load_wikieval(path) if p.dimension in wanted]
     if limit is not None:
@@ -93,6 +105,7 @@ def wikieval_command(
             on_progress=lambda text: status.update(f"judging: {text}"),
             judge_options=parse_options(judge_option, "--judge-option"),
             embedder_options=parse_options(embedder_option, "--embedder-option"),
+            executor=executor,
         )
     out.mkdir(parents=True, exist_ok=True)
     with (out / "pairs.jsonl").open("w") as handle:
@@ -155,19 +168,55 @@ def attribution_command(
         "runs/meta-attribution"
     ),
     cache: CacheFlag = True,
+    ray: RayAddress = None,
+    ray_actors: RayActors = None,
+    ray_actor_cpus: RayActorCpus = 1.0,
 ) -> None:
     """Accuracy and macro-F1 of the faithfulness statement verifier on human attribution labels."""
     console = Console()
+    executor = executor_for(ray, ray_actors, ray_actor_cpus, 1)
     with user_errors(console):
         claims = _subsample(load_attribution(path), limit)
-    # Built once for the calibration and the test rows (a local model loads once).
-    judge_model, _ = open_models(console, judge, judge_option, cache=cache)
+    with ExitStack() as stack:
+        # Built once for the calibration and the test rows (a local model loads once).
+        if executor == "threads":
+            judge_model, _ = open_models(console, judge, judge_option, cache=cache)
+            run_on: Any = "threads"
+        else:
+            options = parse_options(judge_option, "--judge-option")
+            recipe = ModelRecipe(judge, cache=cache, needs_embedder=False, judge_options=options)
+            with user_errors(console):
+                run_on = stack.enter_context(executor.open(recipe))  # type: ignore[union-attr]
+            judge_model = run_on.judge
+        _attribution(
+            console, path, claims, judge_model, run_on, calibrate, calibrate_limit, threshold,
+            with_question, out,
+        )  # fmt: skip
+
+
+def _attribution(
+    console: Console,
+    path: Path,
+    claims: list[Claim],
+    judge_model: Judge,
+    run_on: Any,
+    calibrate: Path | None,
+    calibrate_limit: int,
+    threshold: float,
+    with_question: bool,
+    out: Path,
+) -> None:
     if calibrate is not None:
         with user_errors(console):
             dev = _subsample(load_attribution(calibrate), calibrate_limit)
         with console.status(f"calibrating on {len(dev)} development rows"):
             dev_verdicts = verify_claims(
-                dev, judge_model, with_question=with_question, out_dir=out / "dev", cache=False
+                dev,
+                judge_model,
+                with_question=with_question,
+                out_dir=out / "dev",
+                cache=False,
+                executor=run_on,
             )
         threshold = calibrate_threshold(dev_verdicts)
         console.print(f"calibrated threshold {threshold:.4f} on {len(dev)} rows of {calibrate}")
@@ -186,6 +235,7 @@ def attribution_command(
             out_dir=out,
             cache=False,
             on_verdict=tick,
+            executor=run_on,
         )
     seconds = time.perf_counter() - started
     out.mkdir(parents=True, exist_ok=True)

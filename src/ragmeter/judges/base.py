@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import threading
 from collections.abc import Callable
 from functools import cached_property
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -122,6 +123,21 @@ class Wrapper:
     @property
     def identity(self) -> ModelIdentity:
         return identity_of(self.inner)
+
+
+class InFlightLimit(Wrapper):
+    """A judge that has at most ``limit`` calls in flight, however many threads ask it: the
+    items judged at once and the questions each asks at once share one limit."""
+
+    def __init__(self, inner: Judge, limit: int) -> None:
+        super().__init__(inner)
+        self.limit = limit
+        self._slots = threading.BoundedSemaphore(limit)
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        with self._slots:
+            response: ChatResponse = self.inner.complete(request)
+        return response
 
 
 class JudgeError(RuntimeError):

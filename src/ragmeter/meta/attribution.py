@@ -13,8 +13,17 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from ragmeter.judges import Judge, identity_of, resolve_models
+from ragmeter.cluster import (
+    Executor,
+    ModelRecipe,
+    RayExecutor,
+    RayPool,
+    keyed_on_cluster,
+    workers_for,
+)
+from ragmeter.judges import Judge, identity_of
 from ragmeter.metrics.faithfulness import SUPPORTED
+from ragmeter.score import Score
 from ragmeter.session import JudgeSession, measured
 from ragmeter.store import ScoreStore
 
@@ -75,10 +84,40 @@ def _supported(session: JudgeSession, inputs: dict[str, str]) -> tuple[float, di
     return session.ask_yes_no(SUPPORTED, inputs), {}
 
 
-def _key(material: list[Any], judge: Judge) -> str:
-    """The store key of a verification: what the judge is shown and the judge's identity, read
-    when called (it changes when the judge learns to ask its server another way)."""
+def _shown(claim: Claim, with_question: bool) -> tuple[dict[str, str], bool]:
+    """What the judge is shown of a claim, and whether its references were cut to fit."""
+    text = "\n\n".join(claim.references)
+    inputs = {
+        "context": text[:MAX_REFERENCE_CHARS],
+        "statement": statement_for(claim, with_question),
+    }
+    return inputs, len(text) > MAX_REFERENCE_CHARS
+
+
+def claim_key(judge: Judge, claim: Claim, with_question: bool) -> str:
+    """The store key of a verification: everything the judge is shown (so an edited claim or
+    reference is verified afresh) and the judge's identity, read when called (it changes when
+    the judge learns to ask its server another way)."""
+    material = [claim.id, _shown(claim, with_question)[0], SUPPORTED.version]
     return hashlib.sha256(json.dumps([*material, identity_of(judge).digest]).encode()).hexdigest()
+
+
+class ClaimVerifier:
+    """Verifies claims with one judge, here or in a Ray worker: returns the key, worked out
+    once judging ended, and the score."""
+
+    def __init__(
+        self, judge: Judge, _embedder: object = None, *, with_question: bool, retries: int
+    ) -> None:
+        self.judge = judge
+        self.with_question = with_question
+        self.retries = retries
+
+    def __call__(self, claim: Claim) -> tuple[str, Score]:
+        session = JudgeSession(self.judge, retries=self.retries)
+        inputs, _ = _shown(claim, self.with_question)
+        score = measured(claim.id, SUPPORTED.name, session, partial(_supported, session, inputs))
+        return claim_key(self.judge, claim, self.with_question), score
 
 
 def verify_claims(
@@ -91,46 +130,64 @@ def verify_claims(
     retries: int = 2,
     on_verdict: Callable[[Verdict], None] | None = None,
     judge_options: Mapping[str, Any] | None = None,
+    executor: Executor | RayExecutor | RayPool = "threads",
 ) -> list[Verdict]:
-    """P(supported) for each claim from the faithfulness verifier; resumable under ``out_dir``."""
-    judge_model, _ = resolve_models(
-        judge, cache=cache, needs_embedder=False, judge_options=judge_options
-    )
+    """P(supported) for each claim from the faithfulness verifier; resumable under ``out_dir``.
+    With Ray workers (``executor``) each verifies with its own judge, and verdicts are
+    committed here as they come back."""
     store = ScoreStore(out_dir / "verdicts.sqlite") if out_dir else None
-    verdicts = []
-    for claim in claims:
-        text = "\n\n".join(claim.references)
-        truncated = len(text) > MAX_REFERENCE_CHARS
-        inputs = {
-            "context": text[:MAX_REFERENCE_CHARS],
-            "statement": statement_for(claim, with_question),
-        }
-        # Everything the judge is shown, so an edited claim or reference is verified afresh.
-        material = [claim.id, inputs, SUPPORTED.version]
-        score = store.reusable(_key(material, judge_model)) if store else None
-        if score is None:
-            session = JudgeSession(judge_model, retries=retries)
-            score = measured(
-                claim.id,
-                SUPPORTED.name,
-                session,
-                partial(_supported, session, inputs),
-            )
-            if store:  # keyed anew: the judge may have learned to ask another way meanwhile
-                store.put(_key(material, judge_model), score)
-        verdict = Verdict(
+    verdicts: list[Verdict | None] = [None] * len(claims)
+
+    def record(position: int, score: Score) -> None:
+        claim = claims[position]
+        verdicts[position] = verdict = Verdict(
             id=claim.id,
             label=claim.label,
             p_supported=score.value,
             unscored_reason=score.unscored_reason,
-            truncated=truncated,
+            truncated=_shown(claim, with_question)[1],
         )
-        verdicts.append(verdict)
         if on_verdict:
             on_verdict(verdict)
-    if store:
-        store.close()
-    return verdicts
+
+    recipe = ModelRecipe(judge, cache=cache, needs_embedder=False, judge_options=judge_options)
+    try:
+        with workers_for(executor, recipe) as pool:
+            if pool is None:
+                _verify_here(claims, recipe.open(), store, with_question, retries, record)
+            else:
+                for position, score, _ in keyed_on_cluster(
+                    pool,
+                    store,
+                    [(claim,) for claim in claims],
+                    lambda model, claim: claim_key(model, claim, with_question),
+                    partial(ClaimVerifier, with_question=with_question, retries=retries),
+                    lambda claim: (claim.id, SUPPORTED.name),
+                ):
+                    record(position, score)
+    finally:
+        if store:
+            store.close()
+    return [v for v in verdicts if v is not None]
+
+
+def _verify_here(
+    claims: Sequence[Claim],
+    models: tuple[Judge, object],
+    store: ScoreStore | None,
+    with_question: bool,
+    retries: int,
+    record: Callable[[int, Score], None],
+) -> None:
+    judge = models[0]
+    verify = ClaimVerifier(judge, with_question=with_question, retries=retries)
+    for position, claim in enumerate(claims):
+        score = store.reusable(claim_key(judge, claim, with_question)) if store else None
+        if score is None:
+            key, score = verify(claim)
+            if store:
+                store.put(key, score)
+        record(position, score)
 
 
 class Classification(BaseModel):

@@ -20,6 +20,7 @@ from ragmeter.metrics.base import Metric
 from ragmeter.options import Options
 from ragmeter.prompts import Prompt
 from ragmeter.sample import Sample
+from ragmeter.score import Score
 from ragmeter.session import JudgeSession, measured
 from ragmeter.store import ScoreStore
 
@@ -139,27 +140,52 @@ def _ranking_key(pair: Pair, order: int, prompt: Prompt[Choice], judge: Judge) -
     return hashlib.sha256(json.dumps(material).encode()).hexdigest()
 
 
+class OrderRanker:
+    """Asks one order of a pair with one judge, here or in a Ray worker: returns the key,
+    worked out once judging ended, and the score (1 or 2, the position picked)."""
+
+    def __init__(self, judge: Judge, _embedder: object = None, *, retries: int) -> None:
+        self.judge = judge
+        self.retries = retries
+
+    def __call__(self, pair: Pair, order: int) -> tuple[str, Score]:
+        prompt = ranking_prompt(pair.dimension)
+        first, second = (
+            (pair.preferred, pair.rejected) if order == 0 else (pair.rejected, pair.preferred)
+        )
+        session = JudgeSession(self.judge, retries=self.retries)
+        inputs = _ranking_inputs(pair.dimension, first, second)
+        score = measured(
+            f"{pair.id}:{order}", prompt.name, session, partial(_better, session, prompt, inputs)
+        )
+        return ranking_key(self.judge, pair, order), score
+
+
+def ranking_key(judge: Judge, pair: Pair, order: int) -> str:
+    return _ranking_key(pair, order, ranking_prompt(pair.dimension), judge)
+
+
 def rank_pair(pair: Pair, judge: Judge, store: ScoreStore | None, retries: int = 2) -> PairOutcome:
     """Judge the pair in both orders; returns 1 / 0 when both orders agree, 0.5 when not."""
-    prompt = ranking_prompt(pair.dimension)
-    picks = []
-    for order, (first, second) in enumerate(
-        [(pair.preferred, pair.rejected), (pair.rejected, pair.preferred)]
-    ):
-        score = store.reusable(_ranking_key(pair, order, prompt, judge)) if store else None
+    ranker = OrderRanker(judge, retries=retries)
+    scores = []
+    for order in (0, 1):
+        score = store.reusable(ranking_key(judge, pair, order)) if store else None
         if score is None:
-            session = JudgeSession(judge, retries=retries)
-            inputs = _ranking_inputs(pair.dimension, first, second)
-            score = measured(
-                f"{pair.id}:{order}",
-                prompt.name,
-                session,
-                partial(_better, session, prompt, inputs),
-            )
-            if store:  # keyed anew: the judge may have learned to ask another way meanwhile
-                store.put(_ranking_key(pair, order, prompt, judge), score)
-        # Did this order pick the preferred item? (order 0 shows it first, order 1 second)
-        picks.append(None if score.value is None else score.value == (1 if order == 0 else 2))
+            key, score = ranker(pair, order)
+            if store:
+                store.put(key, score)
+        scores.append(score)
+    return ranking_outcome(pair, scores)
+
+
+def ranking_outcome(pair: Pair, scores: list[Score]) -> PairOutcome:
+    """The pair's outcome from the scores of its two orders (order 0 shows the preferred item
+    first, order 1 second)."""
+    picks = [
+        None if score.value is None else score.value == (1 if order == 0 else 2)
+        for order, score in enumerate(scores)
+    ]
     if None in picks:
         return PairOutcome(
             pair_id=pair.id,

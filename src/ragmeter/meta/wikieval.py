@@ -9,15 +9,31 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
 
+from ragmeter.cluster import (
+    Executor,
+    ModelRecipe,
+    RayExecutor,
+    RayPool,
+    keyed_on_cluster,
+    workers_for,
+)
 from ragmeter.evaluate import evaluate
-from ragmeter.judges import Embedder, Judge, resolve_models
-from ragmeter.meta.baselines import GPTScore, rank_pair
+from ragmeter.judges import Embedder, Judge
+from ragmeter.meta.baselines import (
+    GPTScore,
+    OrderRanker,
+    rank_pair,
+    ranking_key,
+    ranking_outcome,
+    ranking_prompt,
+)
 from ragmeter.meta.pairs import Agreement, Pair, PairOutcome, agreement, compare
 from ragmeter.metrics import Metric, metric_by_name
 from ragmeter.sample import Sample
@@ -152,20 +168,55 @@ def run_wikieval(
     on_progress: Callable[[str], None] | None = None,
     judge_options: Mapping[str, Any] | None = None,
     embedder_options: Mapping[str, Any] | None = None,
+    executor: Executor | RayExecutor | RayPool = "threads",
 ) -> WikiEvalReport:
     """Score both sides of every pair with each method and count agreement with people.
 
     ``metrics`` overrides the ragmeter metric used for a dimension (to compare options).
     Everything is committed under ``out_dir`` as it completes, so an interrupted run resumes.
+    With Ray workers (``executor``) every method judges on the same workers, each loading
+    its models once.
     """
-    chosen = {d: metric_by_name(d) for d in DIMENSIONS} | (metrics or {})
-    judge_model, embed_model = resolve_models(
+    recipe = ModelRecipe(
         judge,
         embedder,
         cache=cache,
         judge_options=judge_options,
         embedder_options=embedder_options,
     )
+    with workers_for(executor, recipe) as pool:
+        if pool is None:
+            judge_model, embed_model = recipe.open()
+        else:
+            judge_model, embed_model = pool.judge, pool.embedder
+        return _run(
+            pairs,
+            chosen_metrics(metrics),
+            judge_model,
+            embed_model,
+            pool,
+            methods,
+            out_dir,
+            retries,
+            on_progress,
+        )
+
+
+def chosen_metrics(metrics: dict[str, Metric] | None) -> dict[str, Metric]:
+    return {d: metric_by_name(d) for d in DIMENSIONS} | (metrics or {})
+
+
+def _run(
+    pairs: list[Pair],
+    chosen: dict[str, Metric],
+    judge_model: Judge,
+    embed_model: Embedder | None,
+    pool: RayPool | None,
+    methods: Sequence[str],
+    out_dir: Path | None,
+    retries: int,
+    on_progress: Callable[[str], None] | None,
+) -> WikiEvalReport:
     store = ScoreStore(out_dir / "rankings.sqlite") if out_dir else None
     outcomes: list[PairOutcome] = []
     seconds: dict[str, float] = {}
@@ -189,6 +240,7 @@ def run_wikieval(
                 out_dir=out_dir,
                 cache=False,
                 retries=retries,
+                executor=pool or "threads",
             )
             by_key = {s.sample_id: s for s in result.scores}
             outcomes += _score_outcomes(method, subset, by_key)
@@ -199,7 +251,11 @@ def run_wikieval(
         if "gpt_ranking" in methods:
             if on_progress:
                 on_progress(f"GPT Ranking · {dimension}")
-            outcomes += [rank_pair(p, judge_model, store, retries) for p in subset]
+            outcomes += (
+                [rank_pair(p, judge_model, store, retries) for p in subset]
+                if pool is None
+                else _rank_on_cluster(pool, subset, store, retries)
+            )
     if store:
         store.close()
     agreements = [
@@ -219,3 +275,21 @@ def run_wikieval(
         judge=judge_model.name,
         metric_config={d: {"config": m.config(), "version": m.version} for d, m in chosen.items()},
     )
+
+
+def _rank_on_cluster(
+    pool: RayPool, pairs: list[Pair], store: ScoreStore | None, retries: int
+) -> list[PairOutcome]:
+    units = [(pair, order) for pair in pairs for order in (0, 1)]
+    scores: dict[tuple[str, int], Score] = {}
+    for position, score, _ in keyed_on_cluster(
+        pool,
+        store,
+        units,
+        ranking_key,
+        partial(OrderRanker, retries=retries),
+        lambda pair, order: (f"{pair.id}:{order}", ranking_prompt(pair.dimension).name),
+    ):
+        pair, order = units[position]
+        scores[pair.id, order] = score
+    return [ranking_outcome(p, [scores[p.id, 0], scores[p.id, 1]]) for p in pairs]

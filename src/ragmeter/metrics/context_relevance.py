@@ -192,10 +192,7 @@ class ContextRelevance(Metric):
             raise Unscorable("the sample has no retrieved context")
         if self.options.mode == "select":
             return self._by_selection(sample, sentences, session)
-        probabilities = [
-            session.ask_yes_no(prompt, inputs, **fields)
-            for prompt, inputs, fields in self._questions(sample, sentences)
-        ]
+        probabilities = session.ask_yes_no_all(self._questions(sample, sentences))
         new_information = (
             self._new_information(sample, sentences, probabilities, session)
             if self.options.repeats

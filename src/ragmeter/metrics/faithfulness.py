@@ -222,10 +222,12 @@ class Faithfulness(Metric):
     def _by_probability(
         self, sample: Sample, statements: list[str], session: JudgeSession
     ) -> tuple[float, dict[str, Any]]:
-        probabilities = [
-            session.ask_yes_no(SUPPORTED, {"context": sample.contexts, "statement": statement})
-            for statement in statements
-        ]
+        probabilities = session.ask_yes_no_all(
+            [
+                (SUPPORTED, {"context": sample.contexts, "statement": statement}, {})
+                for statement in statements
+            ]
+        )
         supported = [p >= self.options.threshold for p in probabilities]
         value = sum(probabilities) if self.options.soft else sum(supported)
         explanation = {

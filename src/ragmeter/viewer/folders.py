@@ -27,6 +27,7 @@ from ragmeter.manifest import MANIFEST_SCHEMA, RUN_FILE, RunRecord
 from ragmeter.result import Result
 from ragmeter.sample import Sample
 from ragmeter.score import Score
+from ragmeter.store import stored_payloads
 
 RunKind = Literal[
     "evaluate", "wikieval", "meta-attribution", "arena", "arena-agreement", "attribution"
@@ -196,16 +197,12 @@ def _scores_from_jsonl(path: Path, notes: list[str]) -> list[Score]:
 
 def _scores_from_db(path: Path, notes: list[str]) -> list[Score]:
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            rows = db.execute("SELECT payload FROM scores ORDER BY rowid").fetchall()
-        finally:
-            db.close()
+        rows = stored_payloads(path)
     except sqlite3.Error as exc:
         raise RunFolderError(f"{path}: cannot read the scores database ({exc})") from None
     latest: dict[tuple[str, str], Score] = {}
     unreadable = 0
-    for (payload,) in rows:
+    for payload in rows:
         try:
             score = Score.model_validate_json(payload)
         except ValidationError:

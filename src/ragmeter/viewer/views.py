@@ -292,20 +292,6 @@ def comparison_sections(comparison: Comparison) -> list[Section]:
     rows = []
     for m in comparison.metrics:
         for c in m.changed:
-            a_block = {
-                "heading": f"A: {fmt(c.value_a, 4)}",
-                "lines": c.explanation_a,
-                "unscored": c.value_a is None,
-            }
-            b_block = {
-                "heading": f"B: {fmt(c.value_b, 4)}",
-                "lines": c.explanation_b,
-                "unscored": c.value_b is None,
-            }
-            if c.unscored_a:
-                a_block["value"] = f"unscored: {c.unscored_a}"
-            if c.unscored_b:
-                b_block["value"] = f"unscored: {c.unscored_b}"
             rows.append(
                 {
                     "cells": [
@@ -317,7 +303,10 @@ def comparison_sections(comparison: Comparison) -> list[Section]:
                         c.difference,
                     ],
                     "flags": [m.metric],
-                    "detail": [a_block, b_block],
+                    "detail": [
+                        _side("A", c.value_a, c.explanation_a, c.unscored_a),
+                        _side("B", c.value_b, c.explanation_b, c.unscored_b),
+                    ],
                 }
             )
     changed = {
@@ -335,6 +324,18 @@ def comparison_sections(comparison: Comparison) -> list[Section]:
         ),
     }
     return [intro, changed]
+
+
+def _side(run: str, value: float | None, lines: list[str], unscored: str | None) -> dict[str, Any]:
+    """One run's side of a changed sample, for the opened row."""
+    block: dict[str, Any] = {
+        "heading": f"{run}: {fmt(value, 4)}",
+        "lines": lines,
+        "unscored": value is None,
+    }
+    if unscored:
+        block["value"] = f"unscored: {unscored}"
+    return block
 
 
 # -- meta, arena, attribution -----------------------------------------------------------------
