@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from ragmeter.sample import Sample
+from ragmeter.sample import Sample, Turn
 
 __all__ = [
     "RAGAS_COLUMNS",
@@ -46,6 +46,7 @@ _FIELD_COLUMNS: dict[str, tuple[str, ...]] = {
     "contexts": ("contexts", "retrieved_contexts", "context"),
     "answer": ("answer", "response", "generated_answer"),
     "reference": ("reference", "ground_truth", "reference_answer"),
+    "history": ("history", "chat_history", "conversation_history"),
     "id": ("id", "sample_id"),
     "metadata": ("metadata",),
 }
@@ -213,8 +214,13 @@ def _to_sample(row: int, record: object, explicit: Mapping[str, str]) -> Sample:
         raise DatasetError(row, "<row>", f"expected an object, got {_type_name(record)}")
     chosen = _resolve_columns(record, explicit)
     values: dict[str, Any] = {}
+    conversation = _conversation(row, record.get(chosen.get("question", "")))
     for field, parse in _FIELD_PARSERS.items():
         raw = record.get(chosen[field]) if field in chosen else None
+        # The conversation gives the question and history; a separate answer column wins.
+        if conversation and field in conversation and (field != "answer" or _is_missing(raw)):
+            values[field] = conversation[field]
+            continue
         try:
             values[field] = parse(None if _is_missing(raw) else raw)
         except _BadValue as error:
@@ -228,6 +234,70 @@ def _to_sample(row: int, record: object, explicit: Mapping[str, str]) -> Sample:
         first = error.errors()[0]
         field = str(first["loc"][0]) if first["loc"] else "<row>"
         raise DatasetError(row, field, first["msg"]) from None
+
+
+def _conversation(row: int, value: object) -> dict[str, Any] | None:
+    """A question given as a list of messages (ragas's multi-turn ``user_input``): the last user
+    turn is the question, the turns before it its history, and assistant turns after it the
+    answer (used when the row has no answer column). None for a question given as text."""
+    if hasattr(value, "tolist"):  # a numpy array, from Parquet or pandas
+        value = value.tolist()
+    if not isinstance(value, list | tuple):
+        return None
+    try:
+        turns = _parse_history(value)
+    except _BadValue as error:
+        raise DatasetError(row, "question", str(error)) from None
+    asked = [i for i, turn in enumerate(turns) if turn.role == "user"]
+    if not asked:
+        raise DatasetError(row, "question", "the conversation has no user turn")
+    last = asked[-1]
+    replies = [turn.text for turn in turns[last + 1 :]]
+    found = {"question": turns[last].text, "history": turns[:last]}
+    return found | ({"answer": "\n".join(replies)} if replies else {})
+
+
+_ROLES = {
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "agent": "assistant",
+}
+
+
+def _parse_history(value: object) -> list[Turn]:
+    """Parse ``history``: turns as ``{"role", "content"}`` (OpenAI), ``{"type", "content"}``
+    (ragas, LangChain), ``{"speaker", "text"}`` or ``[role, text]`` pairs; the roles user, human,
+    assistant, ai and agent. A JSON-encoded list in a string (CSV) is read too."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise _BadValue("expected a list of turns, got a string that is not JSON") from None
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if not isinstance(value, list | tuple):
+        raise _BadValue(f"expected a list of turns, got {_type_name(value)}")
+    return [_parse_turn(number, item) for number, item in enumerate(value, 1)]
+
+
+def _parse_turn(number: int, item: object) -> Turn:
+    if isinstance(item, Mapping):
+        role = next((item[k] for k in ("role", "type", "speaker") if k in item), None)
+        text = next((item[k] for k in ("content", "text") if k in item), None)
+    elif isinstance(item, list | tuple) and len(item) == 2:
+        role, text = item
+    else:
+        raise _BadValue(f"turn {number}: expected an object with a role and a text")
+    if str(role).lower() not in _ROLES:
+        known = ", ".join(_ROLES)
+        raise _BadValue(f"turn {number}: the role {role!r} is not one of {known}")
+    if not isinstance(text, str):
+        raise _BadValue(f"turn {number}: expected its text as a string, got {_type_name(text)}")
+    return Turn(role=_ROLES[str(role).lower()], text=text)  # type: ignore[arg-type]
 
 
 def _required_text(value: object) -> str:
@@ -314,6 +384,7 @@ _FIELD_PARSERS: dict[str, Callable[[Any], Any]] = {
     "contexts": _parse_contexts,
     "answer": _required_text,
     "reference": _optional_text,
+    "history": _parse_history,
     "id": _parse_id,
     "metadata": _parse_metadata,
 }

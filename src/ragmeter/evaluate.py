@@ -24,6 +24,7 @@ from ragmeter.cluster import (
     ModelRecipe,
     RayExecutor,
     RayPool,
+    SharedMeter,
     WorkerDied,
     describe_executor,
     ray_executor,
@@ -110,8 +111,9 @@ def _run_on_cluster(
     for position, outcome in pool.map(job, [(tasks[i][0], tasks[i][2].name) for i in todo]):
         judged, cut, metric = tasks[todo[position]]
         if isinstance(outcome, WorkerDied):
-            lost = Score(sample_id=judged.key, metric=metric.name, value=None)
-            lost.unscored_reason = outcome.reason
+            lost = Score(
+                sample_id=judged.key, metric=metric.name, value=None, unscored_reason=outcome.reason
+            )
             outcome = Judged(lost, pipeline.key(judged, metric), saved=True, internal_error=True)
         scores[todo[position]] = pipeline.commit(outcome, cut)
     assert all(score is not None for score in scores), "an item came back twice or never"
@@ -278,7 +280,7 @@ def _evaluate_with(
     judge_model: Judge,
     embed_model: Embedder | None,
     pool: RayPool | None,
-    meter: Any,
+    meter: Meter | SharedMeter | None,
     *,
     out_dir: str | Path | None,
     retries: int,

@@ -4,16 +4,36 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
+
+CONVERSATION = "conversation so far"
+"""The tag the earlier turns are shown to the judge in, before the question."""
+
+
+class Turn(BaseModel):
+    """An earlier turn of a conversation: what the user asked or the assistant answered."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Literal["user", "assistant"]
+    text: str
 
 
 class Sample(BaseModel):
     """One RAG interaction to be scored.
 
     ``id`` is optional: when absent, a stable id is derived from the content, so that a resumed run
-    recognises the sample even if the file was reordered.
+    recognises the sample even if the file was reordered. ``history`` holds the turns before
+    ``question`` in a conversation ("and the second one?" means nothing without them).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -22,8 +42,18 @@ class Sample(BaseModel):
     contexts: list[str] = Field(default_factory=list)
     answer: str
     reference: str | None = None
+    history: list[Turn] = Field(default_factory=list)
     id: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _without_empty_history(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A single-turn sample is written as it was before conversations were supported, so
+        files and dataset fingerprints of single-turn data do not change."""
+        data: dict[str, Any] = handler(self)
+        if not self.history:
+            data.pop("history", None)
+        return data
 
     @field_validator("question")
     @classmethod
@@ -39,9 +69,23 @@ class Sample(BaseModel):
 
     @property
     def digest(self) -> str:
-        """SHA-256 of what a metric reads (question, contexts, answer, reference; not the id), so
-        that a stored result is reused only for the same content under the same id."""
-        content = json.dumps(
-            [self.question, self.contexts, self.answer, self.reference], ensure_ascii=False
-        )
+        """SHA-256 of what a metric reads (question, contexts, answer, reference, the earlier
+        turns; not the id), so that a stored result is reused only for the same content under
+        the same id. A sample without earlier turns hashes as it did before they existed."""
+        read: list[Any] = [self.question, self.contexts, self.answer, self.reference]
+        if self.history:
+            read.append([[turn.role, turn.text] for turn in self.history])
+        content = json.dumps(read, ensure_ascii=False)
         return hashlib.sha256(content.encode()).hexdigest()
+
+    def asked(self) -> dict[str, str]:
+        """The question as the judge is shown it: after the conversation so far, when there is
+        one, so that a follow-up is read as it was meant. Without one, the question alone, as
+        before conversations were supported (prompts and keys of single-turn samples stay)."""
+        if not self.history:
+            return {"question": self.question}
+        said = "\n".join(
+            f"{'User' if turn.role == 'user' else 'Assistant'}: {turn.text}"
+            for turn in self.history
+        )
+        return {CONVERSATION: said, "question": self.question}

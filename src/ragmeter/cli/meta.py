@@ -22,10 +22,12 @@ from ragmeter.cli.common import (
     RayActorCpus,
     RayActors,
     RayAddress,
+    advance,
     executor_for,
     open_models,
     parse_metric_options,
     parse_options,
+    progress,
     user_errors,
 )
 from ragmeter.cluster import ModelRecipe
@@ -37,6 +39,8 @@ from ragmeter.meta.attribution import (
     summary,
     verify_claims,
 )
+from ragmeter.meta.mtrag import METRICS as MTRAG_METRICS
+from ragmeter.meta.mtrag import Interval, load_mtrag, run_mtrag
 from ragmeter.meta.wikieval import DIMENSIONS, METHODS, PAPER_TABLE_4, load_wikieval, run_wikieval
 from ragmeter.metrics import metric_by_name
 
@@ -135,6 +139,86 @@ def wikieval_command(
         timing = ", ".join(f"{d} {s:.1f} s" for d, s in report.seconds_per_sample.items())
         console.print(f"median seconds per sample (ragmeter metrics): {timing}")
     console.print(f"per-pair details in {out / 'pairs.jsonl'}")
+
+
+def _interval(found: Interval | None) -> str:
+    return "—" if found is None else f"{found.value:.2f} [{found.low:.2f}, {found.high:.2f}]"
+
+
+@app.command("mtrag")
+def mtrag_command(
+    path: Annotated[Path, typer.Argument(help="MTRAG human-evaluation rows (JSONL).")],
+    judge: JudgeSpec = "local",
+    judge_option: JudgeOptions = None,
+    embedder: EmbedderSpec = "minilm",
+    embedder_option: EmbedderOptions = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(help="Only the first N conversations (every responder's answer to each)."),
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Results folder; rerun to resume.")] = Path(
+        "runs/meta-mtrag"
+    ),
+    cache: CacheFlag = True,
+    workers: Annotated[int, typer.Option(help="Items judged at once.")] = 1,
+    ray: RayAddress = None,
+    ray_actors: RayActors = None,
+    ray_actor_cpus: RayActorCpus = 1.0,
+) -> None:
+    """Correlation of faithfulness and answer relevance with people's ratings of real answers
+    to multi-turn questions (MTRAG), beside the authors' RAGAS faithfulness."""
+    console = Console()
+    executor = executor_for(ray, ray_actors, ray_actor_cpus, workers)
+    with user_errors(console):
+        rows = load_mtrag(path)
+    if limit is not None:
+        keep = set(list(dict.fromkeys(r.conversation for r in rows))[:limit])
+        rows = [r for r in rows if r.conversation in keep]
+    with progress(console, "judging", len(rows) * len(MTRAG_METRICS)) as bar, user_errors(console):
+        report = run_mtrag(
+            rows,
+            judge=judge,
+            embedder=embedder,
+            out_dir=out,
+            cache=cache,
+            max_workers=workers,
+            on_score=lambda _s: advance(bar),
+            judge_options=parse_options(judge_option, "--judge-option"),
+            embedder_options=parse_options(embedder_option, "--embedder-option"),
+            executor=executor,
+        )
+    (out / "agreement.json").write_text(report.model_dump_json(indent=2))
+    table = Table(
+        title=f"MTRAG: Spearman with the mean human rating ({len(rows)} answers, {report.judge})"
+    )
+    for column in (
+        "rows",
+        "faithfulness",
+        "RAGAS rl_f",
+        "AR ~ appropriateness",
+        "AR ~ completeness",
+        "rl_f ~ completeness",
+    ):
+        table.add_column(column, justify="right")
+    for group in dict.fromkeys(c.group for c in report.correlations):
+        cells = {(c.metric, c.human): c for c in report.correlations if c.group == group}
+        faith = cells["faithfulness", "faithfulness"]
+        complete = cells["answer_relevance", "completeness"]
+        table.add_row(
+            f"{group} ({faith.rows})",
+            _interval(faith.spearman),
+            _interval(faith.baseline_spearman),
+            _interval(cells["answer_relevance", "appropriateness"].spearman),
+            _interval(complete.spearman),
+            _interval(complete.baseline_spearman),
+        )
+    console.print(table)
+    for metric, reasons in report.unscored_reasons.items():
+        for reason, count in reasons.items():
+            console.print(f"[yellow]{metric}: {count} unscored[/yellow] — {reason}")
+    if report.seconds_per_sample is not None:
+        console.print(f"median {report.seconds_per_sample:.1f} s per answer for both metrics")
+    console.print(f"Pearson and every interval in {out / 'agreement.json'}")
 
 
 def _subsample(rows: list[T], limit: int | None, seed: int = 0) -> list[T]:

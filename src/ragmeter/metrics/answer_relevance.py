@@ -130,7 +130,7 @@ class AnswerRelevance(Metric):
         questions = self._prompt.render({"answer": sample.answer})
         calls = [(rendered_tokens(questions), 8 + 16 * self.options.n)]
         if self.options.score != "similarity":
-            inputs = {"question": sample.question, "answer": sample.answer}
+            inputs = {**sample.asked(), "answer": sample.answer}
             calls.append(yes_no_call(COMPLETE.render(inputs)))
         return calls
 
@@ -164,8 +164,6 @@ class AnswerRelevance(Metric):
             return 0.0, explanation
         if self.options.score == "similarity":
             return mean, explanation
-        complete = session.ask_yes_no(
-            COMPLETE, {"question": sample.question, "answer": sample.answer}
-        )
+        complete = session.ask_yes_no(COMPLETE, {**sample.asked(), "answer": sample.answer})
         explanation["p_complete"] = round(complete, 4)
         return (complete if self.options.score == "completeness" else mean * complete), explanation

@@ -166,11 +166,8 @@ class ContextRelevance(Metric):
         """One Yes/No question per sentence: (prompt, inputs, fields) as ``ask_yes_no`` takes
         them; the same list plans the calls and makes them."""
         if self.options.mode == "sentence":
-            return [
-                (SENTENCE_NEEDED, {"question": sample.question, "sentence": s}, {})
-                for s in sentences
-            ]
-        inputs = {"question": sample.question, "context": numbered(sentences)}
+            return [(SENTENCE_NEEDED, {**sample.asked(), "sentence": s}, {}) for s in sentences]
+        inputs = {**sample.asked(), "context": numbered(sentences)}
         return [(NEEDED, inputs, {"number": str(n)}) for n in range(1, len(sentences) + 1)]
 
     def planned_calls(self, sample: Sample) -> PlannedCalls:
@@ -178,7 +175,7 @@ class ContextRelevance(Metric):
         if not sentences:
             return []
         if self.options.mode == "select":
-            inputs = {"question": sample.question, "context": numbered(sentences)}
+            inputs = {**sample.asked(), "context": numbered(sentences)}
             return [(rendered_tokens(EXTRACT.render(inputs)), 4 + len(sentences))]
         # Without the repeat checks, whose number depends on the answers (a few per sample).
         return [
@@ -219,7 +216,7 @@ class ContextRelevance(Metric):
                 continue
             if earlier:
                 inputs = {
-                    "question": sample.question,
+                    **sample.asked(),
                     "earlier sentences": "\n".join(earlier),
                     "sentence": sentence,
                 }
@@ -255,7 +252,7 @@ class ContextRelevance(Metric):
     ) -> tuple[float, dict[str, Any]]:
         chosen = session.ask(
             EXTRACT,
-            {"question": sample.question, "context": numbered(sentences)},
+            {**sample.asked(), "context": numbered(sentences)},
             max_tokens=16 + 4 * len(sentences),
         ).sentences
         valid = sorted({n for n in chosen if 1 <= n <= len(sentences)})

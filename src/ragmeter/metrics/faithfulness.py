@@ -187,7 +187,7 @@ class Faithfulness(Metric):
         if not sample.contexts:
             return []
         sentences = split_sentences(sample.answer)
-        asked = STATEMENTS.render({"question": sample.question, "answer": sample.answer})
+        asked = STATEMENTS.render({**sample.asked(), "answer": sample.answer})
         calls = [(rendered_tokens(asked), approx_tokens(json.dumps({"statements": sentences})))]
         if not sentences:
             return calls
@@ -207,7 +207,7 @@ class Faithfulness(Metric):
             raise Unscorable("the sample has no retrieved context to check the answer against")
         statements = session.ask(
             STATEMENTS,
-            {"question": sample.question, "answer": sample.answer},
+            {**sample.asked(), "answer": sample.answer},
             max_tokens=768,
             check=claims_only,
         ).statements

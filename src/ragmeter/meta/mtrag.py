@@ -1,0 +1,247 @@
+"""MTRAG (Katsis et al., 2025): do the metrics rank real answers to multi-turn questions as
+people do?
+
+Each row is one answer (by a human writer, GPT-4o or Llama-3.1-405B) to the last user turn of a
+conversation, with the passages the answerer was given and the mean of 2-3 annotators' 4-point
+ratings of faithfulness, appropriateness and completeness. Agreement is a correlation over rows:
+Spearman's rank correlation (the paper's) and Pearson's, each with a percentile-bootstrap 95 %
+interval over rows. The authors' own run of RAGAS faithfulness with a strong judge (``rl_f``) is
+correlated on the same rows as the baseline.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from statistics import median
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel
+
+from ragmeter.cluster import Executor, RayExecutor, RayPool
+from ragmeter.evaluate import evaluate
+from ragmeter.judges import Embedder, Judge
+from ragmeter.sample import Sample, Turn
+from ragmeter.score import Score
+
+METRICS = ("faithfulness", "answer_relevance")
+AGREEMENTS = (
+    ("faithfulness", "faithfulness"),
+    ("answer_relevance", "appropriateness"),
+    ("answer_relevance", "completeness"),
+)
+"""(ragmeter metric, human rating) pairs that measure the same quality."""
+
+BASELINE = "rl_f"
+"""The authors' RAGAS faithfulness, in each row's ``auto``."""
+
+SPEAKERS = {"user": "user", "agent": "assistant"}
+
+Coefficient = Literal["spearman", "pearson"]
+
+
+class MtragRow(BaseModel):
+    sample: Sample
+    conversation: str
+    """The task: one conversation, answered by each responder."""
+    responder: str
+    answerability: str
+    human: dict[str, float]
+    """The mean annotator rating (1-4) per dimension."""
+    baseline: float | None
+
+
+def load_mtrag(path: Path | str) -> list[MtragRow]:
+    """Rows of MTRAG's human-evaluation file (one JSON object per line); an error names the
+    row and the field."""
+    rows = []
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if line.strip():
+            rows.append(_row(number, json.loads(line)))
+    return rows
+
+
+def _row(number: int, row: dict[str, Any]) -> MtragRow:
+    field = "conversation"
+    try:
+        turns = [Turn(role=SPEAKERS[t["speaker"]], text=t["text"]) for t in row[field]]  # type: ignore[arg-type]
+        if not turns or turns[-1].role != "user":
+            raise ValueError("its last turn is not the user's question")
+        field = "contexts"
+        contexts = [c["text"] for c in row[field]]
+        field = "model_response"
+        sample = Sample(
+            id=f"{row['task_id']}/{row['model_id']}",
+            question=turns[-1].text,
+            history=turns[:-1],
+            contexts=contexts,
+            answer=row[field],
+        )
+        field = "human_mean"
+        human = {k: float(v) for k, v in row[field].items() if v is not None}
+        field = "meta"
+        answerability = row[field].get("Answerability") or ["UNKNOWN"]
+        baseline = row.get("auto", {}).get(BASELINE)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"row {number}, field {field!r}: {exc!r}") from None
+    return MtragRow(
+        sample=sample,
+        conversation=str(row["task_id"]),
+        responder=str(row["model_id"]),
+        answerability=str(answerability[0]).lower(),
+        human=human,
+        baseline=None if baseline is None else float(baseline),
+    )
+
+
+class Interval(BaseModel):
+    value: float
+    low: float
+    high: float
+
+
+class Correlation(BaseModel):
+    """One metric against one human rating over one group of rows."""
+
+    metric: str
+    human: str
+    group: str
+    rows: int
+    """Rows scored by the metric and rated by people: what the correlations are over."""
+    unscored: int
+    spearman: Interval | None
+    pearson: Interval | None
+    baseline_spearman: Interval | None
+    """RAGAS faithfulness (``rl_f``) on the same rows."""
+    baseline_pearson: Interval | None
+
+
+class MtragReport(BaseModel):
+    correlations: list[Correlation]
+    unscored_reasons: dict[str, dict[str, int]]
+    """Per metric: why rows were unscored, and how many."""
+    seconds_per_sample: float | None
+    """Median over samples judged now of the seconds both metrics took."""
+    judge: str
+
+
+def _coefficients(x: np.ndarray, y: np.ndarray, kind: Coefficient) -> np.ndarray:
+    """The coefficient of each row of ``x`` with the same row of ``y`` (NaN where a row is
+    constant); Spearman's is Pearson's on ranks, ties given their mean rank."""
+    if kind == "spearman":
+        x = pd.DataFrame(x).rank(axis=1).to_numpy()
+        y = pd.DataFrame(y).rank(axis=1).to_numpy()
+    x = x - x.mean(axis=1, keepdims=True)
+    y = y - y.mean(axis=1, keepdims=True)
+    spread = np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(spread > 0, (x * y).sum(axis=1) / spread, np.nan)
+
+
+def correlation(
+    x: Sequence[float],
+    y: Sequence[float],
+    kind: Coefficient,
+    *,
+    rounds: int = 2000,
+    seed: int = 0,
+) -> Interval | None:
+    """The coefficient with a percentile-bootstrap 95 % interval over rows (seeded); None when
+    it is undefined (fewer than 3 rows, or a constant side)."""
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(xs) < 3:
+        return None
+    value = _coefficients(xs[None, :], ys[None, :], kind)[0]
+    if np.isnan(value):
+        return None
+    drawn = np.random.default_rng(seed).integers(0, len(xs), (rounds, len(xs)))
+    spread = _coefficients(xs[drawn], ys[drawn], kind)
+    low, high = np.nanpercentile(spread, [2.5, 97.5])
+    return Interval(value=float(value), low=float(low), high=float(high))
+
+
+def _groups(rows: list[MtragRow]) -> dict[str, list[MtragRow]]:
+    groups = {"all": rows}
+    for attribute in ("responder", "answerability"):
+        for name in sorted({getattr(r, attribute) for r in rows}):
+            groups[name] = [r for r in rows if getattr(r, attribute) == name]
+    return groups
+
+
+def agreement(rows: list[MtragRow], scores: Mapping[tuple[str, str], Score]) -> list[Correlation]:
+    """Every (metric, human rating) correlation for all rows, per responder and per
+    answerability class."""
+    found = []
+    for group, members in _groups(rows).items():
+        for metric, human in AGREEMENTS:
+            rated = [r for r in members if human in r.human]
+            scored = [r for r in rated if scores[r.sample.key, metric].scored]
+            ours = [scores[r.sample.key, metric].value for r in scored]
+            people = [r.human[human] for r in scored]
+            based = [r for r in scored if r.baseline is not None]
+            theirs = [r.baseline for r in based]
+            theirs_people = [r.human[human] for r in based]
+            found.append(
+                Correlation(
+                    metric=metric,
+                    human=human,
+                    group=group,
+                    rows=len(scored),
+                    unscored=len(rated) - len(scored),
+                    spearman=correlation(ours, people, "spearman"),  # type: ignore[arg-type]
+                    pearson=correlation(ours, people, "pearson"),  # type: ignore[arg-type]
+                    baseline_spearman=correlation(theirs, theirs_people, "spearman"),  # type: ignore[arg-type]
+                    baseline_pearson=correlation(theirs, theirs_people, "pearson"),  # type: ignore[arg-type]
+                )
+            )
+    return found
+
+
+def run_mtrag(
+    rows: list[MtragRow],
+    *,
+    judge: str | Judge = "local",
+    embedder: str | Embedder | None = None,
+    out_dir: Path | None = None,
+    cache: bool | str | Path = True,
+    max_workers: int = 1,
+    on_score: Callable[[Score], None] | None = None,
+    judge_options: Mapping[str, Any] | None = None,
+    embedder_options: Mapping[str, Any] | None = None,
+    executor: Executor | RayExecutor | RayPool = "threads",
+) -> MtragReport:
+    """Score every row's answer with faithfulness and answer relevance (resumably, under
+    ``out_dir``) and correlate the scores with the people's ratings."""
+    result = evaluate(
+        [r.sample for r in rows],
+        list(METRICS),
+        judge=judge,
+        embedder=embedder,
+        out_dir=out_dir,
+        cache=cache,
+        max_workers=max_workers,
+        on_score=on_score,
+        judge_options=judge_options,
+        embedder_options=embedder_options,
+        executor=executor,
+    )
+    scores = {(s.sample_id, s.metric): s for s in result.scores}
+    reasons: dict[str, dict[str, int]] = {}
+    for score in result.scores:
+        if not score.scored:
+            reasons.setdefault(score.metric, {})
+            reason = str(score.unscored_reason)
+            reasons[score.metric][reason] = reasons[score.metric].get(reason, 0) + 1
+    timed: dict[str, float] = {}
+    for score in result.scores:
+        if score.usage.model_calls:
+            timed[score.sample_id] = timed.get(score.sample_id, 0.0) + score.seconds
+    return MtragReport(
+        correlations=agreement(rows, scores),
+        unscored_reasons=reasons,
+        seconds_per_sample=median(timed.values()) if timed else None,
+        judge=result.run.judge,
+    )
