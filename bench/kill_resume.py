@@ -30,7 +30,6 @@ import os
 import random
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -40,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.fault_server import FaultServer, Seen, marked_samples
+from tests.fault_server import FaultServer, Seen, committed, marked_samples
 from tests.ray_cluster import local_head
 
 from ragmeter import evaluate
@@ -48,15 +47,6 @@ from ragmeter.data import write_jsonl
 from ragmeter.judges.openai import OpenAIEmbedder, OpenAIJudge
 
 CHAT = "/v1/chat/completions"
-
-
-def committed(out: Path) -> dict[tuple[str, str], str]:
-    path = out / "scores.sqlite"
-    if not path.exists():
-        return {}
-    with sqlite3.connect(path) as db:
-        rows = db.execute("SELECT sample_id, metric, payload FROM scores").fetchall()
-    return {(sample, metric): payload for sample, metric, payload in rows}
 
 
 class Killer:

@@ -30,6 +30,7 @@ import json
 import math
 import re
 import socket
+import sqlite3
 import struct
 import sys
 import threading
@@ -38,6 +39,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from ragmeter.judges.base import ChatRequest, ChatResponse, ModelIdentity, TokenLogprobs
@@ -562,6 +564,17 @@ def _unknown_fields(text: str, refused: frozenset[str]) -> list[str]:
 # --- data -----------------------------------------------------------------------------------------
 
 _TOPICS = ("river", "harbour", "bridge", "mountain", "forest", "castle", "market", "railway")
+
+
+def committed(out: Path) -> dict[tuple[str, str], str]:
+    """The scores a results folder's store holds, by (sample, metric): what a kill must not
+    lose."""
+    path = out / "scores.sqlite"
+    if not path.exists():
+        return {}
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT sample_id, metric, payload FROM scores").fetchall()
+    return {(sample, metric): payload for sample, metric, payload in rows}
 
 
 def marked_samples(count: int, start: int = 0) -> list[Sample]:

@@ -33,7 +33,7 @@ from ragmeter.judges.openai import OpenAIEmbedder, OpenAIJudge
 from ragmeter.meta.attribution import Claim, verify_claims
 from ragmeter.meta.wikieval import load_wikieval, run_wikieval
 
-from .fault_server import AnsweringJudge, FaultServer, Seen, marked_samples
+from .fault_server import AnsweringJudge, FaultServer, Seen, committed, marked_samples
 from .test_arena_cli import EXAMPLE, SYSTEMS, respond
 from .test_meta_wikieval import ROW, judge_for_wikieval
 
@@ -295,7 +295,7 @@ def test_killing_the_driver_loses_nothing_and_judges_nothing_twice(cluster, tmp_
             "--out", str(out), "--no-show-samples", "--ray", cluster, "--ray-actors", "2",
         ]  # fmt: skip
         env = os.environ | {"RAGMETER_BASE_URL": server.url, "OPENAI_API_KEY": "sk-ray-test"}
-        committed: dict[tuple[str, str], str] = {}
+        saved: dict[tuple[str, str], str] = {}
         lost, rejudged = [], set()
         for kill_at in (20, 25, None):  # chat requests into the run; None: let it finish
             driver = subprocess.Popen(
@@ -304,14 +304,14 @@ def test_killing_the_driver_loses_nothing_and_judges_nothing_twice(cluster, tmp_
             server.on_request = _killer(driver, kill_at)
             output = driver.communicate(timeout=300)[0].decode()
             assert driver.returncode == (0 if kill_at is None else -signal.SIGKILL), output
-            now = _committed(out)
-            lost += [key for key, payload in committed.items() if now.get(key) != payload]
-            rejudged |= {(s.item, s.metric) for s in server.seen} & committed.keys()
-            assert len(now) > len(committed), "nothing was committed between two kills"
-            committed = now
+            now = committed(out)
+            lost += [key for key, payload in saved.items() if now.get(key) != payload]
+            rejudged |= {(s.item, s.metric) for s in server.seen} & saved.keys()
+            assert len(now) > len(saved), "nothing was committed between two kills"
+            saved = now
             server.clear()
     assert (lost, rejudged) == ([], set())
-    assert len(committed) == ITEMS
+    assert len(saved) == ITEMS
     final = [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
     assert [(s["sample_id"], s["metric"], s["value"]) for s in final] == [
         (s.sample_id, s.metric, s.value) for s in reference.scores
@@ -328,11 +328,3 @@ def _killer(driver: subprocess.Popen[bytes], at: int | None):
                 os.kill(driver.pid, signal.SIGKILL)
 
     return on_request
-
-
-def _committed(out: Path) -> dict[tuple[str, str], str]:
-    if not (out / "scores.sqlite").exists():
-        return {}
-    with sqlite3.connect(out / "scores.sqlite") as db:
-        rows = db.execute("SELECT sample_id, metric, payload FROM scores").fetchall()
-    return {(sample, metric): payload for sample, metric, payload in rows}

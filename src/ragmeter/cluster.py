@@ -315,8 +315,6 @@ class _InFlight:
     slot: _Slot
     actor: Any
     """The worker it was sent to."""
-    sent: int
-    """Its place in the order of sending."""
 
 
 class RayPool:
@@ -435,12 +433,10 @@ class RayPool:
     def map(self, job: Job, items: Iterable[tuple[Any, ...]]) -> Iterator[tuple[int, Any]]:
         """Yield ``(position, result)`` for every item, in the order they complete.
 
-        The items a dead worker held go to the others again. Only those it was judging count
-        the death against them (a worker runs its items in the order sent, so they are the
-        oldest it held): after ``MAX_WORKER_DEATHS`` such deaths an item's result is
-        ``WorkerDied``, while items that only waited behind it are sent again as often as it
-        takes. On an interrupt no further item is sent, those in flight are waited for and
-        yielded, and the interrupt is raised again."""
+        A worker is sent no more items than it judges at once, so every item a dead worker
+        held was being judged: each goes to another worker, and after ``MAX_WORKER_DEATHS``
+        deaths its result is ``WorkerDied``. On an interrupt no further item is sent, those in
+        flight are waited for and yielded, and the interrupt is raised again."""
         ray = self._ray
         job_ref = self._put(job, "the job")
         self._get_all([s.actor.begin.remote(job_ref) for s in self._slots], "starting")
@@ -448,18 +444,14 @@ class RayPool:
         queue: deque[int] = deque(range(len(todo)))
         deaths = [0] * len(todo)
         in_flight: dict[Any, _InFlight] = {}
-        sent = 0
-        # One item queued beyond what a worker judges at once hides the round trip.
-        depth = self.executor.workers + 1
         interrupted: BaseException | None = None
         while queue or in_flight:
             if interrupted is None:
                 for slot in self._slots:
-                    while queue and slot.busy < depth:
+                    while queue and slot.busy < self.executor.workers:
                         index = queue.popleft()
                         ref = slot.actor.run.remote(todo[index])
-                        in_flight[ref] = _InFlight(index, slot, slot.actor, sent)
-                        sent += 1
+                        in_flight[ref] = _InFlight(index, slot, slot.actor)
                         slot.busy += 1
             try:
                 done, _ = ray.wait(list(in_flight), num_returns=1)
@@ -479,10 +471,8 @@ class RayPool:
                     held = [flight] + [f for f in in_flight.values() if f.actor is flight.actor]
                     in_flight = {r: f for r, f in in_flight.items() if f.actor is not flight.actor}
                     self._replace(flight.slot, job_ref)
-                    held.sort(key=lambda f: f.sent)
-                    for position, lost in enumerate(held):
-                        if position < self.executor.workers:  # it was being judged
-                            deaths[lost.index] += 1
+                    for lost in held:
+                        deaths[lost.index] += 1
                         if deaths[lost.index] >= MAX_WORKER_DEATHS:
                             yield lost.index, WorkerDied(deaths[lost.index], str(exc))
                         elif interrupted is None:
