@@ -19,7 +19,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ragmeter.judges.base import ChatRequest, ChatResponse, InFlightLimit, Judge, Wrapper
+from ragmeter.judges.base import (
+    ChatRequest,
+    ChatResponse,
+    InFlightLimit,
+    Judge,
+    Reply,
+    Wrapper,
+    answer_each,
+    answers_batches,
+    complete_each,
+)
 from ragmeter.judges.registry import split_spec
 from ragmeter.limits import fit_sample
 from ragmeter.metrics import Metric
@@ -204,6 +214,29 @@ class MeteredJudge(Wrapper):
             raise
         self.meter.settle(reserved, response)
         return response
+
+    def complete_batch(self, requests: Sequence[ChatRequest], concurrency: int = 1) -> list[Reply]:
+        """The requests the budget allows, in order, asked together; each one it does not
+        allow is answered with ``BudgetExhausted``, so the answers already paid for are kept."""
+        if not answers_batches(self.inner):
+            return answer_each(self.complete, requests, concurrency)
+        reserved: list[float] = []
+        stopped: BudgetExhausted | None = None
+        for request in requests:
+            try:
+                reserved.append(self.meter.reserve(request))
+            except BudgetExhausted as exc:
+                stopped = exc
+                break
+        try:
+            replies = complete_each(self.inner, requests[: len(reserved)], concurrency)
+        except BaseException:
+            for amount in reserved:
+                self.meter.settle(amount, None)
+            raise
+        for amount, reply in zip(reserved, replies, strict=True):
+            self.meter.settle(amount, reply if isinstance(reply, ChatResponse) else None)
+        return [*replies, *[stopped] * (len(requests) - len(reserved))]  # type: ignore[list-item]
 
 
 def guard(judge: Judge, meter: Accounts | None, in_flight: int) -> Judge:

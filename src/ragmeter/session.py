@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -24,8 +23,11 @@ from ragmeter.judges.base import (
     Judge,
     JudgeError,
     Message,
+    Reply,
     RequestRefused,
     TokenLogprobs,
+    answers_batches,
+    complete_each,
 )
 from ragmeter.prompts import Inputs, Out, Prompt, ReplyError, YesNoPrompt
 from ragmeter.score import Exchange, Score, Unscorable, Usage
@@ -59,6 +61,12 @@ def yes_from_text(text: str) -> float | None:
     if _NO.match(text):
         return 0.0
     return None
+
+
+def _yes_no_request(prompt: YesNoPrompt, inputs: Inputs, fields: dict[str, str]) -> ChatRequest:
+    """A Yes/No question as one forward pass: the first reply token's ten likeliest
+    alternatives."""
+    return ChatRequest(messages=prompt.render(inputs, **fields), max_tokens=1, top_logprobs=10)
 
 
 def _read_yes(response: ChatResponse) -> float | None:
@@ -205,62 +213,68 @@ class JudgeSession:
         One forward pass with log-probabilities where the judge gives them; otherwise the
         generated word, read as 1 or 0.
         """
-        messages = prompt.render(inputs, **fields)
+        return self._yes_no(_yes_no_request(prompt, inputs, fields), prompt.name, None)
+
+    def ask_yes_no_all(self, questions: Sequence[Question]) -> list[float]:
+        """``ask_yes_no`` for each of ``questions``, which do not depend on one another: the
+        probabilities in order.
+
+        The questions go to the judge as one batch (``complete_each``): the local judge reads
+        their shared prefix once and their own tokens together, a remote one gets up to
+        ``fan_out`` requests at once (with ``fan_out`` 1 they are asked one by one, and the
+        first that cannot be answered stops the rest). A question whose first reply failed or
+        was unreadable is asked again on its own. Exchanges, usage and notes are recorded in
+        the questions' order, and the first question (in order) that cannot be answered
+        raises, after every question has been recorded."""
+        if self.fan_out <= 1 and not answers_batches(self.judge):
+            # One at a time: a question that cannot be answered spares the rest their calls.
+            return [
+                self.ask_yes_no(prompt, inputs, **fields) for prompt, inputs, fields in questions
+            ]
+        requests = [_yes_no_request(prompt, inputs, fields) for prompt, inputs, fields in questions]
+        first = complete_each(self.judge, requests, self.fan_out)
+        answers: list[float | Unscorable] = []
+        for request, (prompt, _, _), reply in zip(requests, questions, first, strict=True):
+            try:
+                answers.append(self._yes_no(request, prompt.name, reply))
+            except Unscorable as exc:
+                answers.append(exc)
+        for answer in answers:
+            if isinstance(answer, Unscorable):
+                raise answer
+        return [answer for answer in answers if not isinstance(answer, Unscorable)]
+
+    def _yes_no(self, request: ChatRequest, name: str, first: Reply | None) -> float:
+        """P(yes) for ``request``, retried as its failures allow; ``first`` is the reply to the
+        first attempt when it was already asked (in a batch)."""
         attempts = _Attempts(self.retries, self.repairs)
         while True:
             attempts.made += 1
-            request = ChatRequest(messages=messages, max_tokens=1, top_logprobs=10)
-            exchange = Exchange(prompt=prompt.name, messages=list(messages))
+            exchange = Exchange(prompt=name, messages=list(request.messages))
             self.exchanges.append(exchange)
             try:
-                response = self.judge.complete(request)
-                self.record_usage(
-                    response.cached, response.prompt_tokens, response.completion_tokens
-                )
-                probability = _read_yes(response)
+                reply, first = (first if first is not None else self.judge.complete(request)), None
+                if isinstance(reply, Exception):
+                    raise reply
+                self.record_usage(reply.cached, reply.prompt_tokens, reply.completion_tokens)
+                probability = _read_yes(reply)
                 if probability is None:  # not even a word: let the judge finish it
-                    response = self.judge.complete(request.model_copy(update={"max_tokens": 3}))
-                    self.record_usage(
-                        response.cached, response.prompt_tokens, response.completion_tokens
-                    )
-                    probability = _read_yes(response)
+                    reply = self.judge.complete(request.model_copy(update={"max_tokens": 3}))
+                    self.record_usage(reply.cached, reply.prompt_tokens, reply.completion_tokens)
+                    probability = _read_yes(reply)
             except JudgeError as exc:
                 problem = exchange.error = f"judge call failed: {exc}"
                 if attempts.another(refused=isinstance(exc, RequestRefused)):
                     continue
                 break
-            exchange.reply, exchange.cached = response.text, response.cached
+            exchange.reply, exchange.cached = reply.text, reply.cached
             if probability is not None:
                 exchange.probability = probability
                 return probability
-            problem = exchange.error = f"neither yes nor no in the reply {response.text!r}"
+            problem = exchange.error = f"neither yes nor no in the reply {reply.text!r}"
             if not attempts.another(unreadable=True):
                 break
-        raise Unscorable(f"{prompt.name}: {problem} (after {attempts.made} attempts)")
-
-    def ask_yes_no_all(self, questions: Sequence[Question]) -> list[float]:
-        """``ask_yes_no`` for each of ``questions``, which do not depend on one another: the
-        probabilities in order. Up to ``fan_out`` are asked at once; whatever the order they
-        are answered in, the exchanges, usage and notes are recorded in the questions' order,
-        so the score is the one asking them one by one gives. The first question (in order)
-        that cannot be answered raises, after every question has been recorded."""
-        if self.fan_out <= 1 or len(questions) <= 1:
-            return [
-                self.ask_yes_no(prompt, inputs, **fields) for prompt, inputs, fields in questions
-            ]
-        forks = [
-            JudgeSession(self.judge, self.embedder, self.retries, self.repairs) for _ in questions
-        ]
-        with ThreadPoolExecutor(min(self.fan_out, len(questions))) as pool:
-            asked = [
-                pool.submit(fork.ask_yes_no, prompt, inputs, **fields)
-                for fork, (prompt, inputs, fields) in zip(forks, questions, strict=True)
-            ]
-        for fork in forks:
-            self.exchanges += fork.exchanges
-            self.usage.add(fork.usage)
-            self.notes += fork.notes
-        return [answer.result() for answer in asked]
+        raise Unscorable(f"{name}: {problem} (after {attempts.made} attempts)")
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if self.embedder is None:

@@ -11,7 +11,8 @@ import hashlib
 import json
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -109,12 +110,59 @@ def identity_of(model: Judge | Embedder) -> ModelIdentity:
     return ModelIdentity(provider=provider, model=name)
 
 
+Reply = ChatResponse | Exception
+"""What a batch gives back for each request: the response, or what stopped it (a
+``JudgeError`` for a failed call, ``BudgetExhausted`` for one the budget did not allow)."""
+
+
+def answers_batches(judge: Any) -> bool:
+    """Whether ``judge`` answers a batch of requests better than one at a time, as the local
+    judge does by reading their shared prefix once; wrappers answer for what they wrap."""
+    return bool(getattr(judge, "answers_batches", False))
+
+
+def complete_each(
+    judge: Judge, requests: Sequence[ChatRequest], concurrency: int = 1
+) -> list[Reply]:
+    """Every request answered, in order: by the judge's ``complete_batch`` where it has one,
+    else by ``complete``, up to ``concurrency`` at once (a plugin needs nothing more)."""
+    batch = getattr(judge, "complete_batch", None)
+    if batch is not None:
+        replies: list[Reply] = batch(requests, concurrency)
+        return replies
+    return answer_each(judge.complete, requests, concurrency)
+
+
+def answer_each(
+    complete: Callable[[ChatRequest], ChatResponse],
+    requests: Sequence[ChatRequest],
+    concurrency: int,
+) -> list[Reply]:
+    """``complete`` for each request, up to ``concurrency`` at once; what a call raises is its
+    reply, so that one failure does not lose the others' answers."""
+
+    def one(request: ChatRequest) -> Reply:
+        try:
+            return complete(request)
+        except Exception as exc:
+            return exc
+
+    if concurrency <= 1 or len(requests) <= 1:
+        return [one(request) for request in requests]
+    with ThreadPoolExecutor(min(concurrency, len(requests))) as pool:
+        return list(pool.map(one, requests))
+
+
 class Wrapper:
     """Base of a model wrapped for the pipeline (the call cache, the budget meter): it answers
     to the wrapped model's name and identity, so keys and records see through it."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
+
+    @property
+    def answers_batches(self) -> bool:
+        return answers_batches(self.inner)
 
     @property
     def name(self) -> str:
@@ -138,6 +186,14 @@ class InFlightLimit(Wrapper):
         with self._slots:
             response: ChatResponse = self.inner.complete(request)
         return response
+
+    def complete_batch(self, requests: Sequence[ChatRequest], concurrency: int = 1) -> list[Reply]:
+        """A judge that reads batches gets the whole batch as one call; any other, each request
+        as a call of its own under the limit."""
+        if not answers_batches(self.inner):
+            return answer_each(self.complete, requests, concurrency)
+        with self._slots:
+            return complete_each(self.inner, requests, concurrency)
 
 
 class JudgeError(RuntimeError):
@@ -167,6 +223,11 @@ class Judge(Protocol):
         ...
 
     def complete(self, request: ChatRequest) -> ChatResponse: ...
+
+    # Optional, for a judge that answers many requests at once better than one by one:
+    #   answers_batches: bool
+    #   def complete_batch(self, requests, concurrency) -> list[ChatResponse | Exception]
+    # ``complete_each`` uses them where they exist.
 
 
 @runtime_checkable

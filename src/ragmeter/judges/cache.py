@@ -12,6 +12,7 @@ import hashlib
 import sqlite3
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +25,9 @@ from ragmeter.judges.base import (
     Embedder,
     Judge,
     ModelIdentity,
+    Reply,
     Wrapper,
+    complete_each,
 )
 
 _TABLES = {"replies": ("response", "TEXT"), "vectors": ("vector", "BLOB")}
@@ -170,6 +173,23 @@ class CachedJudge(Wrapper):
         identity = self.identity
         self.cache.put_chat(_digest(identity.digest, request_json), identity, response)
         return response
+
+    def complete_batch(self, requests: Sequence[ChatRequest], concurrency: int = 1) -> list[Reply]:
+        """The hits from the cache; the misses asked of the judge together and stored."""
+        asked = [request.model_dump_json() for request in requests]
+        digest = self.identity.digest
+        replies: list[Reply | None] = [
+            None if hit is None else hit.model_copy(update={"cached": True})
+            for hit in (self.cache.get_chat(_digest(digest, a)) for a in asked)
+        ]
+        missing = [i for i, reply in enumerate(replies) if reply is None]
+        fresh = complete_each(self.inner, [requests[i] for i in missing], concurrency)
+        identity = self.identity
+        for i, reply in zip(missing, fresh, strict=True):
+            if isinstance(reply, ChatResponse):
+                self.cache.put_chat(_digest(identity.digest, asked[i]), identity, reply)
+            replies[i] = reply
+        return [reply for reply in replies if reply is not None]
 
 
 class CachedEmbedder(Wrapper):

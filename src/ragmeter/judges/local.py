@@ -11,7 +11,7 @@ from __future__ import annotations
 import codecs
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -24,8 +24,10 @@ from ragmeter.judges.base import (
     ChatResponse,
     JudgeError,
     ModelIdentity,
+    Reply,
     TokenLogprobs,
 )
+from ragmeter.judges.llama_engine import DECODER, amx_backend, log_softmax
 from ragmeter.judges.weights import BUNDLED, QWEN_CODER_1_5B, ensure_weights, weights_sha256
 from ragmeter.options import Options
 
@@ -46,7 +48,8 @@ def local_identity(
     model_path: Path | str | None, options: LocalJudgeOptions
 ) -> tuple[Path, ModelIdentity]:
     """The GGUF file to load (a bundled model is assembled first) and the identity of the judge
-    it makes: the weights' SHA-256 and the options that change replies.
+    it makes: the weights' SHA-256, the way replies are decoded (``DECODER``) and the options
+    that change replies.
 
     A file swapped under the same name is another model: the hash, not the name, says which
     weights answered (a user's file is hashed once, then remembered: see ``weights_sha256``).
@@ -59,7 +62,7 @@ def local_identity(
         if not path.is_file():
             raise JudgeError(f"no GGUF file at {path}")
         name, digest = path.stem, weights_sha256(path)
-    settings = {"weights_sha256": digest, **options.identity()}
+    settings = {"weights_sha256": digest, "decoder": DECODER, **options.identity()}
     return path, ModelIdentity(provider="local", model=name, settings=settings)
 
 
@@ -72,6 +75,9 @@ def default_threads() -> int:
 
 
 class LocalJudge:
+    answers_batches = True
+    """Probes asked together read their shared prefix once (see ``complete_batch``)."""
+
     def __init__(
         self,
         model_path: Path | str | None = None,
@@ -84,27 +90,25 @@ class LocalJudge:
             raise TypeError("give the options as LocalJudgeOptions or as keywords, not both")
         options = options or LocalJudgeOptions.parse(values, "the local judge")
         try:
-            from llama_cpp import Llama
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
         except ImportError as exc:
             raise JudgeError(
                 "the local judge needs llama-cpp-python: pip install 'ragmeter[local]'"
             ) from exc
+        from ragmeter.judges.llama_engine import LlamaEngine
+
         self.model_path, self.identity = local_identity(model_path, options)
         self.options = options
-        threads = options.n_threads or default_threads()
-        with without_amx_buffers():
-            self._llm = Llama(
-                model_path=str(self.model_path),
-                n_ctx=options.n_ctx,
-                n_threads=threads,
-                seed=options.seed,
-                verbose=False,
-            )
+        self._engine = LlamaEngine(
+            self.model_path,
+            n_ctx=options.n_ctx,
+            n_threads=options.n_threads or default_threads(),
+        )
+        model = self._engine.model
         self._formatter = Jinja2ChatFormatter(
-            template=self._llm.metadata["tokenizer.chat_template"],
-            eos_token=self._llm.detokenize([self._llm.token_eos()]).decode(),
-            bos_token=self._llm.detokenize([self._llm.token_bos()]).decode(),
+            template=model.metadata()["tokenizer.chat_template"],
+            eos_token=self._engine.piece(model.token_eos()).decode(),
+            bos_token=self._engine.piece(model.token_bos()).decode(),
         )
         self._lock = threading.Lock()
 
@@ -113,141 +117,113 @@ class LocalJudge:
         return self.identity.name
 
     def complete(self, request: ChatRequest) -> ChatResponse:
-        messages = [m.model_dump() for m in request.messages]
+        reply = self.complete_batch([request])[0]
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    def complete_batch(self, requests: Sequence[ChatRequest], concurrency: int = 1) -> list[Reply]:
+        """Answer ``requests`` in order: the next-token probes among them together, over the
+        prefixes they share (see ``LlamaEngine``), then the replies to generate one by one.
+        ``concurrency`` does not apply to one in-process model."""
+        replies: list[Reply | None] = [None] * len(requests)
         with self._lock:
+            probes = [i for i, r in enumerate(requests) if r.max_tokens == 1 and r.top_logprobs]
+            for i, reply in zip(probes, self._probe([requests[i] for i in probes]), strict=True):
+                replies[i] = reply
+            for i, request in enumerate(requests):
+                if replies[i] is None:
+                    try:
+                        replies[i] = self._generate(request)
+                    except JudgeError as exc:
+                        replies[i] = exc
+        return [reply for reply in replies if reply is not None]
+
+    def _tokens(self, request: ChatRequest) -> list[int]:
+        """The request as the model reads it, refused if it does not fit the context window."""
+        if request.temperature != 0:
+            raise JudgeError("the local judge replies greedily: temperature must be 0")
+        messages = [m.model_dump() for m in request.messages]
+        tokens = self._engine.tokenize(self._formatter(messages=messages).prompt)
+        self._engine.check_length(tokens)
+        return tokens
+
+    def _probe(self, requests: Sequence[ChatRequest]) -> list[Reply]:
+        """The first reply token's log-probabilities for each request, from one forward pass:
+        the prompts that fit are read together, the others answered with their error."""
+        replies: dict[int, Reply] = {}
+        prompts: dict[int, list[int]] = {}
+        for i, request in enumerate(requests):
             try:
-                if request.top_logprobs and request.max_tokens == 1:
-                    return self._next_token(messages, request.top_logprobs)
-                return self._generate(messages, request)
-            except ValueError as exc:  # e.g. the prompt does not fit the context window
-                raise JudgeError(str(exc)) from exc
+                prompts[i] = self._tokens(request)
+            except JudgeError as exc:
+                replies[i] = exc
+        try:
+            rows, read = (
+                self._engine.next_token_logits(list(prompts.values())) if prompts else ([], [])
+            )
+        except JudgeError as exc:
+            return [replies.get(i, exc) for i in range(len(requests))]
+        for i, row, tokens_read in zip(prompts, rows, read, strict=True):
+            logprobs = log_softmax(row)
+            best = np.argsort(logprobs)[::-1][: requests[i].top_logprobs]
+            first = self._piece(int(best[0]))
+            replies[i] = ChatResponse(
+                text=first,
+                logprobs=[
+                    TokenLogprobs(
+                        token=first,
+                        logprob=float(logprobs[best[0]]),
+                        top=self._alternatives(logprobs, best),
+                    )
+                ],
+                prompt_tokens=tokens_read,  # a shared prefix counts with the first that read it
+                completion_tokens=1,
+                finish_reason="length",
+            )
+        return [replies[i] for i in range(len(requests))]
 
-    def _generate(self, messages: list[dict[str, Any]], request: ChatRequest) -> ChatResponse:
-        options: dict[str, Any] = {}
-        if request.json_schema is not None:
-            options["response_format"] = {"type": "json_object", "schema": request.json_schema}
-        steps = _StepLogprobs(self._llm, request.top_logprobs) if request.top_logprobs else None
-        if steps is not None:
-            from llama_cpp import LogitsProcessorList
-
-            options["logits_processor"] = LogitsProcessorList([steps])
-        reply: Any = self._llm.create_chat_completion(
-            messages=messages,  # type: ignore[arg-type]
-            temperature=request.temperature,
+    def _generate(self, request: ChatRequest) -> ChatResponse:
+        prompt = self._tokens(request)
+        reply = self._engine.generate(
+            prompt,
             max_tokens=request.max_tokens,
-            **options,
+            schema=request.json_schema,
+            keep_steps=request.top_logprobs > 0,
         )
-        choice = reply["choices"][0]
-        text = choice["message"]["content"] or ""
+        text = self._engine.detokenize(reply.tokens)
         return ChatResponse(
             text=text,
-            logprobs=steps.tokens(text) if steps is not None else None,
-            prompt_tokens=reply["usage"]["prompt_tokens"],
-            completion_tokens=reply["usage"]["completion_tokens"],
-            finish_reason=choice.get("finish_reason"),
+            logprobs=self._steps(reply.tokens, reply.steps, request.top_logprobs)
+            if request.top_logprobs
+            else None,
+            prompt_tokens=reply.read,
+            completion_tokens=len(reply.tokens),
+            finish_reason=reply.finish_reason,
         )
 
-    def _next_token(self, messages: list[dict[str, Any]], top: int) -> ChatResponse:
-        """Log-probabilities of the first reply token, from one forward pass.
+    def _steps(self, tokens: list[int], steps: list[np.ndarray], top: int) -> list[TokenLogprobs]:
+        """Each reply token with its log-probability and the ``top`` most likely alternatives,
+        before the grammar masked any. A character of several bytes may be split over tokens:
+        decoding the tokens as one stream makes their texts add up to the reply's text."""
+        text = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        found = []
+        for token, logprobs in zip(tokens, steps, strict=True):
+            best = np.argpartition(logprobs, -top)[-top:]
+            found.append(
+                TokenLogprobs(
+                    token=text.decode(self._engine.piece(token)),
+                    logprob=float(logprobs[token]),
+                    top=self._alternatives(logprobs, best),
+                )
+            )
+        return found
 
-        Reading the last position's logits directly avoids ``logits_all`` (which would keep
-        n_ctx x vocabulary floats); the KV cache of the longest shared prefix is kept, so
-        questions about the same context only pay for their own tokens.
-        """
-        llm = self._llm
-        prompt = self._formatter(messages=messages).prompt
-        tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
-        if len(tokens) >= llm.n_ctx():
-            raise JudgeError(f"prompt of {len(tokens)} tokens exceeds the {llm.n_ctx()} context")
-        shared = 0
-        for cached, new in zip(llm.input_ids[: llm.n_tokens], tokens[:-1], strict=False):
-            if cached != new:
-                break
-            shared += 1
-        llm.n_tokens = shared  # eval() drops the cache past this point
-        llm.eval(tokens[shared:])
-        logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),))
-        logprobs = _log_softmax(logits)
-        best = np.argsort(logprobs)[::-1][:top]
-        alternatives = _alternatives(llm, logprobs, best)
-        first = _piece(llm, int(best[0]))
-        return ChatResponse(
-            text=first,
-            logprobs=[
-                TokenLogprobs(token=first, logprob=float(logprobs[best[0]]), top=alternatives)
-            ],
-            prompt_tokens=len(tokens) - shared,
-            completion_tokens=1,
-            finish_reason="length",
-        )
+    def _piece(self, token: int) -> str:
+        return self._engine.piece(token).decode(errors="replace")
 
-
-def _log_softmax(logits: np.ndarray) -> np.ndarray:
-    logits = np.asarray(logits, dtype=np.float64)
-    peak = logits.max()
-    return logits - (peak + np.log(np.exp(logits - peak).sum()))
-
-
-def _piece(llm: Any, token: int) -> str:
-    return llm.detokenize([token]).decode(errors="replace")
-
-
-def _alternatives(llm: Any, logprobs: np.ndarray, tokens: Iterable[int]) -> dict[str, float]:
-    return {_piece(llm, int(i)): float(logprobs[i]) for i in tokens}
-
-
-class _StepLogprobs:
-    """A logits processor that changes nothing and keeps, for each generated token, its
-    log-probability and the most likely alternatives.
-
-    llama-cpp-python returns per-token log-probabilities only from a context that keeps the
-    logits of every position (``logits_all``: n_ctx x vocabulary floats, gigabytes here); the
-    processor sees each step's logits as they are computed, before a grammar masks them.
-    """
-
-    def __init__(self, llm: Any, top: int) -> None:
-        self._llm = llm
-        self._top = top
-        self._steps: list[TokenLogprobs] = []
-        self._chosen = 0
-        """How many of the steps are known to have chosen a token (all but the last, at most)."""
-        self._last: np.ndarray | None = None
-        """The latest step's log-probabilities, until the next step shows which token it chose."""
-        # A character of several bytes may be split over tokens: decoding the chosen tokens
-        # as one stream makes their texts add up to the reply's text.
-        self._text = codecs.getincrementaldecoder("utf-8")(errors="replace")
-
-    def __call__(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
-        if self._last is not None:  # the previous step's choice is now the last input
-            self._choose(int(input_ids[-1]))
-        self._last = _log_softmax(scores)
-        best = np.argpartition(self._last, -self._top)[-self._top :]
-        top = _alternatives(self._llm, self._last, best)
-        self._steps.append(TokenLogprobs(token="", logprob=0.0, top=top))
-        return scores
-
-    def tokens(self, text: str) -> list[TokenLogprobs]:
-        """The chosen tokens with their log-probabilities and alternatives.
-
-        Nothing shows the last step's choice but the reply: what remains of ``text`` (nothing
-        when the step chose to end it, or the last token when the token limit cut it off). If
-        that is not one token, the step is left out rather than guessed.
-        """
-        if self._last is not None:
-            written = "".join(step.token for step in self._steps[: self._chosen])
-            rest = text[len(written) :] if text.startswith(written) else ""
-            ids = self._llm.tokenize(rest.encode(), add_bos=False, special=True) if rest else []
-            if len(ids) == 1:
-                self._choose(ids[0])
-        return self._steps[: self._chosen]
-
-    def _choose(self, token: int) -> None:
-        assert self._last is not None
-        step = self._steps[-1]
-        step.token = self._text.decode(self._llm.detokenize([token]))
-        step.logprob = float(self._last[token])
-        self._chosen += 1
-        self._last = None
+    def _alternatives(self, logprobs: np.ndarray, tokens: Iterable[int]) -> dict[str, float]:
+        return {self._piece(int(i)): float(logprobs[i]) for i in tokens}
 
 
 _LOAD_LOCK = threading.Lock()
@@ -255,17 +231,13 @@ _LOAD_LOCK = threading.Lock()
 
 @contextmanager
 def without_amx_buffers() -> Iterator[None]:
-    """Load the model without llama.cpp's extra weight buffers when the CPU backend uses AMX.
-
-    On AMX-capable CPUs a build for the local machine moves Q4_K weights into AMX buffers, and
-    the AMX matrix kernel then crashes the process on the first prompt of more than one token
-    (a segmentation fault, ggml-org/llama.cpp#20824). Without extra buffers the weights stay in
-    plain CPU memory and the AVX-512 kernels run instead. ``Llama`` has no argument for this, so
-    the default model parameters are adjusted while it loads.
-    """
+    """Load models without llama.cpp's extra weight buffers when the CPU backend uses AMX (see
+    ``amx_backend``: its kernel crashes), for code that loads through ``llama_cpp.Llama`` (the
+    server), which has no argument for this: the default model parameters are adjusted while it
+    loads."""
     import llama_cpp.llama_cpp as native
 
-    if b"AMX_INT8 = 1" not in native.llama_print_system_info():
+    if not amx_backend():
         yield
         return
     defaults = native.llama_model_default_params
