@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness
+from ragmeter.metrics.context_relevance import SENTENCE_NEEDED
 from ragmeter.metrics.faithfulness import Statements, claims_only
 from ragmeter.sample import Sample
 from ragmeter.session import JudgeSession
@@ -237,15 +239,24 @@ def test_context_relevance_asks_about_each_sentence_alone():
     hard = ContextRelevance(repeats=False).score(CONTEXT_SAMPLE, JudgeSession(FakeJudge(replies)))
     assert hard.value == pytest.approx(2 / 4)
     shown = [r.messages[-1].content for r in judge.history]
-    # The question first (a prefix shared by every sentence), then one sentence, nothing else.
-    assert all(
-        s.startswith("<question>\nWhat is the capital of Australia?\n</question>") for s in shown
+    # What the judge is asked comes first, in the instruction; then the question (a prefix
+    # shared by every sentence), then one sentence and a short cue: only the sentence differs.
+    assert {r.messages[0].content for r in judge.history} == {judge.history[0].messages[0].content}
+    assert (
+        judge.history[0]
+        .messages[0]
+        .content.endswith(
+            "Answer this question about the data with one word, Yes or No: Does this sentence "
+            "state information needed to answer the question?"
+        )
     )
-    assert "<sentence>\nCanberra is the capital of Australia.\n</sentence>" in shown[1]
-    assert "Sydney" not in shown[1] and "<context>" not in shown[1]
-    assert shown[3].endswith(
-        "Does this sentence state information needed to answer the question? Answer Yes or No."
+    assert shown[1] == (
+        "<question>\nWhat is the capital of Australia?\n</question>\n"
+        "<sentence>\nCanberra is the capital of Australia.\n</sentence>\n\nAnswer Yes or No."
     )
+    # Where the question stands is part of the prompt's version, so of every key.
+    after = dataclasses.replace(SENTENCE_NEEDED, asked_first=False)
+    assert after.version != SENTENCE_NEEDED.version
 
 
 def test_a_needed_sentence_that_repeats_earlier_ones_is_discounted():

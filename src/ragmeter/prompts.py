@@ -187,16 +187,29 @@ class YesNoPrompt:
     name: str
     instruction: str
     question: str
-    """The closing question; may use ``{placeholders}`` filled from the inputs."""
+    """The question, asked after the data; may use ``{placeholders}`` filled from the inputs."""
+    asked_first: bool = False
+    """State the question in the instruction, before the data, and close with a short cue:
+    questions that differ only in their last input (one sentence of many) then share everything
+    before that input, which a local judge reads once, and each reads only its input and the
+    cue. (The cue matters: with the data last, a small judge answers with less confidence.)"""
 
     @property
     def version(self) -> str:
-        material = json.dumps([self.instruction, self.question, DATA_NOTICE])
+        parts = [self.instruction, self.question, DATA_NOTICE]
+        material = json.dumps([*parts, "asked first"] if self.asked_first else parts)
         return hashlib.sha256(material.encode()).hexdigest()[:12]
 
     def render(self, inputs: Inputs, **fields: str) -> tuple[Message, ...]:
-        system = f"{self.instruction}\n\n{DATA_NOTICE}\nAnswer with one word: Yes or No."
-        user = f"{render_inputs(inputs)}\n\n{self.question.format(**fields)} Answer Yes or No."
+        question = self.question.format(**fields)
+        if self.asked_first:
+            reply = f"Answer this question about the data with one word, Yes or No: {question}"
+            closing = "Answer Yes or No."
+        else:
+            reply = "Answer with one word: Yes or No."
+            closing = f"{question} Answer Yes or No."
+        system = f"{self.instruction}\n\n{DATA_NOTICE}\n{reply}"
+        user = f"{render_inputs(inputs)}\n\n{closing}"
         return (Message(role="system", content=system), Message(role="user", content=user))
 
 

@@ -78,7 +78,8 @@ def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 def _by_prefix(prompts: Sequence[Sequence[int]], least: int = 32) -> list[list[int]]:
     """The prompts' indices in groups that share a prefix worth reading once: prompts in token
     order, a new group wherever the prefix shared with the group would fall below ``least``
-    tokens or below half of what the group shared so far."""
+    tokens or below half of what the group shared so far. Each group lists its indices in the
+    order asked."""
     order = sorted(range(len(prompts)), key=lambda i: list(prompts[i]))
     groups: list[list[int]] = []
     shared = 0
@@ -91,7 +92,7 @@ def _by_prefix(prompts: Sequence[Sequence[int]], least: int = 32) -> list[list[i
                 continue
         groups.append([i])
         shared = len(prompts[i])
-    return groups
+    return [sorted(group) for group in groups]  # the first asked reads the prefix
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:

@@ -5,9 +5,11 @@ the sentences needed to answer are found by
 
 - ``mode="sentence"`` (default): one Yes/No question per sentence, the sentence shown alone with
   the question ("does this sentence state information needed to answer it?"), read from the
-  next-token probabilities. The instruction and question form a prefix shared by every sentence,
-  so a local judge reads them once. A small judge answers this reliably: it need not find the
-  sentence in a long context, and a sentence cannot borrow relevance from its neighbours;
+  next-token probabilities. What is asked comes first, in the instruction, then the question,
+  then the sentence and a short cue to answer: all before the sentence is a prefix shared by
+  every sentence, which a local judge reads once. A small judge answers this reliably: it need
+  not find the sentence in a long context, and a sentence cannot borrow relevance from its
+  neighbours;
 - ``mode="numbered"``: the same question per sentence, asked by number about the whole numbered
   context ("is sentence [k] needed?"), the context read once as a shared prefix. A 1.5B judge
   cannot tell sentence [37] from [38] this way and says "needed" with P ≈ 0.7 for nearly all;
@@ -98,6 +100,7 @@ SENTENCE_NEEDED = YesNoPrompt(
         "else."
     ),
     question="Does this sentence state information needed to answer the question?",
+    asked_first=True,
 )
 
 NEW_INFORMATION = YesNoPrompt(
@@ -110,6 +113,7 @@ NEW_INFORMATION = YesNoPrompt(
         "not needed."
     ),
     question="Does this sentence add needed information that the earlier sentences do not state?",
+    asked_first=True,
 )
 
 Mode = Literal["sentence", "numbered", "select"]
