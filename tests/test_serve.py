@@ -22,13 +22,13 @@ def started(monkeypatch):
     return seen
 
 
-def test_the_bundled_judge_is_served_on_every_core_by_default(started, monkeypatch):
+def test_the_bundled_judge_is_served_on_every_core_and_its_context_by_default(started, monkeypatch):
     monkeypatch.setenv("RAGMETER_THREADS", "3")
     serve.main(["--port", "8031"])
     bundled = ["--model", "/models/bundled.gguf", "--port", "8031", "--model_alias", "qwen"]
-    assert started == [[*bundled, "--n_threads", "3"]]
+    assert started == [[*bundled, "--n_threads", "3", "--n_ctx", "8192"]]
 
 
 def test_options_given_are_kept(started):
-    serve.main(["--model", "/m.gguf", "--n_threads=1"])
-    assert started == [["--model", "/m.gguf", "--n_threads=1"]]
+    serve.main(["--model", "/m.gguf", "--n_threads=1", "--n_ctx", "4096"])
+    assert started == [["--model", "/m.gguf", "--n_threads=1", "--n_ctx", "4096"]]

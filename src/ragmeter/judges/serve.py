@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx
 
-from ragmeter.judges.local import default_threads, without_amx_buffers
+from ragmeter.judges.local import LocalJudgeOptions, default_threads, without_amx_buffers
 from ragmeter.judges.weights import ensure_weights
 
 DEFAULT_ALIAS = "qwen"
@@ -82,6 +82,9 @@ def main(argv: list[str] | None = None) -> None:
             arguments += ["--model_alias", DEFAULT_ALIAS]
     if "--n_threads" not in named:
         arguments += ["--n_threads", str(default_threads())]
+    if "--n_ctx" not in named:
+        # llama-cpp-python's 2048 cuts off prompts the in-process judge reads whole.
+        arguments += ["--n_ctx", str(LocalJudgeOptions().n_ctx)]
     try:
         from llama_cpp.server.__main__ import main as serve
     except ImportError as exc:
