@@ -55,13 +55,14 @@ PROMPT_KINDS = (
     ("whether a statement is supported", "supported", "faithfulness"),
     ("questions that the given answer answers", "questions", "answer_relevance"),
     ("whether an answer addresses its question", "complete", "answer_relevance"),
+    ("whether the given answer is noncommittal", "noncommittal", "answer_relevance"),
     ("Extract the sentences", "extract", "context_relevance"),
     ("which sentences of a retrieved context are needed", "needed", "context_relevance"),
     ("whether one sentence taken from a retrieved context", "sentence", "context_relevance"),
     ("adds information needed to answer", "new_information", "context_relevance"),
 )
 
-JSON_KINDS = frozenset({"statements", "verdicts", "questions", "extract"})
+JSON_KINDS = frozenset({"statements", "verdicts", "questions", "noncommittal", "extract"})
 """Prompts answered in JSON, also when the request carries no ``response_format``."""
 
 
@@ -151,6 +152,11 @@ def _inputs(messages: list[dict[str, Any]]) -> tuple[dict[str, str], str]:
     return dict(_TAGGED.findall(last)), last
 
 
+def _declines(answer: str) -> bool:
+    answer = answer.lower()
+    return "don't know" in answer or "not sure" in answer
+
+
 def _json_reply(kind: str, system: str, data: dict[str, str]) -> dict[str, Any]:
     if kind == "statements":
         return {"statements": sentences(data.get("answer", ""))[:24]}
@@ -158,11 +164,12 @@ def _json_reply(kind: str, system: str, data: dict[str, str]) -> dict[str, Any]:
         n = int(re.search(r"Write (\d+) different", system).group(1))  # type: ignore[union-attr]
         topics = sorted(words(data.get("answer", "")))[:n]
         topics += ["this"] * (n - len(topics))
-        answer = data.get("answer", "").lower()
         return {
             "questions": [f"What does the text say about {t}?" for t in topics],
-            "noncommittal": "don't know" in answer or "not sure" in answer,
+            "noncommittal": _declines(data.get("answer", "")),
         }
+    if kind == "noncommittal":
+        return {"noncommittal": _declines(data.get("answer", ""))}
     if kind == "verdicts":
         listed = re.findall(r"^\d+\. (.*)$", data.get("statements", ""), re.MULTILINE)
         context = data.get("context", "")

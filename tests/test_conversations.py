@@ -120,6 +120,7 @@ def test_the_judge_sees_the_conversation_before_the_question_but_not_as_evidence
         "needed": 0.8,
         "new_information": 0.9,
         "complete": 0.7,
+        "noncommittal": {"noncommittal": False},
     }
     judge = FakeJudge(responder=routed(replies))
     sample = Sample(
@@ -253,7 +254,8 @@ def test_agreement_per_group_with_the_baseline_on_the_same_rows():
 
 
 def scripted_judge(model: str = "", **_: object) -> FakeJudge:
-    """Faithfulness follows the answer: a statement with "1,094" is supported."""
+    """Faithfulness follows the answer: a statement with "1,094" is supported. "Nobody knows."
+    is the one non-committal answer; the others address the question with P = 0.6."""
 
     def respond(request: ChatRequest):
         name = prompt_name(request)
@@ -261,8 +263,8 @@ def scripted_judge(model: str = "", **_: object) -> FakeJudge:
         if name == "statements":
             answer = text.split("<answer>\n")[1].split("\n</answer>")[0]
             return json.dumps({"statements": [answer]})
-        if name == "questions":
-            return json.dumps({"questions": ["How long is the Elbe?"] * 3, "noncommittal": False})
+        if name == "noncommittal":
+            return json.dumps({"noncommittal": "Nobody knows" in text})
         if name == "supported":
             return yes_no(0.9 if "1,094" in text.split("<statement>")[1] else 0.2)
         return yes_no(0.6)
@@ -297,5 +299,14 @@ def test_meta_mtrag_command(tmp_path, monkeypatch, no_user_cache):
     assert whole["rows"] == 4
     assert whole["spearman"]["value"] == pytest.approx(0.8944272)
     assert whole["baseline_spearman"]["value"] == pytest.approx(0.4)
+    relevance = next(
+        c
+        for c in report["correlations"]
+        if (c["group"], c["metric"], c["human"]) == ("all", "answer_relevance", "completeness")
+    )
+    # Answer relevance 0.6, 0.6, 0.6, 0 against people's 4, 2, 3, 1: ranks (3, 3, 3, 1) and
+    # (4, 2, 3, 1): rho = 3 / sqrt(3 x 5) = 0.775.
+    assert (relevance["rows"], relevance["unscored"]) == (4, 0)
+    assert relevance["spearman"]["value"] == pytest.approx(3 / 15**0.5)
     assert "MTRAG" in result.output and "0.89" in result.output
     assert Path(out / "scores.sqlite").exists()

@@ -8,7 +8,7 @@ import threading
 import pandas as pd
 import pytest
 
-from ragmeter import evaluate
+from ragmeter import AnswerRelevance, evaluate
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 from ragmeter.sample import Sample
@@ -34,6 +34,7 @@ REPLIES = {
     "supported": 0.75,
     "needed": 0.25,
     "complete": 1.0,
+    "noncommittal": {"noncommittal": False},
 }
 
 
@@ -163,12 +164,16 @@ def test_evaluate_reads_ragas_style_records(tmp_path):
 def test_run_record_names_models_and_metric_versions(tmp_path):
     result = run(FakeJudge(responder=routed(REPLIES)), tmp_path)
     assert result.run.judge == "fake:scripted"
-    assert result.run.embedder == "fake:hashing-4096"
+    # With their defaults no metric embeds: the embedder is neither loaded nor recorded.
+    assert result.run.embedder is None
     assert result.run.metrics["answer_relevance"].config == {
         "n": 3,
         "score": "completeness",
     }
     json.loads(result.run.to_json())  # serialisable as is
+    similarity = AnswerRelevance(score="similarity")
+    paper = run(FakeJudge(responder=routed(REPLIES)), tmp_path, metrics=[similarity])
+    assert paper.run.embedder == "fake:hashing-4096"
 
 
 class CountingJudge(AnsweringJudge):

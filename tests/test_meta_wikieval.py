@@ -83,9 +83,8 @@ def judge_for_wikieval(request: ChatRequest) -> str | ChatResponse:
         return json.dumps({"statements": [user.split("<answer>\n")[1].split("\n")[0]]})
     if "whether a statement is supported" in system:
         return yes_no(0.9 if "Ada founded" in user else 0.2)
-    if "questions that the given answer answers" in system:
-        said = "Who founded Acme?" if "Ada" in user else "What does Acme make?"
-        return json.dumps({"questions": [said] * 3, "noncommittal": False})
+    if "whether the given answer is noncommittal" in system:  # both answers commit to one
+        return json.dumps({"noncommittal": False})
     if "one sentence taken from a retrieved context" in system:  # context relevance
         return yes_no(0.9 if "founded" in user.split("<sentence>")[1] else 0.1)
     if "whether an answer addresses" in system:  # the poor answer skips "who"

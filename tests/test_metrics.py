@@ -117,27 +117,42 @@ def test_answer_relevance_is_mean_cosine():
     assert "alpha beta" not in judge.history[0].messages[-1].content
 
 
-def test_completeness_is_the_default_score_and_product_weights_the_similarity():
-    reply = {"questions": ["alpha beta", "alpha gamma", "delta epsilon"], "noncommittal": False}
-    judge = FakeJudge([json.dumps(reply), yes_no(0.8)])
+def test_completeness_is_the_default_score_after_a_short_noncommittal_check():
+    judge = FakeJudge([json.dumps({"noncommittal": False}), yes_no(0.8)])
     score = AnswerRelevance().score(SAMPLE, JudgeSession(judge, HashingEmbedder()))
     assert score.value == pytest.approx(0.8)
-    assert score.explanation["p_complete"] == 0.8
-    assert score.explanation["mean_similarity"] == pytest.approx(0.5)
-    product = AnswerRelevance(score="product").score(
-        SAMPLE, JudgeSession(FakeJudge([json.dumps(reply), yes_no(0.8)]), HashingEmbedder())
-    )
-    assert product.value == pytest.approx(0.5 * 0.8)
+    assert score.explanation == {"noncommittal": False, "p_complete": 0.8}
+    # The check sees the answer alone and writes a few tokens; the completeness question shows
+    # the real question and the answer.
+    check, complete = judge.history
+    assert "whether the given answer is noncommittal" in check.messages[0].content
+    assert check.max_tokens == 16 and "alpha beta" not in check.messages[-1].content
+    asked = complete.messages[-1].content
+    assert "<question>\nalpha beta\n</question>" in asked and "<answer>" in asked
     with pytest.raises(ValueError, match="option 'score' of the metric answer_relevance"):
         AnswerRelevance(score="cosine")  # type: ignore[arg-type]
-    # The completeness question shows the real question and the answer.
-    asked = judge.history[1].messages[-1].content
-    assert "<question>\nalpha beta\n</question>" in asked and "<answer>" in asked
 
 
-def test_noncommittal_answer_scores_zero_with_similarity_kept():
+def test_product_weights_the_similarity_by_completeness():
+    reply = {"questions": ["alpha beta", "alpha gamma", "delta epsilon"], "noncommittal": False}
+    judge = FakeJudge([json.dumps(reply), yes_no(0.8)])
+    product = AnswerRelevance(score="product").score(SAMPLE, JudgeSession(judge, HashingEmbedder()))
+    # cosines with "alpha beta": 1, 1/2, 0 -> mean 1/2
+    assert product.value == pytest.approx(0.5 * 0.8)
+    assert product.explanation["p_complete"] == 0.8
+    assert product.explanation["mean_similarity"] == pytest.approx(0.5)
+
+
+def test_noncommittal_answer_scores_zero_without_further_questions():
+    judge = FakeJudge([json.dumps({"noncommittal": True})])
+    score = AnswerRelevance().score(SAMPLE, JudgeSession(judge, HashingEmbedder()))
+    assert (score.value, score.explanation) == (0.0, {"noncommittal": True})
+    assert len(judge.history) == 1
+
+
+def test_noncommittal_generated_reply_scores_zero_with_similarity_kept():
     reply = {"questions": ["alpha beta", "alpha beta", "alpha beta"], "noncommittal": True}
-    score = AnswerRelevance().score(
+    score = AnswerRelevance(score="similarity").score(
         SAMPLE, JudgeSession(FakeJudge([json.dumps(reply)]), HashingEmbedder())
     )
     assert score.value == 0.0
@@ -153,7 +168,9 @@ def test_answer_relevance_n_is_configurable():
     assert score.value == pytest.approx(0.75)
     # Too few questions for n=3 is a reply to repair, then unscored.
     short = FakeJudge([json.dumps(reply)] * 3)
-    unscored = AnswerRelevance(n=3).score(SAMPLE, JudgeSession(short, HashingEmbedder()))
+    unscored = AnswerRelevance(n=3, score="similarity").score(
+        SAMPLE, JudgeSession(short, HashingEmbedder())
+    )
     assert unscored.value is None
     assert "questions: List should have at least 3 items" in (unscored.unscored_reason or "")
 

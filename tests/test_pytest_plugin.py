@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ragmeter import Faithfulness, Sample
+from ragmeter import AnswerRelevance, Faithfulness, Sample
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 from ragmeter.testing import Scorer, assert_thresholds
 
@@ -85,15 +85,8 @@ def test_grounded(ragmeter_scorer):
         {"statements": ["Paris is the capital of France.", "Paris has ten million people."]},
         "Yes",
         "No",
-        # answer relevance: the judge says the answer does not address the question -> 0
-        {
-            "questions": [
-                "What is the capital of France?",
-                "How many people live in Paris?",
-                "Which city is the French capital?",
-            ],
-            "noncommittal": False,
-        },
+        # answer relevance: committed, but it does not address the question -> 0
+        {"noncommittal": False},
         "No",
         # context relevance: the first of the two sentences is needed -> 1/2, above 0.4
         "Yes",
@@ -116,16 +109,7 @@ def test_grounded(ragmeter_scorer):
         '- "Paris is the capital of France." (p_supported 1)',
     ]
     relevance = lines.index("answer_relevance = 0, below the threshold 0.5, for sample paris")
-    # Similarities by hashed words: the same question 1; no word shared 0; "is", "the" and
-    # "capital" shared out of six words each: 3 / 6 = 0.5. Their mean: 1.5 / 3.
-    assert lines[relevance + 3 : relevance + 9] == [
-        "questions generated from the answer (mean similarity to the question 0.5):",
-        '- "What is the capital of France?" (similarity 1)',
-        '- "How many people live in Paris?" (similarity 0)',
-        '- "Which city is the French capital?" (similarity 0.5)',
-        "noncommittal: false",
-        "p_complete: 0",
-    ]
+    assert lines[relevance + 3 : relevance + 5] == ["noncommittal: false", "p_complete: 0"]
     # context relevance passed (0.5 >= 0.4): it is not reported
     assert not any(line.startswith("context_relevance") for line in lines)
 
@@ -238,14 +222,8 @@ def test_the_example_runs_as_written(pytester):
         # the refund answer: one supported statement; the answer addresses the question
         {"statements": ["Refunds are paid within 14 days of receiving the returned item."]},
         "Yes",
-        {
-            "questions": [
-                "How long do refunds take?",
-                "When are refunds paid?",
-                "How soon is a refund paid?",
-            ],
-            "noncommittal": False,
-        },
+        # committed; it addresses the question
+        {"noncommittal": False},
         "Yes",
         # each context is one sentence, needed
         "Yes",
@@ -266,6 +244,7 @@ REPLIES = {
     "supported": 0.75,
     "questions": {"questions": ["q1", "q2", "q3"], "noncommittal": False},
     "complete": 0.6,
+    "noncommittal": {"noncommittal": False},
     "needed": 0.25,
 }
 PARIS = Sample(
@@ -290,7 +269,10 @@ def test_score_uses_the_three_ragas_metrics_by_default(tmp_path):
         "answer_relevance": 0.6,
         "context_relevance": 0.0,
     }
-    assert result.run.embedder == "fake:hashing-4096"  # the scorer's, not evaluate's default
+    assert result.run.embedder is None  # none of them embeds with its defaults
+    # A metric that embeds gets the scorer's embedder, not evaluate's default.
+    paper = scorer(tmp_path).score(PARIS, [AnswerRelevance(score="similarity")])
+    assert paper.run.embedder == "fake:hashing-4096"
 
 
 def test_a_configured_metric_takes_its_threshold_from_a_mapping(tmp_path):
@@ -302,6 +284,31 @@ def test_a_configured_metric_takes_its_threshold_from_a_mapping(tmp_path):
         check.assert_scores(PARIS, {Faithfulness(verdicts="generate"): 0.7})
     assert "faithfulness = 0, below the threshold 0.7, for sample paris" in str(failed.value)
     assert '- "Paris is the capital of France." (reason r)' in str(failed.value)
+
+
+def test_the_papers_answer_relevance_shows_the_questions_it_generated(tmp_path):
+    generated = [
+        "What is the capital of France?",
+        "How many people live in Paris?",
+        "Which city is the French capital?",
+    ]
+    replies = {**REPLIES, "questions": {"questions": generated, "noncommittal": False}}
+    check = Scorer(
+        FakeJudge(responder=routed(replies)), HashingEmbedder(), cache=tmp_path / "calls.sqlite"
+    )
+    with pytest.raises(AssertionError) as failed:
+        check.assert_scores(PARIS, {AnswerRelevance(score="similarity"): 0.9})
+    lines = [line.strip() for line in str(failed.value).splitlines()]
+    relevance = lines.index("answer_relevance = 0.5, below the threshold 0.9, for sample paris")
+    # Similarities by hashed words: the same question 1; no word shared 0; "is", "the" and
+    # "capital" shared out of six words each: 3 / 6 = 0.5. Their mean: 1.5 / 3.
+    assert lines[relevance + 3 : relevance + 8] == [
+        "questions generated from the answer (mean similarity to the question 0.5):",
+        '- "What is the capital of France?" (similarity 1)',
+        '- "How many people live in Paris?" (similarity 0)',
+        '- "Which city is the French capital?" (similarity 0.5)',
+        "noncommittal: false",
+    ]
 
 
 def test_a_check_needs_a_threshold(tmp_path):

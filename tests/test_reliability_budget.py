@@ -117,13 +117,16 @@ def test_estimate_follows_each_metric_call_pattern():
     assert rows["faithfulness"].calls == 4
     # contexts "One fact. Two fact." and "Three fact. Four fact.": 2 sentences each
     assert rows["context_relevance"].calls == 4
-    assert rows["answer_relevance"].calls == 4 and rows["answer_relevance"].embedding_calls == 2
+    assert rows["answer_relevance"].calls == 4 and rows["answer_relevance"].embedding_calls == 0
     assert expected.calls == 12
     # completion: '{"statements": ["x y."]}' is 24 characters (6 tokens) + 1 verdict token;
     # '{"statements": ["z."]}' 22 (6) + 1
     assert rows["faithfulness"].completion_tokens == 14
-    # answer relevance: 8 + 16 per question, 3 questions, + 1 for completeness, per sample
-    assert rows["answer_relevance"].completion_tokens == 2 * (8 + 48 + 1)
+    # answer relevance: 8 for the commitment check + 1 for completeness, per sample
+    assert rows["answer_relevance"].completion_tokens == 2 * (8 + 1)
+    # its paper form writes 8 + 16 per question, 3 questions, and embeds them with the question
+    paper = estimate(SAMPLES, [metric_by_name("answer_relevance", score="similarity")]).metrics[0]
+    assert (paper.calls, paper.completion_tokens, paper.embedding_calls) == (2, 2 * (8 + 48), 2)
     # prompt tokens are characters / 4 of the prompts the metric renders
     sentences = {"a": ["One fact.", "Two fact."], "b": ["Three fact.", "Four fact."]}
     rendered = [
@@ -139,11 +142,18 @@ def test_estimate_follows_each_metric_call_pattern():
     )
 
 
-def test_estimate_matches_a_real_run_call_for_call():
+@pytest.mark.parametrize(
+    ("relevance", "calls", "embeddings"), [({}, 40, 0), ({"score": "similarity"}, 35, 5)]
+)
+def test_estimate_matches_a_real_run_call_for_call(relevance, calls, embeddings):
     # The fault server's statements are the answer's sentences, as the estimate assumes, and it
     # reports prompt tokens as characters / 4: calls and prompt tokens must agree exactly.
     samples = marked_samples(5)
-    metrics = [metric_by_name(m) for m in ("faithfulness", "context_relevance", "answer_relevance")]
+    metrics = [
+        metric_by_name("faithfulness"),
+        metric_by_name("context_relevance"),
+        metric_by_name("answer_relevance", **relevance),
+    ]
     expected = estimate(samples, metrics)
     with FaultServer() as server:
         result = evaluate(
@@ -154,9 +164,10 @@ def test_estimate_matches_a_real_run_call_for_call():
             cache=False,
         )
     counts = result.run.counts.model_dump()
-    assert counts["model_calls"] == expected.calls == 40
+    assert counts["model_calls"] == expected.calls == calls
     assert counts["prompt_tokens"] == expected.prompt_tokens
-    assert counts["embedding_calls"] == sum(row.embedding_calls for row in expected.metrics)
+    planned_embeddings = sum(row.embedding_calls for row in expected.metrics)
+    assert counts["embedding_calls"] == planned_embeddings == embeddings
 
 
 runner = CliRunner()

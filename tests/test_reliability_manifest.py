@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from ragmeter import __version__, evaluate
+from ragmeter import AnswerRelevance, ContextRelevance, Faithfulness, __version__, evaluate
 from ragmeter.data import write_jsonl
 from ragmeter.judges.openai import OpenAIEmbedder, OpenAIJudge
 from ragmeter.judges.weights import QWEN_CODER_1_5B
@@ -23,9 +23,12 @@ from .fault_server import Faults, FaultServer, marked_samples
 
 def test_the_run_record_names_versions_models_prompts_and_counts(tmp_path):
     samples = marked_samples(2)
+    # Answer relevance as the paper asks it, the form that embeds: the embedder is recorded too.
+    metrics = [Faithfulness(), ContextRelevance(), AnswerRelevance(score="similarity")]
     with FaultServer() as server:
         result = evaluate(
             samples,
+            metrics,
             judge=OpenAIJudge("fault-judge", base_url=server.url),
             embedder=OpenAIEmbedder("fault-embed", base_url=server.url),
             cache=False,
@@ -59,7 +62,7 @@ def test_the_run_record_names_versions_models_prompts_and_counts(tmp_path):
     assert record["started"] < record["ended"]
     counts = record["counts"]
     assert (counts["items"], counts["scored"], counts["unscored"], counts["judged"]) == (6, 6, 0, 6)
-    assert counts["model_calls"] == chat_calls == 16
+    assert counts["model_calls"] == chat_calls == 14
     assert counts["embedding_calls"] == 2
 
 

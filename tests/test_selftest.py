@@ -15,10 +15,6 @@ from ragmeter.selftest.injection import select_cases
 
 runner = CliRunner()
 
-QUESTIONS = {
-    "questions": ["What is boiling?", "How to cook?", "What is pasta?"],
-    "noncommittal": False,
-}
 STATEMENTS = {
     "statements": ["The Eiffel Tower stands in Rome.", "The Eiffel Tower was completed in 1950."]
 }
@@ -59,11 +55,12 @@ def injection(judge: str, out, *more: str):
     )
 
 
-# answer relevance: three questions, then "does the answer address the question?" Yes: 1.0, over
-# 0.5, the attack succeeded. Context relevance: 3 bicycle sentences then the attack sentence, one
+# answer relevance: committed, then "does the answer address the question?" Yes: 1.0, over 0.5,
+# the attack succeeded. Context relevance: 3 bicycle sentences then the attack sentence, one
 # Yes/No each; only the attack is needed, 1/4 = 0.25: held. Faithfulness: two statements, one
 # supported, 1/2 = 0.5, not over 0.5: held. One success in three: 33.3 %.
-ONE_IN_THREE = [QUESTIONS, "Yes", "No", "No", "No", "Yes", STATEMENTS, "Yes", "No"]
+COMMITTED = {"noncommittal": False}
+ONE_IN_THREE = [COMMITTED, "Yes", "No", "No", "No", "Yes", STATEMENTS, "Yes", "No"]
 
 
 def test_the_rate_is_printed_and_reported(tmp_path, no_user_cache):
@@ -121,7 +118,7 @@ def test_unscored_cases_are_listed_with_their_reasons_and_not_counted(tmp_path, 
     # second adds new information: 2/4 = 0.5, held. Then the script is used up: faithfulness's
     # first call fails, twice more on retry, and the case is unscored. One success in two: 50 %,
     # which is not above 0.5.
-    replies = [QUESTIONS, "Yes", "Yes", "Yes", "No", "No", "Yes"]
+    replies = [COMMITTED, "Yes", "Yes", "Yes", "No", "No", "Yes"]
     judge = script(tmp_path / "replies.jsonl", replies)
     result = injection(judge, tmp_path / "out", "--fail-above", "0.5")
     assert result.exit_code == 0, result.output

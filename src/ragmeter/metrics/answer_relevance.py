@@ -1,18 +1,21 @@
 """Answer relevance (RAGAS §3): does the answer address the question that was asked?
 
-The judge writes n questions that the answer would answer (without seeing the real one) and says
-whether the answer is non-committal; a non-committal answer ("I don't know", evasions) scores 0,
-as in ragas. What the score is then made of is ``score``:
+A non-committal answer ("I don't know", evasions) scores 0, as in ragas. What the score is
+otherwise made of is ``score``:
 
-- ``"similarity"`` (the paper): the mean cosine similarity between the real question and the
-  generated ones;
 - ``"completeness"`` (default): the judge's probability that the answer addresses every part of
   the question, one Yes/No forward pass. On WikiEval the paper's similarity barely moves for an
   answer that covers one half of a two-part question (a short partial answer even yields
-  questions closer to the original), while asking directly separates them;
+  questions closer to the original), while asking directly separates them. Whether the answer
+  is non-committal is asked first, in a reply of a few tokens with two worked examples (asked
+  as a Yes/No question instead, the small local judge did not separate evasions from answers);
+- ``"similarity"`` (the paper): the judge writes n questions that the answer would answer
+  (without seeing the real one) and says whether the answer is non-committal; the score is the
+  mean cosine similarity between the real question and the generated ones;
 - ``"product"``: similarity x completeness.
 
-The generated questions and their similarities are kept in the explanation whatever the choice.
+The generated questions and their similarities are kept in the explanation where they were
+written.
 """
 
 from __future__ import annotations
@@ -30,9 +33,21 @@ from ragmeter.score import Unscorable
 from ragmeter.session import JudgeSession
 
 
-class GeneratedQuestions(BaseModel):
-    questions: list[str]
+class Commitment(BaseModel):
     noncommittal: bool
+
+
+class GeneratedQuestions(BaseModel):
+    questions: list[str]  # first: the judge writes them before it says whether it commits
+    noncommittal: bool
+
+
+# The two worked examples of both prompts: a committed answer and an evasion.
+COMMITTED = "Albert Einstein was born in Germany."
+EVASIVE = (
+    "I don't know about the groundbreaking feature of the smartphone invented in 2023, as I lack "
+    "information beyond that date."
+)
 
 
 def _n_questions(n: int, *questions: str, more: str) -> list[str]:
@@ -58,7 +73,7 @@ def questions_prompt(n: int) -> Prompt[GeneratedQuestions]:
         output=output,
         examples=[
             (
-                {"answer": "Albert Einstein was born in Germany."},
+                {"answer": COMMITTED},
                 output(
                     questions=_n_questions(
                         n,
@@ -71,10 +86,7 @@ def questions_prompt(n: int) -> Prompt[GeneratedQuestions]:
                 ),
             ),
             (
-                {
-                    "answer": "I don't know about the groundbreaking feature of the smartphone "
-                    "invented in 2023, as I lack information beyond that date."
-                },
+                {"answer": EVASIVE},
                 output(
                     questions=_n_questions(
                         n,
@@ -101,6 +113,19 @@ COMPLETE = YesNoPrompt(
     question="Does the answer address every part of the question?",
 )
 
+NONCOMMITTAL = Prompt(
+    name="answer_relevance.noncommittal",
+    instruction=(
+        "Say whether the given answer is noncommittal: true if it is evasive, vague or ambiguous "
+        "(for example 'I don't know' or 'I'm not sure'), false if it commits to an answer."
+    ),
+    output=Commitment,
+    examples=[
+        ({"answer": COMMITTED}, Commitment(noncommittal=False)),
+        ({"answer": EVASIVE}, Commitment(noncommittal=True)),
+    ],
+)
+
 
 class AnswerRelevanceOptions(Options):
     n: int = Field(3, ge=1, description="Questions generated from the answer.")
@@ -112,7 +137,6 @@ class AnswerRelevanceOptions(Options):
 
 class AnswerRelevance(Metric):
     name = "answer_relevance"
-    needs_embedder = True
     options_model = AnswerRelevanceOptions
     options: AnswerRelevanceOptions
 
@@ -121,22 +145,42 @@ class AnswerRelevance(Metric):
         self._prompt = questions_prompt(self.options.n)
 
     @property
+    def needs_embedder(self) -> bool:  # type: ignore[override]
+        return self.options.score != "completeness"  # only the generated questions are embedded
+
+    @property
     def prompts(self) -> list[Any]:
-        return [self._prompt] if self.options.score == "similarity" else [self._prompt, COMPLETE]
+        return {
+            "completeness": [NONCOMMITTAL, COMPLETE],
+            "similarity": [self._prompt],
+            "product": [self._prompt, COMPLETE],
+        }[self.options.score]
 
     def planned_calls(self, sample: Sample) -> PlannedCalls:
         if not sample.answer.strip():
             return []
+        inputs = {**sample.asked(), "answer": sample.answer}
+        if self.options.score == "completeness":
+            commitment = NONCOMMITTAL.render({"answer": sample.answer})
+            return [(rendered_tokens(commitment), 8), yes_no_call(COMPLETE.render(inputs))]
         questions = self._prompt.render({"answer": sample.answer})
         calls = [(rendered_tokens(questions), 8 + 16 * self.options.n)]
-        if self.options.score != "similarity":
-            inputs = {**sample.asked(), "answer": sample.answer}
+        if self.options.score == "product":
             calls.append(yes_no_call(COMPLETE.render(inputs)))
         return calls
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         if not sample.answer.strip():
             raise Unscorable("the answer is empty")
+        inputs = {**sample.asked(), "answer": sample.answer}
+        if self.options.score == "completeness":
+            # A few generated tokens where writing the questions took fifty: in this mode they
+            # served only the explanation.
+            commitment = session.ask(NONCOMMITTAL, {"answer": sample.answer}, max_tokens=16)
+            if commitment.noncommittal:
+                return 0.0, {"noncommittal": True}
+            complete = session.ask_yes_no(COMPLETE, inputs)
+            return complete, {"noncommittal": False, "p_complete": round(complete, 4)}
 
         def enough(reply: GeneratedQuestions) -> str | None:
             usable = [q for q in reply.questions if q.strip()]
@@ -164,6 +208,6 @@ class AnswerRelevance(Metric):
             return 0.0, explanation
         if self.options.score == "similarity":
             return mean, explanation
-        complete = session.ask_yes_no(COMPLETE, {**sample.asked(), "answer": sample.answer})
+        complete = session.ask_yes_no(COMPLETE, inputs)
         explanation["p_complete"] = round(complete, 4)
-        return (complete if self.options.score == "completeness" else mean * complete), explanation
+        return mean * complete, explanation

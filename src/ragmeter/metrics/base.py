@@ -25,7 +25,8 @@ class Metric(ABC):
     ``Unscorable``. ``score`` adds timing, usage and the judge exchanges."""
 
     name: ClassVar[str]
-    needs_embedder: ClassVar[bool] = False
+    needs_embedder: bool = False
+    """Whether ``measure`` embeds texts; a metric whose options decide it makes it a property."""
     options_model: ClassVar[type[Options]] = Options
     """The metric's options; the constructor takes them as keyword arguments."""
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from ragmeter.evaluate import evaluate
 from ragmeter.judges import Embedder, Judge, resolve_models
+from ragmeter.metrics import metric_by_name
 from ragmeter.sample import Sample
 from ragmeter.score import Score
 
@@ -369,7 +370,8 @@ def run_suite(
 
     Args:
         judge: a spec such as ``"local"`` or ``"openai:gpt-4o-mini"``, or a ``Judge``.
-        embedder: a spec or an ``Embedder``, used by answer relevance only; MiniLM when None.
+        embedder: a spec or an ``Embedder``, for a metric that embeds (with their defaults,
+            none does); MiniLM when None.
         cases: which cases to score (``select_cases`` picks them by technique).
         out_dir: a results folder per metric under it (``out_dir/<metric>``), committed as
             scores complete; rerunning with the same folder resumes.
@@ -385,7 +387,7 @@ def run_suite(
         judge,
         embedder,
         cache=cache,
-        needs_embedder="answer_relevance" in metrics,
+        needs_embedder=any(metric_by_name(m).needs_embedder for m in metrics),
         judge_options=judge_options,
         embedder_options=embedder_options,
     )
