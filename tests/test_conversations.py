@@ -115,7 +115,6 @@ def test_a_bad_turn_is_named_by_row_and_field(row, message):
 def test_the_judge_sees_the_conversation_before_the_question_but_not_as_evidence():
     replies = {
         "statements": {"statements": [ANSWER]},
-        "questions": {"questions": ["How long is the Elbe?"] * 3, "noncommittal": False},
         "supported": 0.9,
         "needed": 0.8,
         "new_information": 0.9,

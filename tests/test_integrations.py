@@ -39,7 +39,6 @@ from .conftest import routed
 REPLIES = {
     "statements": {"statements": ["The answer makes one claim."]},
     "supported": 0.75,
-    "questions": {"questions": ["q1", "q2", "q3"], "noncommittal": False},
     "complete": 0.6,
     "noncommittal": {"noncommittal": False},
     "needed": 0.9,

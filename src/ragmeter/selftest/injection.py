@@ -382,24 +382,24 @@ def run_suite(
         embedder_options: the same for the embedder.
         on_score: called with each case's score as it completes (e.g. for a progress bar).
     """
-    metrics = sorted({case.metric for case in cases})
+    metrics = {name: metric_by_name(name) for name in sorted({case.metric for case in cases})}
     judge_model, embed_model = resolve_models(
         judge,
         embedder,
         cache=cache,
-        needs_embedder=any(metric_by_name(m).needs_embedder for m in metrics),
+        needs_embedder=any(metric.needs_embedder for metric in metrics.values()),
         judge_options=judge_options,
         embedder_options=embedder_options,
     )
     values: dict[str, tuple[float | None, str | None]] = {}
-    for metric in metrics:
-        group = [case for case in cases if case.metric == metric]
+    for name, metric in metrics.items():
+        group = [case for case in cases if case.metric == name]
         result = evaluate(
             [case.sample for case in group],
             [metric],
             judge=judge_model,
             embedder=embed_model,
-            out_dir=Path(out_dir) / metric if out_dir is not None else None,
+            out_dir=Path(out_dir) / name if out_dir is not None else None,
             cache=False,
             max_workers=max_workers,
             on_score=on_score,
