@@ -56,6 +56,7 @@ PROMPT_KINDS = (
     ("questions that the given answer answers", "questions", "answer_relevance"),
     ("whether an answer addresses its question", "complete", "answer_relevance"),
     ("whether the given answer is noncommittal", "noncommittal", "answer_relevance"),
+    ("You judge an answer against the context", "against_context", "answer_relevance"),
     ("Extract the sentences", "extract", "context_relevance"),
     ("which sentences of a retrieved context are needed", "needed", "context_relevance"),
     ("whether one sentence taken from a retrieved context", "sentence", "context_relevance"),
@@ -195,6 +196,10 @@ def _yes_probability(kind: str, data: dict[str, str], last: str) -> float:
         return probability(data.get("statement", ""), data.get("context", ""))
     if kind == "complete":
         return probability(data.get("question", ""), data.get("answer", ""))
+    if kind == "against_context":  # does the context hold it; does the answer give the context
+        if "answer" in data:
+            return probability(data.get("context", ""), data.get("answer", ""))
+        return probability(data.get("question", ""), data.get("context", ""))
     if kind == "needed":
         number = re.search(r"sentence \[(\d+)\] needed", last)
         lines = dict(re.findall(r"^\[(\d+)\] (.*)$", data.get("context", ""), re.MULTILINE))

@@ -254,7 +254,8 @@ def test_agreement_per_group_with_the_baseline_on_the_same_rows():
 
 def scripted_judge(model: str = "", **_: object) -> FakeJudge:
     """Faithfulness follows the answer: a statement with "1,094" is supported. "Nobody knows."
-    is the one non-committal answer; the others address the question with P = 0.6."""
+    is the one non-committal answer; the others address the question with P = 0.6. Against the
+    context, it holds the answer with P = 0.75, and an answer with "2,000" gives it with 0.4."""
 
     def respond(request: ChatRequest):
         name = prompt_name(request)
@@ -266,6 +267,10 @@ def scripted_judge(model: str = "", **_: object) -> FakeJudge:
             return json.dumps({"noncommittal": "Nobody knows" in text})
         if name == "supported":
             return yes_no(0.9 if "1,094" in text.split("<statement>")[1] else 0.2)
+        if name == "against_context":  # the context holds it (0.75); "2,000" misses it (0.4)
+            if "<answer>" not in text:
+                return yes_no(0.75)
+            return yes_no(0.4 if "2,000" in text.split("<answer>")[1] else 0.8)
         return yes_no(0.6)
 
     return FakeJudge(responder=respond, model="mtrag-script")
@@ -309,3 +314,36 @@ def test_meta_mtrag_command(tmp_path, monkeypatch, no_user_cache):
     assert relevance["spearman"]["value"] == pytest.approx(3 / 15**0.5)
     assert "MTRAG" in result.output and "0.89" in result.output
     assert Path(out / "scores.sqlite").exists()
+
+
+def test_meta_mtrag_answer_relevance_alone_against_the_context(
+    tmp_path, monkeypatch, no_user_cache
+):
+    monkeypatch.setitem(plugins.BUILTINS["judge"], "mtrag", f"{__name__}:scripted_judge")
+    path = tmp_path / "m.jsonl"
+    rows = [
+        mtrag_row("t1", "reference", ANSWER, 4.0, 4.0, 0.9),
+        mtrag_row("t1", "gpt-4o", "The Elbe is 2,000 km long.", 1.5, 2.0, 0.3),
+        mtrag_row("t2", "reference", "It is 1,094 km long.", 3.5, 3.0, 0.7),
+        mtrag_row("t2", "gpt-4o", "Nobody knows.", 1.0, 1.0, 0.8),
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out"
+    command = ["meta", "mtrag", str(path), "--judge", "mtrag", "--out", str(out)]
+    chosen = ["--metrics", "answer_relevance", "--option", "answer_relevance.against=context"]
+    result = CliRunner().invoke(app, [*command, *chosen])
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "agreement.json").read_text())
+    assert {c["metric"] for c in report["correlations"]} == {"answer_relevance"}
+    relevance = next(
+        c
+        for c in report["correlations"]
+        if (c["group"], c["metric"], c["human"]) == ("all", "answer_relevance", "completeness")
+    )
+    # 0.75 x 0.8, 0.75 x 0.4, 0.75 x 0.8 and, for the decline, 1 - 0.75: 0.6, 0.3, 0.6, 0.25,
+    # ranked (3.5, 2, 3.5, 1) against people's (4, 2, 3, 1): centred (1, -0.5, 1, -1.5) and
+    # (1.5, -0.5, 0.5, -1.5), rho = 4.5 / sqrt(4.5 x 5) = 0.949.
+    assert relevance["rows"] == 4
+    assert relevance["spearman"]["value"] == pytest.approx(4.5 / 22.5**0.5)
+    refused = CliRunner().invoke(app, [*command, "--metrics", "context_relevance"])
+    assert refused.exit_code != 0 and "not 'context_relevance'" in refused.output

@@ -169,6 +169,7 @@ def test_run_record_names_models_and_metric_versions(tmp_path):
     assert result.run.metrics["answer_relevance"].config == {
         "n": 3,
         "score": "completeness",
+        "against": "question",
     }
     json.loads(result.run.to_json())  # serialisable as is
     similarity = AnswerRelevance(score="similarity")

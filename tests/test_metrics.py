@@ -160,6 +160,50 @@ def test_noncommittal_generated_reply_scores_zero_with_similarity_kept():
     assert score.explanation["noncommittal"] is True
 
 
+def test_against_context_weighs_what_the_answer_gives_by_what_the_context_holds():
+    judge = FakeJudge([json.dumps({"noncommittal": False}), yes_no(0.8), yes_no(0.5)])
+    score = AnswerRelevance(against="context").score(SAMPLE, JudgeSession(judge))
+    assert score.value == pytest.approx(0.8 * 0.5)
+    assert score.explanation == {
+        "noncommittal": False,
+        "p_context_holds": 0.8,
+        "p_covers_context": 0.5,
+    }
+    _, holds, covers = judge.history
+    # Both probes say the same before the data and show the context, then the question; only
+    # the second shows the answer. The first one's data is a prefix of the second's.
+    assert holds.messages[0].content == covers.messages[0].content
+    shown = holds.messages[-1].content.rsplit("\n\n", 1)[0]
+    assert shown.startswith("<context>\nParis is the capital of France.")
+    assert "<answer>" not in shown and covers.messages[-1].content.startswith(shown + "\n<answer>")
+
+
+def test_against_context_a_decline_is_complete_where_the_context_holds_nothing():
+    judge = FakeJudge([json.dumps({"noncommittal": True}), yes_no(0.25)])
+    score = AnswerRelevance(against="context").score(SAMPLE, JudgeSession(judge))
+    assert score.value == pytest.approx(0.75)
+    assert score.explanation == {"noncommittal": True, "p_context_holds": 0.25}
+    assert len(judge.history) == 2  # whether the answer covers the context is not asked
+
+
+def test_against_an_empty_context_only_a_decline_is_complete():
+    sample = SAMPLE.model_copy(update={"contexts": []})
+    metric = AnswerRelevance(against="context")
+    for noncommittal, value in ((True, 1.0), (False, 0.0)):
+        judge = FakeJudge([json.dumps({"noncommittal": noncommittal})])
+        score = metric.score(sample, JudgeSession(judge))
+        assert score.value == value
+        assert score.explanation == {"noncommittal": noncommittal, "context": "empty"}
+        assert len(judge.history) == 1  # nothing to ask of an empty context
+
+
+def test_against_context_is_a_completeness_and_part_of_the_version():
+    with pytest.raises(ValueError, match="score='similarity' omits"):
+        AnswerRelevance(score="similarity", against="context")
+    # What completeness is judged against is part of the version: no score is reused across it.
+    assert AnswerRelevance(against="context").version != AnswerRelevance().version
+
+
 def test_answer_relevance_n_is_configurable():
     reply = {"questions": ["alpha beta", "alpha gamma"], "noncommittal": False}
     score = AnswerRelevance(n=2, score="similarity").score(

@@ -40,7 +40,7 @@ from ragmeter.meta.attribution import (
     verify_claims,
 )
 from ragmeter.meta.mtrag import METRICS as MTRAG_METRICS
-from ragmeter.meta.mtrag import Interval, load_mtrag, run_mtrag
+from ragmeter.meta.mtrag import Interval, chosen_metrics, load_mtrag, run_mtrag
 from ragmeter.meta.wikieval import DIMENSIONS, METHODS, PAPER_TABLE_4, load_wikieval, run_wikieval
 from ragmeter.metrics import metric_by_name
 
@@ -160,6 +160,15 @@ def mtrag_command(
         "runs/meta-mtrag"
     ),
     cache: CacheFlag = True,
+    metrics: Annotated[
+        str, typer.Option(help="Comma-separated subset of faithfulness,answer_relevance.")
+    ] = ",".join(MTRAG_METRICS),
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Metric option METRIC.PARAM=VALUE, e.g. answer_relevance.against=context."
+        ),
+    ] = None,
     workers: Annotated[int, typer.Option(help="Items judged at once.")] = 1,
     ray: RayAddress = None,
     ray_actors: RayActors = None,
@@ -171,12 +180,18 @@ def mtrag_command(
     executor = executor_for(ray, ray_actors, ray_actor_cpus, workers)
     with user_errors(console):
         rows = load_mtrag(path)
+        configured = {
+            name: metric_by_name(name, **params)
+            for name, params in parse_metric_options(option).items()
+        }
+        chosen = chosen_metrics([m.strip() for m in metrics.split(",") if m.strip()], configured)
     if limit is not None:
         keep = set(list(dict.fromkeys(r.conversation for r in rows))[:limit])
         rows = [r for r in rows if r.conversation in keep]
-    with progress(console, "judging", len(rows) * len(MTRAG_METRICS)) as bar, user_errors(console):
+    with progress(console, "judging", len(rows) * len(chosen)) as bar, user_errors(console):
         report = run_mtrag(
             rows,
+            metrics=chosen,
             judge=judge,
             embedder=embedder,
             out_dir=out,
@@ -202,22 +217,24 @@ def mtrag_command(
         table.add_column(column, justify="right")
     for group in dict.fromkeys(c.group for c in report.correlations):
         cells = {(c.metric, c.human): c for c in report.correlations if c.group == group}
-        faith = cells["faithfulness", "faithfulness"]
-        complete = cells["answer_relevance", "completeness"]
+        faith = cells.get(("faithfulness", "faithfulness"))
+        appropriate = cells.get(("answer_relevance", "appropriateness"))
+        complete = cells.get(("answer_relevance", "completeness"))
+        shown = next(iter(cells.values()))  # faithfulness's rows when it was judged
         table.add_row(
-            f"{group} ({faith.rows})",
-            _interval(faith.spearman),
-            _interval(faith.baseline_spearman),
-            _interval(cells["answer_relevance", "appropriateness"].spearman),
-            _interval(complete.spearman),
-            _interval(complete.baseline_spearman),
+            f"{group} ({shown.rows})",
+            _interval(faith and faith.spearman),
+            _interval(faith and faith.baseline_spearman),
+            _interval(appropriate and appropriate.spearman),
+            _interval(complete and complete.spearman),
+            _interval(complete and complete.baseline_spearman),
         )
     console.print(table)
     for metric, reasons in report.unscored_reasons.items():
         for reason, count in reasons.items():
             console.print(f"[yellow]{metric}: {count} unscored[/yellow] — {reason}")
     if report.seconds_per_sample is not None:
-        console.print(f"median {report.seconds_per_sample:.1f} s per answer for both metrics")
+        console.print(f"median {report.seconds_per_sample:.1f} s per answer for the metrics judged")
     console.print(f"Pearson and every interval in {out / 'agreement.json'}")
 
 

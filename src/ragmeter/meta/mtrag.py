@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from ragmeter.cluster import Executor, RayExecutor, RayPool
 from ragmeter.evaluate import evaluate
 from ragmeter.judges import Embedder, Judge
+from ragmeter.metrics import Metric, metric_by_name
 from ragmeter.sample import Sample, Turn
 from ragmeter.score import Score
 
@@ -124,7 +125,7 @@ class MtragReport(BaseModel):
     unscored_reasons: dict[str, dict[str, int]]
     """Per metric: why rows were unscored, and how many."""
     seconds_per_sample: float | None
-    """Median over samples judged now of the seconds both metrics took."""
+    """Median over samples judged now of the seconds the metrics took."""
     judge: str
 
 
@@ -171,12 +172,18 @@ def _groups(rows: list[MtragRow]) -> dict[str, list[MtragRow]]:
     return groups
 
 
-def agreement(rows: list[MtragRow], scores: Mapping[tuple[str, str], Score]) -> list[Correlation]:
-    """Every (metric, human rating) correlation for all rows, per responder and per
-    answerability class."""
+def agreement(
+    rows: list[MtragRow],
+    scores: Mapping[tuple[str, str], Score],
+    metrics: Sequence[str] = METRICS,
+) -> list[Correlation]:
+    """Every (metric, human rating) correlation of ``metrics`` for all rows, per responder and
+    per answerability class."""
     found = []
     for group, members in _groups(rows).items():
         for metric, human in AGREEMENTS:
+            if metric not in metrics:
+                continue
             rated = [r for r in members if human in r.human]
             scored = [r for r in rated if scores[r.sample.key, metric].scored]
             ours = [scores[r.sample.key, metric].value for r in scored]
@@ -200,9 +207,23 @@ def agreement(rows: list[MtragRow], scores: Mapping[tuple[str, str], Score]) -> 
     return found
 
 
+def chosen_metrics(
+    names: Sequence[str] = METRICS, configured: Mapping[str, Metric] | None = None
+) -> dict[str, Metric]:
+    """The metrics named (some of ``METRICS``), each the configured one where given."""
+    unknown = sorted(set(names) - set(METRICS))
+    if unknown:
+        raise ValueError(f"MTRAG correlates {', '.join(METRICS)}; not {unknown[0]!r}")
+    unchosen = sorted(set(configured or {}) - set(names))
+    if unchosen:
+        raise ValueError(f"options given for metrics not chosen: {', '.join(unchosen)}")
+    return {name: (configured or {}).get(name) or metric_by_name(name) for name in names}
+
+
 def run_mtrag(
     rows: list[MtragRow],
     *,
+    metrics: Mapping[str, Metric] | None = None,
     judge: str | Judge = "local",
     embedder: str | Embedder | None = None,
     out_dir: Path | None = None,
@@ -214,10 +235,12 @@ def run_mtrag(
     executor: Executor | RayExecutor | RayPool = "threads",
 ) -> MtragReport:
     """Score every row's answer with faithfulness and answer relevance (resumably, under
-    ``out_dir``) and correlate the scores with the people's ratings."""
+    ``out_dir``) and correlate the scores with the people's ratings. ``metrics`` (from
+    ``chosen_metrics``) picks some of the two or configures them."""
+    metrics = metrics or chosen_metrics()
     result = evaluate(
         [r.sample for r in rows],
-        list(METRICS),
+        list(metrics.values()),
         judge=judge,
         embedder=embedder,
         out_dir=out_dir,
@@ -240,7 +263,7 @@ def run_mtrag(
         if score.usage.model_calls:
             timed[score.sample_id] = timed.get(score.sample_id, 0.0) + score.seconds
     return MtragReport(
-        correlations=agreement(rows, scores),
+        correlations=agreement(rows, scores, list(metrics)),
         unscored_reasons=reasons,
         seconds_per_sample=median(timed.values()) if timed else None,
         judge=result.run.judge,

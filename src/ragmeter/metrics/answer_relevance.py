@@ -14,15 +14,25 @@ otherwise made of is ``score``:
   mean cosine similarity between the real question and the generated ones;
 - ``"product"``: similarity x completeness.
 
+``against`` says what completeness is judged against. ``"question"`` (default) is the paper's
+reference-free reading: the question and the answer only. ``"context"`` judges it against what
+the retrieved context holds for the question, nearer to how MTRAG's annotators rated
+completeness (docs/agreement.md): an answer is complete when it gives everything the context
+says that the question asks for, or, when the context does not hold it, says so. The score is
+then P(the context holds it) x P(the answer gives all of it) for an answer that commits, and
+1 - P(the context holds it) for one that declines, where ``"question"`` scores every decline 0;
+with no context at all, a decline scores 1 and an answer that commits 0. The two probes share
+the context as a prefix, which a local judge reads once.
+
 The generated questions and their similarities are kept in the explanation where they were
 written.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, create_model, model_validator
 
 from ragmeter.judges.base import cosine_similarity
 from ragmeter.metrics.base import Metric
@@ -127,12 +137,48 @@ NONCOMMITTAL = Prompt(
 )
 
 
+# Both context probes say the same before the data, so the second reads only its own end.
+_AGAINST_CONTEXT = (
+    "You judge an answer against the context the assistant was given to answer the question. "
+    "An answer is complete when it gives all the information in the context that the question "
+    "asks for or, when the context does not contain what the question asks for, when it says "
+    "so. Do not judge whether the context is true."
+)
+
+HELD = YesNoPrompt(
+    name="answer_relevance.context_holds",
+    instruction=_AGAINST_CONTEXT,
+    question="Does the context state the information the question asks for?",
+)
+
+COVERS = YesNoPrompt(
+    name="answer_relevance.covers_context",
+    instruction=_AGAINST_CONTEXT,
+    question="Does the answer give everything the context says that the question asks for?",
+)
+
+
 class AnswerRelevanceOptions(Options):
     n: int = Field(3, ge=1, description="Questions generated from the answer.")
     score: Literal["completeness", "similarity", "product"] = Field(
         "completeness",
         description="P(addresses the question), the paper's mean similarity, or their product.",
     )
+    against: Literal["question", "context"] = Field(
+        "question",
+        description=(
+            "Judge completeness against the question alone, or against what the context holds "
+            "for it (a decline is then complete when the context holds nothing)."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _completeness_is_judged(self) -> Self:
+        if self.against == "context" and self.score == "similarity":
+            raise ValueError(
+                "against='context' judges completeness, which score='similarity' omits"
+            )
+        return self
 
 
 class AnswerRelevance(Metric):
@@ -150,37 +196,45 @@ class AnswerRelevance(Metric):
 
     @property
     def prompts(self) -> list[Any]:
+        completeness = [HELD, COVERS] if self.options.against == "context" else [COMPLETE]
         return {
-            "completeness": [NONCOMMITTAL, COMPLETE],
+            "completeness": [NONCOMMITTAL, *completeness],
             "similarity": [self._prompt],
-            "product": [self._prompt, COMPLETE],
+            "product": [self._prompt, *completeness],
         }[self.options.score]
 
     def planned_calls(self, sample: Sample) -> PlannedCalls:
         if not sample.answer.strip():
             return []
-        inputs = {**sample.asked(), "answer": sample.answer}
+        if self.options.against == "context" and not sample.contexts:
+            completeness = []
+        elif self.options.against == "context":
+            held = {"context": sample.contexts, **sample.asked()}
+            completeness = [
+                yes_no_call(HELD.render(held)),
+                yes_no_call(COVERS.render({**held, "answer": sample.answer})),
+            ]
+        else:
+            completeness = [
+                yes_no_call(COMPLETE.render({**sample.asked(), "answer": sample.answer}))
+            ]
         if self.options.score == "completeness":
             commitment = NONCOMMITTAL.render({"answer": sample.answer})
-            return [(rendered_tokens(commitment), 8), yes_no_call(COMPLETE.render(inputs))]
+            return [(rendered_tokens(commitment), 8), *completeness]
         questions = self._prompt.render({"answer": sample.answer})
         calls = [(rendered_tokens(questions), 8 + 16 * self.options.n)]
         if self.options.score == "product":
-            calls.append(yes_no_call(COMPLETE.render(inputs)))
+            calls.extend(completeness)
         return calls
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         if not sample.answer.strip():
             raise Unscorable("the answer is empty")
-        inputs = {**sample.asked(), "answer": sample.answer}
         if self.options.score == "completeness":
             # A few generated tokens where writing the questions took fifty: in this mode they
             # served only the explanation.
             commitment = session.ask(NONCOMMITTAL, {"answer": sample.answer}, max_tokens=16)
-            if commitment.noncommittal:
-                return 0.0, {"noncommittal": True}
-            complete = session.ask_yes_no(COMPLETE, inputs)
-            return complete, {"noncommittal": False, "p_complete": round(complete, 4)}
+            return self._completeness(sample, session, commitment.noncommittal)
 
         def enough(reply: GeneratedQuestions) -> str | None:
             usable = [q for q in reply.questions if q.strip()]
@@ -204,10 +258,38 @@ class AnswerRelevance(Metric):
             "mean_similarity": round(mean, 4),
             "noncommittal": reply.noncommittal,
         }
-        if reply.noncommittal:
-            return 0.0, explanation
         if self.options.score == "similarity":
-            return mean, explanation
-        complete = session.ask_yes_no(COMPLETE, inputs)
-        explanation["p_complete"] = round(complete, 4)
-        return mean * complete, explanation
+            return (0.0 if reply.noncommittal else mean), explanation
+        complete, judged = self._completeness(sample, session, reply.noncommittal)
+        return (complete if reply.noncommittal else mean * complete), {**explanation, **judged}
+
+    def _completeness(
+        self, sample: Sample, session: JudgeSession, noncommittal: bool
+    ) -> tuple[float, dict[str, Any]]:
+        """The completeness score and its explanation, given whether the answer commits."""
+        if self.options.against == "question":
+            if noncommittal:
+                return 0.0, {"noncommittal": True}
+            complete = session.ask_yes_no(COMPLETE, {**sample.asked(), "answer": sample.answer})
+            return complete, {"noncommittal": False, "p_complete": round(complete, 4)}
+        if not sample.contexts:
+            # Nothing was retrieved, so nothing the question asks for is in the context: a
+            # decline gives all of it, and whatever an answer commits to came from elsewhere.
+            return (1.0 if noncommittal else 0.0), {
+                "noncommittal": noncommittal,
+                "context": "empty",
+            }
+        held_inputs = {"context": sample.contexts, **sample.asked()}
+        if noncommittal:
+            # A decline is as complete as the context is empty of what was asked.
+            held = session.ask_yes_no(HELD, held_inputs)
+            return 1.0 - held, {"noncommittal": True, "p_context_holds": round(held, 4)}
+        held, covers = session.ask_yes_no_all(
+            [(HELD, held_inputs, {}), (COVERS, {**held_inputs, "answer": sample.answer}, {})]
+        )
+        explanation = {
+            "noncommittal": False,
+            "p_context_holds": round(held, 4),
+            "p_covers_context": round(covers, 4),
+        }
+        return held * covers, explanation
