@@ -276,8 +276,8 @@ def scripted_judge(model: str = "", **_: object) -> FakeJudge:
     return FakeJudge(responder=respond, model="mtrag-script")
 
 
-def test_meta_mtrag_command(tmp_path, monkeypatch, no_user_cache):
-    monkeypatch.setitem(plugins.BUILTINS["judge"], "mtrag", f"{__name__}:scripted_judge")
+def four_rated_answers(tmp_path: Path) -> Path:
+    """Two conversations, each answered by a reference and GPT-4o, one of them a decline."""
     path = tmp_path / "m.jsonl"
     rows = [
         mtrag_row("t1", "reference", ANSWER, 4.0, 4.0, 0.9),
@@ -286,6 +286,12 @@ def test_meta_mtrag_command(tmp_path, monkeypatch, no_user_cache):
         mtrag_row("t2", "gpt-4o", "Nobody knows.", 1.0, 1.0, 0.8),
     ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_meta_mtrag_command(tmp_path, monkeypatch, no_user_cache):
+    monkeypatch.setitem(plugins.BUILTINS["judge"], "mtrag", f"{__name__}:scripted_judge")
+    path = four_rated_answers(tmp_path)
     out = tmp_path / "out"
     result = CliRunner().invoke(
         app,
@@ -320,14 +326,7 @@ def test_meta_mtrag_answer_relevance_alone_against_the_context(
     tmp_path, monkeypatch, no_user_cache
 ):
     monkeypatch.setitem(plugins.BUILTINS["judge"], "mtrag", f"{__name__}:scripted_judge")
-    path = tmp_path / "m.jsonl"
-    rows = [
-        mtrag_row("t1", "reference", ANSWER, 4.0, 4.0, 0.9),
-        mtrag_row("t1", "gpt-4o", "The Elbe is 2,000 km long.", 1.5, 2.0, 0.3),
-        mtrag_row("t2", "reference", "It is 1,094 km long.", 3.5, 3.0, 0.7),
-        mtrag_row("t2", "gpt-4o", "Nobody knows.", 1.0, 1.0, 0.8),
-    ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path = four_rated_answers(tmp_path)
     out = tmp_path / "out"
     command = ["meta", "mtrag", str(path), "--judge", "mtrag", "--out", str(out)]
     chosen = ["--metrics", "answer_relevance", "--option", "answer_relevance.against=context"]
