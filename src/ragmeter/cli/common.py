@@ -22,6 +22,7 @@ from ragmeter.data import DatasetError
 from ragmeter.judges import Embedder, Judge, JudgeError, resolve_models
 from ragmeter.judges.cache import CallCache
 from ragmeter.judges.weights import WeightsError
+from ragmeter.metrics import Metric, metric_by_name
 
 EXIT_BAD_INPUT = 2
 
@@ -136,6 +137,17 @@ def parse_metric_options(items: list[str] | None) -> dict[str, dict[str, Any]]:
             raise typer.BadParameter(f"--option {target}={value}: use METRIC.PARAM=VALUE")
         options.setdefault(metric.strip(), {})[param.strip()] = value
     return options
+
+
+def configured_metrics(metrics: str, option: list[str] | None) -> list[Metric]:
+    """The metrics of a comma-separated ``--metrics``, each built with its ``--option``s; an
+    option for a metric not named is an error."""
+    names = [m.strip() for m in metrics.split(",") if m.strip()]
+    options = parse_metric_options(option)
+    chosen = [metric_by_name(name, **options.pop(name, {})) for name in names]
+    if options:
+        raise ValueError(f"options given for metrics not chosen: {', '.join(options)}")
+    return chosen
 
 
 def _value(text: str) -> Any:

@@ -34,9 +34,9 @@ from ragmeter.cli.common import (
     RayActors,
     RayAddress,
     Retries,
+    configured_metrics,
     executor_for,
     fail,
-    parse_metric_options,
     parse_options,
     print_warning,
     progress_bar,
@@ -46,7 +46,7 @@ from ragmeter.data import LoadedDataset, load_samples
 from ragmeter.evaluate import DEFAULT_METRICS, BudgetWarning, evaluate
 from ragmeter.limits import MAX_INPUT_CHARS, InputTruncatedWarning
 from ragmeter.manifest import Counts
-from ragmeter.metrics import Metric, metric_by_name
+from ragmeter.metrics import Metric
 from ragmeter.report import estimate_table, samples_table, summary_table, write_outputs
 from ragmeter.result import Result
 from ragmeter.viewer import open_run, write_report
@@ -93,15 +93,6 @@ def _load(file: Path, columns: str | None, skip_invalid: bool, console: Console)
     for row in dataset.invalid:
         console.print(f"[yellow]skipped row {row.row}, field {row.field!r}:[/yellow] {row.reason}")
     return dataset
-
-
-def _metrics(metrics: str, option: list[str] | None) -> list[Metric]:
-    names = [m.strip() for m in metrics.split(",") if m.strip()]
-    options = parse_metric_options(option)
-    chosen = [metric_by_name(name, **options.pop(name, {})) for name in names]
-    if options:
-        raise ValueError(f"options given for metrics not chosen: {', '.join(options)}")
-    return chosen
 
 
 def _dry_run(
@@ -225,7 +216,7 @@ def evaluate_command(
     out_dir = out or Path("runs") / file.stem
     dataset = _load(file, columns, skip_invalid, console)
     with user_errors(console):
-        chosen = _metrics(metrics, option)
+        chosen = configured_metrics(metrics, option)
         executor = executor_for(ray, ray_actors, ray_actor_cpus, workers)
         if html is not None:
             check_report_installed()  # before judging, not after

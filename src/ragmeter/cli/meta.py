@@ -23,6 +23,7 @@ from ragmeter.cli.common import (
     RayActors,
     RayAddress,
     advance,
+    configured_metrics,
     executor_for,
     open_models,
     parse_metric_options,
@@ -180,18 +181,14 @@ def mtrag_command(
     executor = executor_for(ray, ray_actors, ray_actor_cpus, workers)
     with user_errors(console):
         rows = load_mtrag(path)
-        configured = {
-            name: metric_by_name(name, **params)
-            for name, params in parse_metric_options(option).items()
-        }
-        chosen = chosen_metrics([m.strip() for m in metrics.split(",") if m.strip()], configured)
+        chosen = chosen_metrics(configured_metrics(metrics, option))
     if limit is not None:
         keep = set(list(dict.fromkeys(r.conversation for r in rows))[:limit])
         rows = [r for r in rows if r.conversation in keep]
     with progress(console, "judging", len(rows) * len(chosen)) as bar, user_errors(console):
         report = run_mtrag(
             rows,
-            metrics=chosen,
+            metrics=list(chosen.values()),
             judge=judge,
             embedder=embedder,
             out_dir=out,

@@ -207,23 +207,20 @@ def agreement(
     return found
 
 
-def chosen_metrics(
-    names: Sequence[str] = METRICS, configured: Mapping[str, Metric] | None = None
-) -> dict[str, Metric]:
-    """The metrics named (some of ``METRICS``), each the configured one where given."""
-    unknown = sorted(set(names) - set(METRICS))
+def chosen_metrics(metrics: Sequence[Metric] | None = None) -> dict[str, Metric]:
+    """``metrics`` by name (some of ``METRICS``, configured as the caller likes); both with
+    their defaults when None."""
+    chosen = {m.name: m for m in metrics} if metrics is not None else {}
+    unknown = sorted(set(chosen) - set(METRICS))
     if unknown:
         raise ValueError(f"MTRAG correlates {', '.join(METRICS)}; not {unknown[0]!r}")
-    unchosen = sorted(set(configured or {}) - set(names))
-    if unchosen:
-        raise ValueError(f"options given for metrics not chosen: {', '.join(unchosen)}")
-    return {name: (configured or {}).get(name) or metric_by_name(name) for name in names}
+    return chosen or {name: metric_by_name(name) for name in METRICS}
 
 
 def run_mtrag(
     rows: list[MtragRow],
     *,
-    metrics: Mapping[str, Metric] | None = None,
+    metrics: Sequence[Metric] | None = None,
     judge: str | Judge = "local",
     embedder: str | Embedder | None = None,
     out_dir: Path | None = None,
@@ -235,12 +232,12 @@ def run_mtrag(
     executor: Executor | RayExecutor | RayPool = "threads",
 ) -> MtragReport:
     """Score every row's answer with faithfulness and answer relevance (resumably, under
-    ``out_dir``) and correlate the scores with the people's ratings. ``metrics`` (from
-    ``chosen_metrics``) picks some of the two or configures them."""
-    metrics = metrics or chosen_metrics()
+    ``out_dir``) and correlate the scores with the people's ratings. ``metrics`` picks some of
+    the two or configures them."""
+    chosen = chosen_metrics(metrics)
     result = evaluate(
         [r.sample for r in rows],
-        list(metrics.values()),
+        list(chosen.values()),
         judge=judge,
         embedder=embedder,
         out_dir=out_dir,
@@ -263,7 +260,7 @@ def run_mtrag(
         if score.usage.model_calls:
             timed[score.sample_id] = timed.get(score.sample_id, 0.0) + score.seconds
     return MtragReport(
-        correlations=agreement(rows, scores, list(metrics)),
+        correlations=agreement(rows, scores, list(chosen)),
         unscored_reasons=reasons,
         seconds_per_sample=median(timed.values()) if timed else None,
         judge=result.run.judge,

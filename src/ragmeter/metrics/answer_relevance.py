@@ -206,18 +206,7 @@ class AnswerRelevance(Metric):
     def planned_calls(self, sample: Sample) -> PlannedCalls:
         if not sample.answer.strip():
             return []
-        if self.options.against == "context" and not sample.contexts:
-            completeness = []
-        elif self.options.against == "context":
-            held = {"context": sample.contexts, **sample.asked()}
-            completeness = [
-                yes_no_call(HELD.render(held)),
-                yes_no_call(COVERS.render({**held, "answer": sample.answer})),
-            ]
-        else:
-            completeness = [
-                yes_no_call(COMPLETE.render({**sample.asked(), "answer": sample.answer}))
-            ]
+        completeness = self._completeness_calls(sample)
         if self.options.score == "completeness":
             commitment = NONCOMMITTAL.render({"answer": sample.answer})
             return [(rendered_tokens(commitment), 8), *completeness]
@@ -226,6 +215,18 @@ class AnswerRelevance(Metric):
         if self.options.score == "product":
             calls.extend(completeness)
         return calls
+
+    def _completeness_calls(self, sample: Sample) -> PlannedCalls:
+        """The calls ``_completeness`` makes for an answer that commits."""
+        if self.options.against == "question":
+            return [yes_no_call(COMPLETE.render({**sample.asked(), "answer": sample.answer}))]
+        if not sample.contexts:
+            return []
+        held = {"context": sample.contexts, **sample.asked()}
+        return [
+            yes_no_call(HELD.render(held)),
+            yes_no_call(COVERS.render({**held, "answer": sample.answer})),
+        ]
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         if not sample.answer.strip():
