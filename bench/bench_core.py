@@ -2,6 +2,7 @@
 
     python bench/bench_core.py [--judge local] [--data examples/basic.jsonl]
     python bench/bench_core.py --wikieval ../shared/data/wikieval/wikieval_dev.jsonl --limit 5
+    python bench/bench_core.py --wikieval ... --option faithfulness.statements=sentences
 
 ``--wikieval`` times WikiEval samples instead (question, the focused context, the grounded
 answer): long contexts, the case the per-sample time target is set for.
@@ -27,6 +28,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from ragmeter import evaluate
+from ragmeter.cli.common import configured_metrics
 from ragmeter.data import load_samples
 from ragmeter.evaluate import DEFAULT_METRICS
 from ragmeter.judges.base import ChatRequest, Judge, Message
@@ -60,6 +62,9 @@ def main() -> None:
     parser.add_argument("--wikieval", type=Path, help="time WikiEval samples from this file")
     parser.add_argument("--limit", type=int, default=None, help="only the first N samples")
     parser.add_argument("--metrics", default=",".join(DEFAULT_METRICS))
+    parser.add_argument(
+        "--option", action="append", help="metric option METRIC.PARAM=VALUE (repeat)"
+    )
     args = parser.parse_args()
 
     if args.wikieval:
@@ -68,7 +73,7 @@ def main() -> None:
     else:
         samples = load_samples(args.data).samples
     samples = samples[: args.limit]
-    metrics = args.metrics.split(",")
+    metrics = configured_metrics(args.metrics, args.option)
     clock = time.perf_counter()
     judge = get_judge(args.judge)
     embedder = get_embedder(args.embedder)
@@ -92,6 +97,7 @@ def main() -> None:
 
     n = len(samples)
     print(f"judge {first.run.judge}, embedder {first.run.embedder}, {n} samples")
+    print("options: " + "; ".join(f"{m.name} {m.config()}" for m in metrics))
     print(f"model load {load_seconds:.1f} s; first run {first_seconds:.1f} s")
     by_sample: dict[str, dict[str, object]] = defaultdict(dict)
     for score in first.scores:

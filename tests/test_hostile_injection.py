@@ -10,7 +10,8 @@ import pytest
 
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
-from ragmeter.metrics.answer_relevance import COMPLETE, NONCOMMITTAL, questions_prompt
+from ragmeter.metrics.answer_relevance import COMPLETE, questions_prompt
+from ragmeter.metrics.commitment import NONCOMMITTAL
 from ragmeter.metrics.context_relevance import (
     NEEDED,
     NEW_INFORMATION,

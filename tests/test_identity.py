@@ -130,7 +130,7 @@ def test_metric_options_are_typed_and_every_one_is_in_the_version():
     with pytest.raises(
         OptionsError,
         match=r"unknown option 'soft_count' for the metric faithfulness; "
-        r"valid options: soft, threshold, verdicts",
+        r"valid options: soft, statements, threshold, verdicts",
     ):
         metric_by_name("faithfulness", soft_count=True)
     with pytest.raises(
@@ -142,8 +142,9 @@ def test_metric_options_are_typed_and_every_one_is_in_the_version():
         Faithfulness(soft=False).version,
         Faithfulness(threshold=0.6).version,
         Faithfulness(verdicts="generate").version,
+        Faithfulness(statements="sentences").version,
     }
-    assert len(versions) == 4
+    assert len(versions) == 5
     assert Faithfulness().version == Faithfulness(verdicts="logprob", soft=True).version
 
 

@@ -89,10 +89,26 @@ def test_failed_calls_become_unscored_not_zero():
     )
 
 
-def test_faithfulness_without_context_is_unscored():
+def test_without_context_only_a_decline_is_faithful():
+    # Nothing retrieved: no claim can be supported (0), a decline claims nothing (1). Only
+    # the few-token commitment check is asked; no statements are written.
     sample = SAMPLE.model_copy(update={"contexts": []})
-    score = Faithfulness(verdicts="generate").score(sample, JudgeSession(FakeJudge()))
-    assert score.value is None and "no retrieved context" in (score.unscored_reason or "")
+    for verdicts_mode in ("logprob", "generate"):
+        for noncommittal, value in ((True, 1.0), (False, 0.0)):
+            judge = FakeJudge([json.dumps({"noncommittal": noncommittal})])
+            score = Faithfulness(verdicts=verdicts_mode).score(sample, JudgeSession(judge))
+            assert (score.value, score.explanation) == (
+                value,
+                {"noncommittal": noncommittal, "context": "empty"},
+            )
+            assert [e.prompt for e in score.exchanges] == ["commitment.noncommittal"]
+            assert judge.history[0].messages[-1].content == f"<answer>\n{SAMPLE.answer}\n</answer>"
+
+
+def test_faithfulness_of_an_empty_answer_is_unscored():
+    sample = SAMPLE.model_copy(update={"answer": " "})
+    score = Faithfulness().score(sample, JudgeSession(FakeJudge()))
+    assert (score.value, score.unscored_reason) == (None, "the answer is empty")
 
 
 def test_hashing_embedder_cosines_are_word_overlap():
@@ -259,6 +275,18 @@ def test_context_relevance_without_context_is_unscored():
     sample = CONTEXT_SAMPLE.model_copy(update={"contexts": []})
     score = ContextRelevance(mode="select").score(sample, JudgeSession(FakeJudge()))
     assert score.value is None and score.unscored_reason == "the sample has no retrieved context"
+
+
+def test_sentences_mode_verifies_the_answers_own_sentences_without_writing_statements():
+    judge = FakeJudge([yes_no(0.9), yes_no(0.2), yes_no(0.7)])
+    score = Faithfulness(statements="sentences").score(SAMPLE, JudgeSession(judge))
+    assert score.value == pytest.approx((0.9 + 0.2 + 0.7) / 3)
+    assert [s["statement"] for s in score.explanation["statements"]] == [
+        "Paris is the capital of France.",
+        "It has 9 million inhabitants.",
+        "It is in Europe.",
+    ]
+    assert [e.prompt for e in score.exchanges] == ["faithfulness.supported"] * 3
 
 
 def test_faithfulness_by_probability_soft_and_thresholded():

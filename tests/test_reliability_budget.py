@@ -124,6 +124,13 @@ def test_estimate_follows_each_metric_call_pattern():
     assert rows["faithfulness"].completion_tokens == 14
     # answer relevance: 8 for the commitment check + 1 for completeness, per sample
     assert rows["answer_relevance"].completion_tokens == 2 * (8 + 1)
+    # verifying the answers' own sentences writes nothing: one Yes/No call per sentence
+    as_sentences = estimate(SAMPLES, [metric_by_name("faithfulness", statements="sentences")])
+    assert (as_sentences.calls, as_sentences.completion_tokens) == (2, 2)
+    # with no context only the commitment check is asked, 8 tokens back
+    bare = [s.model_copy(update={"contexts": []}) for s in SAMPLES]
+    assert estimate(bare, [metric_by_name("faithfulness")]).calls == 2
+    assert estimate(bare, [metric_by_name("faithfulness")]).completion_tokens == 2 * 8
     # its paper form writes 8 + 16 per question, 3 questions, and embeds them with the question
     paper = estimate(SAMPLES, [metric_by_name("answer_relevance", score="similarity")]).metrics[0]
     assert (paper.calls, paper.completion_tokens, paper.embedding_calls) == (2, 2 * (8 + 48), 2)

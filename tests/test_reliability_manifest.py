@@ -16,6 +16,7 @@ from ragmeter.data import write_jsonl
 from ragmeter.judges.openai import OpenAIEmbedder, OpenAIJudge
 from ragmeter.judges.weights import QWEN_CODER_1_5B
 from ragmeter.manifest import model_record, redact_options, scrub
+from ragmeter.metrics.commitment import NONCOMMITTAL
 from ragmeter.metrics.faithfulness import STATEMENTS, SUPPORTED
 
 from .fault_server import Faults, FaultServer, marked_samples
@@ -55,6 +56,7 @@ def test_the_run_record_names_versions_models_prompts_and_counts(tmp_path):
     assert record["metrics"]["faithfulness"]["prompts"] == {
         "faithfulness.statements": STATEMENTS.version,
         "faithfulness.supported": SUPPORTED.version,
+        "commitment.noncommittal": NONCOMMITTAL.version,
     }
     assert (record["parameters"]["retries"], record["parameters"]["repairs"]) == (1, 1)
     assert record["seed"] == 7

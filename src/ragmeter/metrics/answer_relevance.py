@@ -36,6 +36,7 @@ from pydantic import BaseModel, Field, create_model, model_validator
 
 from ragmeter.judges.base import cosine_similarity
 from ragmeter.metrics.base import Metric
+from ragmeter.metrics.commitment import COMMITTED, EVASIVE, NONCOMMITTAL, is_noncommittal
 from ragmeter.options import Options
 from ragmeter.prompts import PlannedCalls, Prompt, YesNoPrompt, rendered_tokens, yes_no_call
 from ragmeter.sample import Sample
@@ -43,21 +44,9 @@ from ragmeter.score import Unscorable
 from ragmeter.session import JudgeSession
 
 
-class Commitment(BaseModel):
-    noncommittal: bool
-
-
 class GeneratedQuestions(BaseModel):
     questions: list[str]  # first: the judge writes them before it says whether it commits
     noncommittal: bool
-
-
-# The two worked examples of both prompts: a committed answer and an evasion.
-COMMITTED = "Albert Einstein was born in Germany."
-EVASIVE = (
-    "I don't know about the groundbreaking feature of the smartphone invented in 2023, as I lack "
-    "information beyond that date."
-)
 
 
 def _n_questions(n: int, *questions: str, more: str) -> list[str]:
@@ -122,20 +111,6 @@ COMPLETE = YesNoPrompt(
     ),
     question="Does the answer address every part of the question?",
 )
-
-NONCOMMITTAL = Prompt(
-    name="answer_relevance.noncommittal",
-    instruction=(
-        "Say whether the given answer is noncommittal: true if it is evasive, vague or ambiguous "
-        "(for example 'I don't know' or 'I'm not sure'), false if it commits to an answer."
-    ),
-    output=Commitment,
-    examples=[
-        ({"answer": COMMITTED}, Commitment(noncommittal=False)),
-        ({"answer": EVASIVE}, Commitment(noncommittal=True)),
-    ],
-)
-
 
 # Both context probes say the same before the data, so the second reads only its own end.
 _AGAINST_CONTEXT = (
@@ -234,8 +209,7 @@ class AnswerRelevance(Metric):
         if self.options.score == "completeness":
             # A few generated tokens where writing the questions took fifty: in this mode they
             # served only the explanation.
-            commitment = session.ask(NONCOMMITTAL, {"answer": sample.answer}, max_tokens=16)
-            return self._completeness(sample, session, commitment.noncommittal)
+            return self._completeness(sample, session, is_noncommittal(sample.answer, session))
 
         def enough(reply: GeneratedQuestions) -> str | None:
             usable = [q for q in reply.questions if q.strip()]

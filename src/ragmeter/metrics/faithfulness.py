@@ -1,6 +1,12 @@
 """Faithfulness (RAGAS §3): the share of the answer's statements that the context supports.
 
-1. The judge breaks the answer into short, self-contained statements.
+1. The answer's statements:
+   - ``statements="generate"`` (the paper): the judge breaks the answer into short,
+     self-contained statements (pronouns replaced by what they name);
+   - ``statements="sentences"``: the answer's own sentences, verified as they stand. Nothing is
+     generated (about a third of this metric's time on a local judge), and no claim can be
+     dropped on the way (a small judge writing statements sometimes leaves sentences out); a
+     sentence keeps its pronouns, which the verdict then reads against the context.
 2. Each statement gets a verdict against the context:
    - ``verdicts="generate"`` (the paper): one call, a brief reason then yes/no per statement;
    - ``verdicts="logprob"``: one Yes/No question per statement, read from the judge's next-token
@@ -9,6 +15,11 @@
 3. F = supported / total. With log-probabilities, ``soft=True`` counts each statement by its
    probability of being supported (an expected |V|), which separates answers that a hard count
    would tie; ``soft=False`` counts statements whose probability reaches ``threshold``.
+
+When nothing was retrieved no claim can be supported, so an answer that commits to anything
+scores 0 without its statements being written, and a decline ("I have no information on that")
+scores 1: it makes no claim, and it is what a faithful system says when retrieval finds nothing.
+Whether the answer commits is the few-token question answer relevance also asks.
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ragmeter.metrics.base import Metric
+from ragmeter.metrics.commitment import NONCOMMITTAL, is_noncommittal
 from ragmeter.options import Options
 from ragmeter.prompts import (
     PlannedCalls,
@@ -162,6 +174,11 @@ def claims_only(reply: Statements) -> str | None:
 
 
 class FaithfulnessOptions(Options):
+    statements: Literal["generate", "sentences"] = Field(
+        "generate",
+        description="The judge writes self-contained statements, or the answer's own sentences "
+        "are verified as they stand (no generation).",
+    )
     verdicts: Literal["logprob", "generate"] = Field(
         "logprob", description="Yes/No probabilities per statement, or one generated reply."
     )
@@ -180,15 +197,23 @@ class Faithfulness(Metric):
 
     @property
     def prompts(self) -> list[Any]:
-        return [STATEMENTS, SUPPORTED if self.options.verdicts == "logprob" else VERDICTS]
+        written = [STATEMENTS] if self.options.statements == "generate" else []
+        verdicts = SUPPORTED if self.options.verdicts == "logprob" else VERDICTS
+        return [*written, verdicts, NONCOMMITTAL]
 
     def planned_calls(self, sample: Sample) -> PlannedCalls:
-        """Statements are guessed to be the answer's sentences."""
-        if not sample.contexts:
+        """Written statements are guessed to be the answer's sentences."""
+        if not sample.answer.strip():
             return []
+        if not sample.contexts:
+            return [(rendered_tokens(NONCOMMITTAL.render({"answer": sample.answer})), 8)]
         sentences = split_sentences(sample.answer)
-        asked = STATEMENTS.render({**sample.asked(), "answer": sample.answer})
-        calls = [(rendered_tokens(asked), approx_tokens(json.dumps({"statements": sentences})))]
+        calls: PlannedCalls = []
+        if self.options.statements == "generate":
+            asked = STATEMENTS.render({**sample.asked(), "answer": sample.answer})
+            calls.append(
+                (rendered_tokens(asked), approx_tokens(json.dumps({"statements": sentences})))
+            )
         if not sentences:
             return calls
         if self.options.verdicts == "logprob":
@@ -203,14 +228,21 @@ class Faithfulness(Metric):
         return [*calls, (rendered_tokens(verdicts), written)]
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
+        if not sample.answer.strip():
+            raise Unscorable("the answer is empty")
         if not sample.contexts:
-            raise Unscorable("the sample has no retrieved context to check the answer against")
-        statements = session.ask(
-            STATEMENTS,
-            {**sample.asked(), "answer": sample.answer},
-            max_tokens=768,
-            check=claims_only,
-        ).statements
+            noncommittal = is_noncommittal(sample.answer, session)
+            explanation = {"noncommittal": noncommittal, "context": "empty"}
+            return (1.0 if noncommittal else 0.0), explanation
+        if self.options.statements == "sentences":
+            statements = split_sentences(sample.answer)
+        else:
+            statements = session.ask(
+                STATEMENTS,
+                {**sample.asked(), "answer": sample.answer},
+                max_tokens=768,
+                check=claims_only,
+            ).statements
         # A small judge sometimes repeats a statement; verifying it twice would weight it twice.
         statements = list(dict.fromkeys(s.strip() for s in statements if s.strip()))
         if not statements:

@@ -1,0 +1,45 @@
+"""Whether an answer commits to anything, asked in a reply of a few tokens.
+
+Two metrics need it: answer relevance (a non-committal answer addresses no question) and
+faithfulness when nothing was retrieved (a decline makes no claim, so it invents nothing). Both
+make the same request, so with the call cache on a run that scores both asks it once.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from ragmeter.prompts import Prompt
+from ragmeter.session import JudgeSession
+
+
+class Commitment(BaseModel):
+    noncommittal: bool
+
+
+# Worked examples, also of answer relevance's question-writing prompt: an answer and an evasion.
+COMMITTED = "Albert Einstein was born in Germany."
+EVASIVE = (
+    "I don't know about the groundbreaking feature of the smartphone invented in 2023, as I lack "
+    "information beyond that date."
+)
+
+NONCOMMITTAL = Prompt(
+    name="commitment.noncommittal",
+    instruction=(
+        "Say whether the given answer is noncommittal: true if it is evasive, vague or ambiguous "
+        "(for example 'I don't know' or 'I'm not sure'), false if it commits to an answer."
+    ),
+    output=Commitment,
+    examples=[
+        ({"answer": COMMITTED}, Commitment(noncommittal=False)),
+        ({"answer": EVASIVE}, Commitment(noncommittal=True)),
+    ],
+)
+
+REPLY_TOKENS = 16
+"""Room for ``{"noncommittal": false}`` and a little chatter around it."""
+
+
+def is_noncommittal(answer: str, session: JudgeSession) -> bool:
+    return session.ask(NONCOMMITTAL, {"answer": answer}, max_tokens=REPLY_TOKENS).noncommittal
