@@ -13,6 +13,8 @@ and measures, one after another, each with an empty call cache:
 - ``ragmeter paper``: the same with ``--option faithfulness.verdicts=generate
   --option context_relevance.mode=select``: statement verdicts and sentence extraction each in
   one generated reply, as the RAGAS paper asks them, instead of one Yes/No request apiece;
+- ``ragmeter sentences``: in-process, with ``--option faithfulness.statements=sentences``: the
+  answer's own sentences verified, no statements written;
 - ``ragas``: faithfulness, answer relevancy (3 questions, MiniLM) and context relevance from
   ``ragas.metrics.collections`` against the same server.
 
@@ -44,6 +46,7 @@ from ragmeter.sample import Sample
 
 PEER = Path(__file__).with_name("ragas_peer.py")
 PAPER_MODES = {"faithfulness": {"verdicts": "generate"}, "context_relevance": {"mode": "select"}}
+SENTENCES = {"faithfulness": {"statements": "sentences"}}
 
 
 @dataclass
@@ -115,7 +118,7 @@ def timed(name: str, measure: Callable[..., Table], *arguments: object) -> Table
 def row(system: str, metric: str, seconds: float, measures: list[Measure], n: int) -> str:
     """One line of the table: the median seconds given, the rest averaged over ``n`` samples."""
     return (
-        f"{system:<17}{metric:<19}{seconds:>13.1f}"
+        f"{system:<20}{metric:<19}{seconds:>13.1f}"
         f"{sum(m.calls for m in measures) / n:>7.1f}"
         f"{sum(m.prompt_tokens for m in measures) / n:>11.0f}"
         f"{sum(m.completion_tokens for m in measures) / n:>9.0f}"
@@ -125,7 +128,7 @@ def row(system: str, metric: str, seconds: float, measures: list[Measure], n: in
 
 def report(systems: dict[str, Table], samples: list[Sample]) -> None:
     n = len(samples)
-    print(f"{'system':<17}{'metric':<19}{'s/sample med':>13}{'calls':>7}{'prompt tok':>11}"
+    print(f"{'system':<20}{'metric':<19}{'s/sample med':>13}{'calls':>7}{'prompt tok':>11}"
           f"{'gen tok':>9}{'failed':>8}")  # fmt: skip
     medians = {}
     for system, table in systems.items():
@@ -186,7 +189,11 @@ def main() -> None:
         measured["ragmeter local"] = timed(
             "ragmeter local", ragmeter_measures, samples, "local", scratch, "local"
         )
-    order = ["ragmeter local", "ragmeter remote", "ragmeter paper", "ragas"]
+        measured["ragmeter sentences"] = timed(
+            "ragmeter sentences", ragmeter_measures, samples, "local", scratch, "sentences",
+            SENTENCES,
+        )  # fmt: skip
+    order = ["ragmeter local", "ragmeter sentences", "ragmeter remote", "ragmeter paper", "ragas"]
     systems = {name: measured[name] for name in order}
     print(f"{len(samples)} WikiEval samples; the same GGUF for all")
     report(systems, samples)
