@@ -36,7 +36,14 @@ from pydantic import BaseModel, Field, create_model, model_validator
 
 from ragmeter.judges.base import cosine_similarity
 from ragmeter.metrics.base import Metric
-from ragmeter.metrics.commitment import COMMITTED, EVASIVE, NONCOMMITTAL, is_noncommittal
+from ragmeter.metrics.commitment import (
+    COMMITTED,
+    EVASIVE,
+    NONCOMMITTAL,
+    is_noncommittal,
+    planned_commitment_call,
+    scored_without_context,
+)
 from ragmeter.options import Options
 from ragmeter.prompts import PlannedCalls, Prompt, YesNoPrompt, rendered_tokens, yes_no_call
 from ragmeter.sample import Sample
@@ -183,8 +190,7 @@ class AnswerRelevance(Metric):
             return []
         completeness = self._completeness_calls(sample)
         if self.options.score == "completeness":
-            commitment = NONCOMMITTAL.render({"answer": sample.answer})
-            return [(rendered_tokens(commitment), 8), *completeness]
+            return [planned_commitment_call(sample.answer), *completeness]
         questions = self._prompt.render({"answer": sample.answer})
         calls = [(rendered_tokens(questions), 8 + 16 * self.options.n)]
         if self.options.score == "product":
@@ -248,12 +254,9 @@ class AnswerRelevance(Metric):
             complete = session.ask_yes_no(COMPLETE, {**sample.asked(), "answer": sample.answer})
             return complete, {"noncommittal": False, "p_complete": round(complete, 4)}
         if not sample.contexts:
-            # Nothing was retrieved, so nothing the question asks for is in the context: a
-            # decline gives all of it, and whatever an answer commits to came from elsewhere.
-            return (1.0 if noncommittal else 0.0), {
-                "noncommittal": noncommittal,
-                "context": "empty",
-            }
+            # A decline gives all the context holds; whatever an answer commits to came from
+            # elsewhere.
+            return scored_without_context(noncommittal)
         held_inputs = {"context": sample.contexts, **sample.asked()}
         if noncommittal:
             # A decline is as complete as the context is empty of what was asked.

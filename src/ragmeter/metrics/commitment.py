@@ -7,9 +7,11 @@ make the same request, so with the call cache on a run that scores both asks it 
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel
 
-from ragmeter.prompts import Prompt
+from ragmeter.prompts import Prompt, rendered_tokens
 from ragmeter.session import JudgeSession
 
 
@@ -43,3 +45,14 @@ REPLY_TOKENS = 16
 
 def is_noncommittal(answer: str, session: JudgeSession) -> bool:
     return session.ask(NONCOMMITTAL, {"answer": answer}, max_tokens=REPLY_TOKENS).noncommittal
+
+
+def planned_commitment_call(answer: str) -> tuple[int, int]:
+    """The check as ``planned_calls`` counts it: its prompt, and a reply of about 8 tokens."""
+    return rendered_tokens(NONCOMMITTAL.render({"answer": answer})), 8
+
+
+def scored_without_context(noncommittal: bool) -> tuple[float, dict[str, Any]]:
+    """The score where nothing was retrieved: nothing the question asks for is in the context
+    and no claim can be supported by it, so a decline scores 1 and an answer that commits 0."""
+    return (1.0 if noncommittal else 0.0), {"noncommittal": noncommittal, "context": "empty"}

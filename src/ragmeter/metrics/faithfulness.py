@@ -32,7 +32,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ragmeter.metrics.base import Metric
-from ragmeter.metrics.commitment import NONCOMMITTAL, is_noncommittal
+from ragmeter.metrics.commitment import (
+    NONCOMMITTAL,
+    is_noncommittal,
+    planned_commitment_call,
+    scored_without_context,
+)
 from ragmeter.options import Options
 from ragmeter.prompts import (
     PlannedCalls,
@@ -206,7 +211,7 @@ class Faithfulness(Metric):
         if not sample.answer.strip():
             return []
         if not sample.contexts:
-            return [(rendered_tokens(NONCOMMITTAL.render({"answer": sample.answer})), 8)]
+            return [planned_commitment_call(sample.answer)]
         sentences = split_sentences(sample.answer)
         calls: PlannedCalls = []
         if self.options.statements == "generate":
@@ -231,9 +236,7 @@ class Faithfulness(Metric):
         if not sample.answer.strip():
             raise Unscorable("the answer is empty")
         if not sample.contexts:
-            noncommittal = is_noncommittal(sample.answer, session)
-            explanation = {"noncommittal": noncommittal, "context": "empty"}
-            return (1.0 if noncommittal else 0.0), explanation
+            return scored_without_context(is_noncommittal(sample.answer, session))
         if self.options.statements == "sentences":
             statements = split_sentences(sample.answer)
         else:
