@@ -2,7 +2,7 @@
 
     python bench/bench_core.py [--judge local] [--data examples/basic.jsonl]
     python bench/bench_core.py --wikieval ../shared/data/wikieval/wikieval_dev.jsonl --limit 5
-    python bench/bench_core.py --wikieval ... --option faithfulness.statements=sentences
+    python bench/bench_core.py --wikieval ... --option faithfulness.statements=generate
 
 ``--wikieval`` times WikiEval samples instead (question, the focused context, the grounded
 answer): long contexts, the case the per-sample time target is set for.

@@ -10,11 +10,13 @@ and measures, one after another, each with an empty call cache:
 
 - ``ragmeter local``: the default in-process judge, what ``ragmeter run`` uses offline;
 - ``ragmeter remote``: ``--judge openai:qwen`` against the server, every call a billed request;
-- ``ragmeter paper``: the same with ``--option faithfulness.verdicts=generate
-  --option context_relevance.mode=select``: statement verdicts and sentence extraction each in
-  one generated reply, as the RAGAS paper asks them, instead of one Yes/No request apiece;
-- ``ragmeter sentences``: in-process, with ``--option faithfulness.statements=sentences``: the
-  answer's own sentences verified, no statements written;
+- ``ragmeter paper``: the same with ``--option faithfulness.statements=generate --option
+  faithfulness.verdicts=generate --option context_relevance.mode=select``: statements written,
+  their verdicts and the sentence extraction each in one generated reply, as the RAGAS paper
+  asks them, instead of one Yes/No request apiece;
+- ``ragmeter statements``: in-process, with ``--option faithfulness.statements=generate``: the
+  judge writes statements first, as the paper does, instead of verifying the answer's own
+  sentences;
 - ``ragas``: faithfulness, answer relevancy (3 questions, MiniLM) and context relevance from
   ``ragas.metrics.collections`` against the same server.
 
@@ -45,8 +47,11 @@ from ragmeter.metrics import metric_by_name
 from ragmeter.sample import Sample
 
 PEER = Path(__file__).with_name("ragas_peer.py")
-PAPER_MODES = {"faithfulness": {"verdicts": "generate"}, "context_relevance": {"mode": "select"}}
-SENTENCES = {"faithfulness": {"statements": "sentences"}}
+PAPER_MODES = {
+    "faithfulness": {"statements": "generate", "verdicts": "generate"},
+    "context_relevance": {"mode": "select"},
+}
+STATEMENTS = {"faithfulness": {"statements": "generate"}}
 
 
 @dataclass
@@ -189,11 +194,11 @@ def main() -> None:
         measured["ragmeter local"] = timed(
             "ragmeter local", ragmeter_measures, samples, "local", scratch, "local"
         )
-        measured["ragmeter sentences"] = timed(
-            "ragmeter sentences", ragmeter_measures, samples, "local", scratch, "sentences",
-            SENTENCES,
+        measured["ragmeter statements"] = timed(
+            "ragmeter statements", ragmeter_measures, samples, "local", scratch, "statements",
+            STATEMENTS,
         )  # fmt: skip
-    order = ["ragmeter local", "ragmeter sentences", "ragmeter remote", "ragmeter paper", "ragas"]
+    order = ["ragmeter local", "ragmeter statements", "ragmeter remote", "ragmeter paper", "ragas"]
     systems = {name: measured[name] for name in order}
     print(f"{len(samples)} WikiEval samples; the same GGUF for all")
     report(systems, samples)

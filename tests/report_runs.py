@@ -1,10 +1,9 @@
 """Run folders for the report and comparison tests, made by the real pipeline on the scripted
-judge: one statement per answer, supported with a probability chosen per sample, so every
+judge: one sentence per answer, supported with a probability chosen per sample, so every
 faithfulness score is that probability."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -52,7 +51,6 @@ def faithfulness_run(
     judge = FakeJudge(model=model)
     for key in p_supported:
         probability = p_supported[key]
-        judge.enqueue(json.dumps({"statements": [QUESTIONS[key][1]]}))
         judge.enqueue(yes_no(probability) if probability is not None else FAILURE)
     result = evaluate(
         samples(list(p_supported)),

@@ -47,7 +47,7 @@ def test_evaluate_scores_every_sample_and_summarises(tmp_path):
     result = run(FakeJudge(responder=routed(REPLIES)), tmp_path)
     frame = result.to_pandas()
     assert list(frame["id"]) == ["a", "b"]
-    # each of the 2 statements is supported with probability 0.75
+    # each answer sentence is supported with probability 0.75
     assert list(frame["faithfulness"]) == [0.75, 0.75]
     # completeness: the judge's probability that the answer addresses the question
     assert frame["answer_relevance"].tolist() == pytest.approx([1.0, 1.0])
@@ -58,8 +58,9 @@ def test_evaluate_scores_every_sample_and_summarises(tmp_path):
     assert (summary["faithfulness"].ci_low, summary["faithfulness"].ci_high) == (0.75, 0.75)
     assert summary["context_relevance"].mean == 0.0
     assert summary["context_relevance"].scored == 2 and summary["context_relevance"].unscored == 0
-    # per sample: faithfulness 1 + 2 statements, answer relevance 1 + 1, context relevance 2
-    assert result.usage().model_calls == 14
+    # per sample: faithfulness 1 (one answer sentence), answer relevance 1 + 1, context
+    # relevance 2
+    assert result.usage().model_calls == 10
 
 
 def test_unscored_items_are_counted_not_averaged(tmp_path):
@@ -72,7 +73,7 @@ def test_unscored_items_are_counted_not_averaged(tmp_path):
     summary = result.summary()[0]
     assert (summary.scored, summary.unscored, summary.mean) == (1, 1, 0.75)
     assert summary.unscored_reasons == {
-        "faithfulness.statements: judge call failed: connection reset (after 1 attempts)": 1
+        "faithfulness.supported: judge call failed: connection reset (after 1 attempts)": 1
     }
     frame = result.to_pandas()
     assert frame.loc[1, "faithfulness"] is pd.NA
@@ -96,7 +97,7 @@ def test_rerun_after_a_crash_judges_only_what_is_missing(tmp_path):
 
     def flaky(request):
         calls["n"] += 1
-        if calls["n"] > 3:
+        if calls["n"] > 2:
             raise JudgeError("process died")
         return routed(REPLIES)(request)
 
@@ -108,7 +109,8 @@ def test_rerun_after_a_crash_judges_only_what_is_missing(tmp_path):
         out_dir=tmp_path / "out",
         retries=0,
     )
-    # faithfulness(a) takes calls 1-3; every later call fails
+    # faithfulness(a) takes call 1, context_relevance(a) call 2; its second sentence (call 3)
+    # and every later call fail
     assert [s.scored for s in partial.scores] == [True, False, False, False]
     resumed_judge = FakeJudge(responder=routed(REPLIES))
     resumed = evaluate(
@@ -118,8 +120,8 @@ def test_rerun_after_a_crash_judges_only_what_is_missing(tmp_path):
         cache=False,
         out_dir=tmp_path / "out",
     )
-    # context_relevance(a): 2 calls, faithfulness(b): 3, context_relevance(b): 2
-    assert len(resumed_judge.history) == 7
+    # context_relevance(a): 2 calls, faithfulness(b): 1, context_relevance(b): 2
+    assert len(resumed_judge.history) == 5
     assert [s.value for s in resumed.scores] == [0.75, 0.0, 0.75, 0.0]
 
 
@@ -129,14 +131,14 @@ def test_call_cache_makes_a_repeat_run_free(tmp_path):
     again = run(silent, tmp_path)
     assert silent.history == []
     assert again.usage().model_calls == 0
-    assert again.usage().cached_calls == 14
+    assert again.usage().cached_calls == 10
 
 
 def test_a_changed_prompt_or_model_is_not_served_from_the_store(tmp_path):
     run(FakeJudge(responder=routed(REPLIES)), tmp_path, out_dir=tmp_path / "out", cache=False)
     other = FakeJudge(responder=routed(REPLIES), model="other")
     run(other, tmp_path, out_dir=tmp_path / "out", cache=False)
-    assert len(other.history) == 14
+    assert len(other.history) == 10
 
 
 def test_duplicate_ids_are_rejected_with_the_row():
@@ -198,7 +200,7 @@ class CountingJudge(AnsweringJudge):
 
 @pytest.mark.parametrize(("workers", "peak"), [(1, 1), (2, 2), (4, 3)])
 def test_one_items_questions_are_asked_at_once_up_to_the_workers(workers, peak):
-    """One item whose answer has three statements: with several workers its three Yes/No
+    """One item whose answer has three sentences: with several workers its three Yes/No
     questions are in flight together, never more than ``workers``, and the score, its
     explanation and its exchanges are those of asking them one by one."""
     sample = Sample(
@@ -214,4 +216,4 @@ def test_one_items_questions_are_asked_at_once_up_to_the_workers(workers, peak):
     got, expected = result.scores[0], alone.scores[0]
     assert (got.value, got.explanation) == (expected.value, expected.explanation)
     assert [e.messages for e in got.exchanges] == [e.messages for e in expected.exchanges]
-    assert got.usage == expected.usage and got.usage.model_calls == 4
+    assert got.usage == expected.usage and got.usage.model_calls == 3

@@ -113,8 +113,8 @@ def test_oversized_fields_are_cut_with_one_warning_and_a_note(tmp_path):
     }
     assert "truncated_inputs" not in small.explanation
     assert big.sample_id == "big"  # filed under the original id
-    asked = judge.history[0].messages[-1].content
-    assert f"<answer>\n{'x' * 20_000} [… 5000 more characters cut]\n</answer>" in asked
+    asked = judge.history[0].messages[-1].content  # the answer's one sentence, as verified
+    assert f"<statement>\n{'x' * 20_000} [… 5000 more characters cut]\n</statement>" in asked
     assert result.run.counts.truncated_samples == 2
 
 
@@ -149,7 +149,11 @@ def test_the_judge_never_sees_more_than_the_limit(answer, limit):
     judge = FakeJudge(responder=lambda request: json.dumps({"statements": []}))
     with pytest.warns(InputTruncatedWarning):
         result = evaluate(
-            [sample], ["faithfulness"], judge=judge, cache=False, max_input_chars=limit
+            [sample],
+            [Faithfulness(statements="generate")],  # its first request shows the whole answer
+            judge=judge,
+            cache=False,
+            max_input_chars=limit,
         )
     cut = f"{answer[:limit]} [… {len(answer) - limit} more characters cut]"
     assert f"<answer>\n{cut}\n</answer>" in judge.history[0].messages[-1].content

@@ -142,7 +142,7 @@ def test_metric_options_are_typed_and_every_one_is_in_the_version():
         Faithfulness(soft=False).version,
         Faithfulness(threshold=0.6).version,
         Faithfulness(verdicts="generate").version,
-        Faithfulness(statements="sentences").version,
+        Faithfulness(statements="generate").version,
     }
     assert len(versions) == 5
     assert Faithfulness().version == Faithfulness(verdicts="logprob", soft=True).version

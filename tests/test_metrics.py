@@ -49,7 +49,9 @@ STATEMENTS = json.dumps(
 
 def test_faithfulness_is_supported_over_total():
     judge = FakeJudge([STATEMENTS, verdicts("yes", "no", "no")])
-    score = Faithfulness(verdicts="generate").score(SAMPLE, JudgeSession(judge))
+    score = Faithfulness(statements="generate", verdicts="generate").score(
+        SAMPLE, JudgeSession(judge)
+    )
     assert score.value == pytest.approx(1 / 3)
     assert [s["verdict"] for s in score.explanation["statements"]] == ["yes", "no", "no"]
     assert score.explanation["statements"][1]["statement"] == "Paris has 9 million inhabitants."
@@ -62,7 +64,9 @@ def test_faithfulness_is_supported_over_total():
 
 def test_faithfulness_repairs_a_wrong_verdict_count():
     judge = FakeJudge([STATEMENTS, verdicts("yes", "yes"), verdicts("yes", "yes", "no")])
-    score = Faithfulness(verdicts="generate").score(SAMPLE, JudgeSession(judge))
+    score = Faithfulness(statements="generate", verdicts="generate").score(
+        SAMPLE, JudgeSession(judge)
+    )
     assert score.value == pytest.approx(2 / 3)
     assert len(judge.history) == 3
     repair = judge.history[2].messages[-1].content
@@ -72,7 +76,9 @@ def test_faithfulness_repairs_a_wrong_verdict_count():
 
 def test_unparseable_replies_become_unscored_with_the_reason():
     judge = FakeJudge(["not json", "still not json", '{"statements": 5}'])
-    score = Faithfulness(verdicts="generate").score(SAMPLE, JudgeSession(judge, retries=2))
+    score = Faithfulness(statements="generate", verdicts="generate").score(
+        SAMPLE, JudgeSession(judge, retries=2)
+    )
     assert score.value is None
     assert score.unscored_reason is not None
     assert "unreadable reply" in score.unscored_reason
@@ -82,7 +88,9 @@ def test_unparseable_replies_become_unscored_with_the_reason():
 
 def test_failed_calls_become_unscored_not_zero():
     judge = FakeJudge([JudgeError("HTTP 500"), JudgeError("HTTP 500")])
-    score = Faithfulness(verdicts="generate").score(SAMPLE, JudgeSession(judge, retries=1))
+    score = Faithfulness(statements="generate", verdicts="generate").score(
+        SAMPLE, JudgeSession(judge, retries=1)
+    )
     assert score.value is None
     assert score.unscored_reason == (
         "faithfulness.statements: judge call failed: HTTP 500 (after 2 attempts)"
@@ -277,9 +285,9 @@ def test_context_relevance_without_context_is_unscored():
     assert score.value is None and score.unscored_reason == "the sample has no retrieved context"
 
 
-def test_sentences_mode_verifies_the_answers_own_sentences_without_writing_statements():
+def test_by_default_the_answers_own_sentences_are_verified_without_writing_statements():
     judge = FakeJudge([yes_no(0.9), yes_no(0.2), yes_no(0.7)])
-    score = Faithfulness(statements="sentences").score(SAMPLE, JudgeSession(judge))
+    score = Faithfulness().score(SAMPLE, JudgeSession(judge))
     assert score.value == pytest.approx((0.9 + 0.2 + 0.7) / 3)
     assert [s["statement"] for s in score.explanation["statements"]] == [
         "Paris is the capital of France.",
@@ -291,13 +299,17 @@ def test_sentences_mode_verifies_the_answers_own_sentences_without_writing_state
 
 def test_faithfulness_by_probability_soft_and_thresholded():
     replies = [yes_no(0.9), yes_no(0.2), yes_no(0.6)]
-    soft = Faithfulness().score(SAMPLE, JudgeSession(FakeJudge([STATEMENTS, *replies])))
+    soft = Faithfulness(statements="generate").score(
+        SAMPLE, JudgeSession(FakeJudge([STATEMENTS, *replies]))
+    )
     assert soft.value == pytest.approx((0.9 + 0.2 + 0.6) / 3)
     assert [s["p_supported"] for s in soft.explanation["statements"]] == [0.9, 0.2, 0.6]
     assert [s["verdict"] for s in soft.explanation["statements"]] == ["yes", "no", "yes"]
-    hard = Faithfulness(soft=False).score(SAMPLE, JudgeSession(FakeJudge([STATEMENTS, *replies])))
+    hard = Faithfulness(statements="generate", soft=False).score(
+        SAMPLE, JudgeSession(FakeJudge([STATEMENTS, *replies]))
+    )
     assert hard.value == pytest.approx(2 / 3)
-    strict = Faithfulness(soft=False, threshold=0.7)
+    strict = Faithfulness(statements="generate", soft=False, threshold=0.7)
     judge = FakeJudge([STATEMENTS, *replies])
     assert strict.score(SAMPLE, JudgeSession(judge)).value == pytest.approx(1 / 3)
     # One forward pass per statement, the context first (a shared prefix), the statement last.
@@ -309,7 +321,7 @@ def test_faithfulness_by_probability_soft_and_thresholded():
 
 def test_yes_no_without_logprobs_reads_the_word():
     judge = FakeJudge([STATEMENTS, "Yes", "no", "maybe", "No, it is not"])
-    score = Faithfulness().score(SAMPLE, JudgeSession(judge))
+    score = Faithfulness(statements="generate").score(SAMPLE, JudgeSession(judge))
     # "maybe" is neither: the judge is asked again (3 tokens) and says "No, it is not".
     assert score.value == pytest.approx(1 / 3)
     assert judge.history[4].max_tokens == 3
@@ -407,7 +419,7 @@ def test_prompt_versions_change_with_configuration():
 def test_repeated_statements_are_verified_once():
     repeated = json.dumps({"statements": ["Paris is in France.", "Paris is in France.", "X is Y."]})
     judge = FakeJudge([repeated, yes_no(1.0), yes_no(0.0)])
-    score = Faithfulness().score(SAMPLE, JudgeSession(judge))
+    score = Faithfulness(statements="generate").score(SAMPLE, JudgeSession(judge))
     assert score.value == pytest.approx(1 / 2)
     assert len(judge.history) == 3
 
@@ -415,7 +427,7 @@ def test_repeated_statements_are_verified_once():
 def test_a_verdict_word_in_place_of_statements_gets_a_repair_request():
     hijacked = json.dumps({"statements": ["Yes"]})
     judge = FakeJudge([hijacked, STATEMENTS, yes_no(0.2), yes_no(0.2), yes_no(0.2)])
-    score = Faithfulness().score(SAMPLE, JudgeSession(judge))
+    score = Faithfulness(statements="generate").score(SAMPLE, JudgeSession(judge))
     assert score.value == pytest.approx(0.2)
     repair = judge.history[1].messages[-1].content
     assert "statement 1 ('Yes') is not a claim" in repair
@@ -430,6 +442,8 @@ def test_a_verdict_word_in_place_of_statements_gets_a_repair_request():
 
 def test_statements_that_stay_verdict_words_leave_the_answer_unscored():
     hijacked = json.dumps({"statements": ["Supported."]})
-    score = Faithfulness().score(SAMPLE, JudgeSession(FakeJudge([hijacked] * 3)))
+    score = Faithfulness(statements="generate").score(
+        SAMPLE, JudgeSession(FakeJudge([hijacked] * 3))
+    )
     assert score.value is None
     assert "is not a claim" in score.unscored_reason

@@ -16,6 +16,7 @@ from ragmeter.judges import FakeJudge, RequestRefused
 from ragmeter.judges.openai import ServerFallbackWarning
 from ragmeter.judges.transport import HttpClient, TransportOptions
 from ragmeter.manifest import RunRecord
+from ragmeter.metrics import ContextRelevance, Faithfulness
 from ragmeter.metrics.answer_relevance import questions_prompt
 from ragmeter.prompts import ReplyError
 from ragmeter.sample import Sample
@@ -24,7 +25,8 @@ from ragmeter.session import JudgeSession, measured
 from .fault_server import Faults, FaultServer, marked_samples
 
 QUICK = {"backoff": 0.001, "timeout": 5, "deadline": 30}
-METRICS = ["faithfulness", "context_relevance"]
+# Statements written as JSON: each item's first request asks for a JSON reply.
+METRICS = [Faithfulness(statements="generate"), ContextRelevance()]
 
 
 def run(server: FaultServer, tmp_path: Path, name: str, **options: object):
@@ -128,7 +130,7 @@ def test_a_json_mode_given_explicitly_is_not_negotiated_and_never_re_sent(tmp_pa
             warnings.simplefilter("error", ServerFallbackWarning)
             result = evaluate(
                 marked_samples(2),
-                ["faithfulness"],
+                [Faithfulness(statements="generate")],
                 judge="openai:fault-judge",
                 judge_options={"base_url": server.url, "json_mode": "schema", **QUICK},
                 cache=None,

@@ -57,16 +57,17 @@ def test_grounded(ragmeter_scorer):
     print(f"score {result.scores[0].value} calls {usage.model_calls} cached {usage.cached_calls}")
 """
     )
-    judge = script(pytester, {"statements": ["Paris is the capital of France."]}, "Yes")
+    # faithfulness: the answer's two sentences, the second unsupported -> 1/2
+    judge = script(pytester, "Yes", "No")
 
     first = run(pytester, judge, "-s")
     first.assert_outcomes(passed=1)
-    first.stdout.fnmatch_lines(["*score 1.0 calls 2 cached 0*"])
+    first.stdout.fnmatch_lines(["*score 0.5 calls 2 cached 0*"])
     # The same script again (its replies are unread in a new run) is never asked: every
     # call comes from the cache file.
     again = run(pytester, judge, "-s")
     again.assert_outcomes(passed=1)
-    again.stdout.fnmatch_lines(["*score 1.0 calls 0 cached 2*"])
+    again.stdout.fnmatch_lines(["*score 0.5 calls 0 cached 2*"])
 
 
 def test_a_failure_names_metric_score_threshold_and_explains(pytester):
@@ -81,8 +82,7 @@ def test_grounded(ragmeter_scorer):
     )
     judge = script(
         pytester,
-        # faithfulness: two statements, the second unsupported -> 1/2
-        {"statements": ["Paris is the capital of France.", "Paris has ten million people."]},
+        # faithfulness: the answer's two sentences, the second unsupported -> 1/2
         "Yes",
         "No",
         # answer relevance: committed, but it does not address the question -> 0
@@ -104,7 +104,7 @@ def test_grounded(ragmeter_scorer):
         "question: What is the capital of France?",
         "answer: Paris is the capital of France. It has ten million people.",
         "unsupported statements (1 of 2):",
-        '- "Paris has ten million people." (p_supported 0)',
+        '- "It has ten million people." (p_supported 0)',
         "supported statements (1 of 2):",
         '- "Paris is the capital of France." (p_supported 1)',
     ]
@@ -167,7 +167,7 @@ def test_grounded(ragmeter_scorer):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "E*faithfulness unscored for sample paris: faithfulness.statements: judge call "
+            "E*faithfulness unscored for sample paris: faithfulness.supported: judge call "
             "failed: fake judge has no scripted reply left (after 3 attempts)"
         ]
     )
@@ -181,7 +181,7 @@ def test_grounded(ragmeter_scorer):
     ragmeter_scorer.assert_scores(PARIS, faithfulness=1.0)
 """
     )
-    judge = script(pytester, {"statements": ["Paris is the capital of France."]}, "Yes")
+    judge = script(pytester, "Yes", "Yes")  # both sentences of the answer supported
     pytester.makeini(
         f"""
 [pytest]
@@ -218,8 +218,7 @@ def test_the_example_runs_as_written(pytester):
     pytester.makepyfile(test_rag_quality=example.read_text())
     judge = script(
         pytester,
-        # the refund answer: one supported statement; the answer addresses the question
-        {"statements": ["Refunds are paid within 14 days of receiving the returned item."]},
+        # the refund answer: its one sentence is supported
         "Yes",
         # committed; it addresses the question
         {"noncommittal": False},
@@ -262,7 +261,8 @@ def scorer(tmp_path) -> Scorer:
 
 def test_score_uses_the_three_ragas_metrics_by_default(tmp_path):
     result = scorer(tmp_path).score(PARIS)
-    # one statement at 0.75; P(complete); the one sentence at 0.25 does not reach 0.5
+    # the answer's one sentence at 0.75; P(complete); the context's one sentence at 0.25 does
+    # not reach 0.5
     assert {s.metric: s.value for s in result.scores} == {
         "faithfulness": 0.75,
         "answer_relevance": 0.6,
@@ -276,7 +276,7 @@ def test_score_uses_the_three_ragas_metrics_by_default(tmp_path):
 
 def test_a_configured_metric_takes_its_threshold_from_a_mapping(tmp_path):
     check = scorer(tmp_path)
-    # with logprob verdicts (the default) the statement scores 0.75 and passes 0.7 ...
+    # with logprob verdicts (the default) the sentence scores 0.75 and passes 0.7 ...
     check.assert_scores(PARIS, faithfulness=0.7)
     # ... with a generated verdict of "no" it scores 0, and the reason is shown
     with pytest.raises(AssertionError) as failed:

@@ -15,7 +15,7 @@ from ragmeter.data import write_jsonl
 from ragmeter.evaluate import BudgetWarning
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 from ragmeter.judges.openai import OpenAIEmbedder, OpenAIJudge
-from ragmeter.metrics import Metric, metric_by_name
+from ragmeter.metrics import ContextRelevance, Faithfulness, Metric, metric_by_name
 from ragmeter.metrics.context_relevance import SENTENCE_NEEDED
 from ragmeter.store import ScoreStore
 
@@ -23,7 +23,8 @@ from .conftest import routed
 from .fault_server import FaultServer, marked_samples
 from .test_evaluate import REPLIES, SAMPLES
 
-METRICS = ["faithfulness", "context_relevance"]
+# Statements written first: faithfulness makes 3 calls per sample here, context relevance 2.
+METRICS = [Faithfulness(statements="generate"), ContextRelevance()]
 
 
 def budgeted(tmp_path, judge, budget, **options):
@@ -113,20 +114,20 @@ def test_estimate_follows_each_metric_call_pattern():
     metrics = [metric_by_name(m) for m in ("faithfulness", "context_relevance", "answer_relevance")]
     expected = estimate(SAMPLES, metrics, price=Price(1.0, 2.0))
     rows = {row.metric: row for row in expected.metrics}
-    # answers "x y." and "z." are one sentence each: 1 + 1 calls per sample
-    assert rows["faithfulness"].calls == 4
+    # answers "x y." and "z." are one sentence each, verified as it stands: 1 Yes/No call (1
+    # token back) per sample
+    assert (rows["faithfulness"].calls, rows["faithfulness"].completion_tokens) == (2, 2)
     # contexts "One fact. Two fact." and "Three fact. Four fact.": 2 sentences each
     assert rows["context_relevance"].calls == 4
     assert rows["answer_relevance"].calls == 4 and rows["answer_relevance"].embedding_calls == 0
-    assert expected.calls == 12
-    # completion: '{"statements": ["x y."]}' is 24 characters (6 tokens) + 1 verdict token;
-    # '{"statements": ["z."]}' 22 (6) + 1
-    assert rows["faithfulness"].completion_tokens == 14
+    assert expected.calls == 10
     # answer relevance: 8 for the commitment check + 1 for completeness, per sample
     assert rows["answer_relevance"].completion_tokens == 2 * (8 + 1)
-    # verifying the answers' own sentences writes nothing: one Yes/No call per sentence
-    as_sentences = estimate(SAMPLES, [metric_by_name("faithfulness", statements="sentences")])
-    assert (as_sentences.calls, as_sentences.completion_tokens) == (2, 2)
+    # statements written first (the paper): 1 + 1 calls per sample; completion
+    # '{"statements": ["x y."]}' is 24 characters (6 tokens) + 1 verdict token,
+    # '{"statements": ["z."]}' 22 (6) + 1
+    written = estimate(SAMPLES, [metric_by_name("faithfulness", statements="generate")])
+    assert (written.calls, written.completion_tokens) == (4, 14)
     # with no context only the commitment check is asked, 8 tokens back
     bare = [s.model_copy(update={"contexts": []}) for s in SAMPLES]
     assert estimate(bare, [metric_by_name("faithfulness")]).calls == 2
@@ -150,14 +151,19 @@ def test_estimate_follows_each_metric_call_pattern():
 
 
 @pytest.mark.parametrize(
-    ("relevance", "calls", "embeddings"), [({}, 40, 0), ({"score": "similarity"}, 35, 5)]
+    ("faithfulness", "relevance", "calls", "embeddings"),
+    [
+        ({}, {}, 35, 0),
+        ({"statements": "generate"}, {}, 40, 0),
+        ({}, {"score": "similarity"}, 30, 5),
+    ],
 )
-def test_estimate_matches_a_real_run_call_for_call(relevance, calls, embeddings):
-    # The fault server's statements are the answer's sentences, as the estimate assumes, and it
-    # reports prompt tokens as characters / 4: calls and prompt tokens must agree exactly.
+def test_estimate_matches_a_real_run_call_for_call(faithfulness, relevance, calls, embeddings):
+    # The fault server's written statements are the answer's sentences, as the estimate assumes,
+    # and it reports prompt tokens as characters / 4: calls and prompt tokens must agree exactly.
     samples = marked_samples(5)
     metrics = [
-        metric_by_name("faithfulness"),
+        metric_by_name("faithfulness", **faithfulness),
         metric_by_name("context_relevance"),
         metric_by_name("answer_relevance", **relevance),
     ]
@@ -191,7 +197,7 @@ def test_dry_run_prints_the_estimate_and_calls_nothing(tmp_path):
     )
     assert result.exit_code == 0, result.output
     total = next(line for line in result.output.splitlines() if "total" in line)
-    assert total.split("│")[3].strip() == "12"  # calls
+    assert total.split("│")[3].strip() == "10"  # calls
     assert "$" in total
     assert "OpenAI list prices as of" in result.output
     assert "No model was called." in result.output
@@ -207,6 +213,7 @@ def test_the_cli_stops_at_max_calls_and_says_how_to_continue(tmp_path, monkeypat
         monkeypatch.setenv("RAGMETER_BASE_URL", server.url)
         base = ["evaluate", str(data), "--judge", "openai:fault", "--out", str(tmp_path / "out")]
         base += ["--metrics", "faithfulness,context_relevance", "--no-show-samples"]
+        base += ["--option", "faithfulness.statements=generate"]  # 3 calls per sample
         stopped = runner.invoke(app, [*base, "--max-calls", "5"])
         # faithfulness(0): 3 calls; context_relevance(0): 2 of its 3. Left: its 3 (2 cached),
         # and 3 + 3 for sample 1.

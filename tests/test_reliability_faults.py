@@ -15,7 +15,8 @@ from ragmeter import evaluate
 from ragmeter.judges.base import ChatResponse, JudgeError, TokenLogprobs
 from ragmeter.judges.fake import FakeJudge
 from ragmeter.judges.openai import OpenAIEmbedder, OpenAIJudge
-from ragmeter.metrics import Faithfulness
+from ragmeter.metrics import ContextRelevance, Faithfulness
+from ragmeter.metrics.faithfulness import STATEMENTS as STATEMENTS_PROMPT
 from ragmeter.score import Score
 from ragmeter.session import JudgeSession, yes_probability
 from ragmeter.store import ScoreStore
@@ -110,9 +111,8 @@ def test_sentence_splitting_is_thread_safe():
 
 def test_malformed_replies_get_one_repair_then_the_item_is_unscored(tmp_path):
     faults = Faults(rate=1.0, kinds=("malformed",))  # every reply misses the point
-    result, server = run(
-        faults, marked_samples(2), tmp_path / "out", ["faithfulness", "context_relevance"]
-    )
+    metrics = [Faithfulness(statements="generate"), ContextRelevance()]
+    result, server = run(faults, marked_samples(2), tmp_path / "out", metrics)
     assert [s.scored for s in result.scores] == [False] * 4
     statements = [s for s in server.seen if s.kind == "statements"]
     needed = [s for s in server.seen if s.kind == "sentence"]
@@ -141,14 +141,14 @@ SAMPLE = marked_samples(1)[0]
 def test_repairs_and_retries_are_counted_separately():
     # Two unreadable replies use up one repair; the spare retries do not buy another.
     judge = FakeJudge(["no json", "still none", STATEMENTS])
-    score = Faithfulness(verdicts="generate").score(
+    score = Faithfulness(statements="generate").score(
         SAMPLE, JudgeSession(judge, retries=5, repairs=1)
     )
     assert score.unscored_reason.endswith("(after 2 attempts)")
     # Failed calls use retries, not repairs.
     judge = FakeJudge([JudgeError("reset"), JudgeError("reset"), "no json", STATEMENTS])
     session = JudgeSession(judge, retries=2, repairs=1)
-    assert session.ask(Faithfulness().prompts[0], {"question": "q", "answer": "a"}).statements == [
+    assert session.ask(STATEMENTS_PROMPT, {"question": "q", "answer": "a"}).statements == [
         "Paris is in France."
     ]
     assert len(judge.history) == 4
@@ -156,7 +156,7 @@ def test_repairs_and_retries_are_counted_separately():
 
 def test_evaluate_makes_one_repair_by_default(tmp_path):
     judge = FakeJudge(responder=lambda request: "not json")
-    result = evaluate([SAMPLE], ["faithfulness"], judge=judge, cache=False)
+    result = evaluate([SAMPLE], [Faithfulness(statements="generate")], judge=judge, cache=False)
     assert len(judge.history) == 2
     assert result.scores[0].unscored_reason.endswith("(after 2 attempts)")
 

@@ -17,7 +17,7 @@ from ragmeter.judges.openai import OpenAIEmbedder, OpenAIJudge
 from ragmeter.judges.weights import QWEN_CODER_1_5B
 from ragmeter.manifest import model_record, redact_options, scrub
 from ragmeter.metrics.commitment import NONCOMMITTAL
-from ragmeter.metrics.faithfulness import STATEMENTS, SUPPORTED
+from ragmeter.metrics.faithfulness import SUPPORTED
 
 from .fault_server import Faults, FaultServer, marked_samples
 
@@ -54,7 +54,6 @@ def test_the_run_record_names_versions_models_prompts_and_counts(tmp_path):
     assert judge["system_fingerprints"] == ["fp_fault"]
     assert record["models"]["embedder"]["name"] == "openai:fault-embed"
     assert record["metrics"]["faithfulness"]["prompts"] == {
-        "faithfulness.statements": STATEMENTS.version,
         "faithfulness.supported": SUPPORTED.version,
         "commitment.noncommittal": NONCOMMITTAL.version,
     }
@@ -64,7 +63,7 @@ def test_the_run_record_names_versions_models_prompts_and_counts(tmp_path):
     assert record["started"] < record["ended"]
     counts = record["counts"]
     assert (counts["items"], counts["scored"], counts["unscored"], counts["judged"]) == (6, 6, 0, 6)
-    assert counts["model_calls"] == chat_calls == 14
+    assert counts["model_calls"] == chat_calls == 12
     assert counts["embedding_calls"] == 2
 
 

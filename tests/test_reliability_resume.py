@@ -25,11 +25,12 @@ from .fault_server import FaultServer, Seen, marked_samples
 CHAT = "/v1/chat/completions"
 KILL_AT = (1, 11, 17)
 """Chat requests into each killed process: its very first call, then two mid-item calls."""
-COMMITTED_AFTER = (0, 3, 9, 24)
-"""Items saved after each run. A sample takes 8 calls: faithfulness 1 + 2 statements, answer
-relevance 2, context relevance 3 sentences. Run 2 finishes sample 0 (8 calls) and is killed on
-faithfulness(1)'s 3rd call; run 3 re-sends that call (its first two come from the cache), then
-finishes samples 1 and 2 and is killed on faithfulness(3)'s 3rd call (its 17th)."""
+COMMITTED_AFTER = (0, 4, 11, 24)
+"""Items saved after each run. A sample takes 7 calls: faithfulness 2 (one per answer sentence),
+answer relevance 2, context relevance 3 sentences. Run 2 finishes sample 0 (7 calls) and
+faithfulness(1) (2) and is killed on answer_relevance(1)'s 2nd call (its 11th); run 3 re-sends
+that call (the first comes from the cache), finishes samples 1 and 2 and faithfulness(3) and
+answer_relevance(3), and is killed on context_relevance(3)'s 2nd call (its 17th)."""
 
 
 def committed(out: Path) -> dict[tuple[str, str], str]:
