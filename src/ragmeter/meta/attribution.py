@@ -208,7 +208,7 @@ def _f1(truth: np.ndarray, predicted: np.ndarray) -> float:
     return 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0
 
 
-def _roc_auc(truth: np.ndarray, scores: np.ndarray) -> float | None:
+def roc_auc(truth: np.ndarray, scores: np.ndarray) -> float | None:
     """Probability that a supported claim outscores an unsupported one (ties count half)."""
     positive, negative = scores[truth], scores[~truth]
     if not len(positive) or not len(negative):
@@ -233,7 +233,7 @@ def classify(verdicts: Sequence[Verdict], threshold: float = 0.5) -> Classificat
         macro_f1=(_f1(truth, predicted) + _f1(~truth, ~predicted)) / 2,
         f1_supported=_f1(truth, predicted),
         f1_unsupported=_f1(~truth, ~predicted),
-        roc_auc=_roc_auc(truth[scored], probability[scored]),
+        roc_auc=roc_auc(truth[scored], probability[scored]),
     )
 
 
