@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ragmeter import evaluate
-from ragmeter.meta.attribution import MAX_REFERENCE_CHARS, Claim, load_attribution, roc_auc
+from ragmeter.meta.attribution import Claim, load_attribution, references_context, roc_auc
 from ragmeter.metrics import Faithfulness
 from ragmeter.sample import Sample
 
@@ -33,7 +33,7 @@ def as_sample(claim: Claim) -> Sample:
     return Sample(
         id=claim.id,
         question=claim.question or "(no question)",
-        contexts=["\n\n".join(claim.references)[:MAX_REFERENCE_CHARS]],
+        contexts=[references_context(claim)[0]],  # cut to fit, as the verifier's benchmark does
         answer=claim.claim,
     )
 
@@ -44,7 +44,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--seed", type=int, default=19)
     parser.add_argument("--judge", default="local")
-    parser.add_argument("--cache", default=None, help="call cache file (default: the user's)")
+    parser.add_argument("--cache", default=True, help="call cache file (default: the user's)")
     parser.add_argument("--rounds", type=int, default=2000)
     args = parser.parse_args()
 
@@ -52,10 +52,10 @@ def main() -> None:
     random.Random(args.seed).shuffle(claims)
     claims = claims[: args.limit]
     samples = [as_sample(c) for c in claims]
-    cache = args.cache if args.cache is not None else True
     scores = {}
     for way in WAYS:
-        result = evaluate(samples, [Faithfulness(statements=way)], judge=args.judge, cache=cache)
+        metric = Faithfulness(statements=way)
+        result = evaluate(samples, [metric], judge=args.judge, cache=args.cache)
         scores[way] = {s.sample_id: s for s in result.scores}
 
     both = [c for c in claims if all(scores[w][c.id].scored for w in WAYS)]

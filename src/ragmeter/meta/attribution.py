@@ -84,14 +84,17 @@ def _supported(session: JudgeSession, inputs: dict[str, str]) -> tuple[float, di
     return session.ask_yes_no(SUPPORTED, inputs), {}
 
 
+def references_context(claim: Claim) -> tuple[str, bool]:
+    """The claim's references as one context, cut to ``MAX_REFERENCE_CHARS``, and whether they
+    were cut."""
+    text = "\n\n".join(claim.references)
+    return text[:MAX_REFERENCE_CHARS], len(text) > MAX_REFERENCE_CHARS
+
+
 def _shown(claim: Claim, with_question: bool) -> tuple[dict[str, str], bool]:
     """What the judge is shown of a claim, and whether its references were cut to fit."""
-    text = "\n\n".join(claim.references)
-    inputs = {
-        "context": text[:MAX_REFERENCE_CHARS],
-        "statement": statement_for(claim, with_question),
-    }
-    return inputs, len(text) > MAX_REFERENCE_CHARS
+    context, truncated = references_context(claim)
+    return {"context": context, "statement": statement_for(claim, with_question)}, truncated
 
 
 def claim_key(judge: Judge, claim: Claim, with_question: bool) -> str:
