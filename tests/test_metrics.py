@@ -47,11 +47,13 @@ STATEMENTS = json.dumps(
 )
 
 
+PAPER_FAITHFULNESS = Faithfulness(statements="generate", verdicts="generate")
+"""The paper's way, one reply per step: these tests script the judge's JSON replies."""
+
+
 def test_faithfulness_is_supported_over_total():
     judge = FakeJudge([STATEMENTS, verdicts("yes", "no", "no")])
-    score = Faithfulness(statements="generate", verdicts="generate").score(
-        SAMPLE, JudgeSession(judge)
-    )
+    score = PAPER_FAITHFULNESS.score(SAMPLE, JudgeSession(judge))
     assert score.value == pytest.approx(1 / 3)
     assert [s["verdict"] for s in score.explanation["statements"]] == ["yes", "no", "no"]
     assert score.explanation["statements"][1]["statement"] == "Paris has 9 million inhabitants."
@@ -64,9 +66,7 @@ def test_faithfulness_is_supported_over_total():
 
 def test_faithfulness_repairs_a_wrong_verdict_count():
     judge = FakeJudge([STATEMENTS, verdicts("yes", "yes"), verdicts("yes", "yes", "no")])
-    score = Faithfulness(statements="generate", verdicts="generate").score(
-        SAMPLE, JudgeSession(judge)
-    )
+    score = PAPER_FAITHFULNESS.score(SAMPLE, JudgeSession(judge))
     assert score.value == pytest.approx(2 / 3)
     assert len(judge.history) == 3
     repair = judge.history[2].messages[-1].content
@@ -76,9 +76,7 @@ def test_faithfulness_repairs_a_wrong_verdict_count():
 
 def test_unparseable_replies_become_unscored_with_the_reason():
     judge = FakeJudge(["not json", "still not json", '{"statements": 5}'])
-    score = Faithfulness(statements="generate", verdicts="generate").score(
-        SAMPLE, JudgeSession(judge, retries=2)
-    )
+    score = PAPER_FAITHFULNESS.score(SAMPLE, JudgeSession(judge, retries=2))
     assert score.value is None
     assert score.unscored_reason is not None
     assert "unreadable reply" in score.unscored_reason
@@ -88,9 +86,7 @@ def test_unparseable_replies_become_unscored_with_the_reason():
 
 def test_failed_calls_become_unscored_not_zero():
     judge = FakeJudge([JudgeError("HTTP 500"), JudgeError("HTTP 500")])
-    score = Faithfulness(statements="generate", verdicts="generate").score(
-        SAMPLE, JudgeSession(judge, retries=1)
-    )
+    score = PAPER_FAITHFULNESS.score(SAMPLE, JudgeSession(judge, retries=1))
     assert score.value is None
     assert score.unscored_reason == (
         "faithfulness.statements: judge call failed: HTTP 500 (after 2 attempts)"
