@@ -3,7 +3,6 @@
     python bench/repeat_check_cases.py [--judge local]
     python bench/repeat_check_cases.py --replay RUN_DIR
 
-
 Each case is a question, the needed sentences found so far, a sentence that only restates them
 and a sentence that adds needed information. A check that works gives the new sentence the
 higher P(new information). The script asks the check as ragmeter does and in two other layouts,
