@@ -30,6 +30,7 @@ import re
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from ragmeter.judges.registry import get_judge
@@ -119,6 +120,10 @@ RESTATES = YesNoPrompt(
 )
 
 
+Check = tuple[str, list[str], str]
+"""A repeat check's question, earlier sentences and candidate sentence."""
+
+
 def tagged(question: str, earlier: list[str], sentence: str) -> Inputs:
     return {"question": question, "earlier sentences": "\n".join(earlier), "sentence": sentence}
 
@@ -127,16 +132,23 @@ def listed(question: str, earlier: list[str], sentence: str) -> Inputs:
     return {"question": question, "sentences": "\n".join([*earlier, sentence])}
 
 
-def layouts(session: JudgeSession) -> dict[str, Callable[[str, list[str], str], float]]:
-    return {
-        "current": lambda *case: session.ask_yes_no(NEW_INFORMATION, tagged(*case)),
-        "last in list": lambda *case: session.ask_yes_no(LAST_IN_LIST, listed(*case)),
-        "restates": lambda *case: 1.0 - session.ask_yes_no(RESTATES, tagged(*case)),
-    }
+@dataclass(frozen=True)
+class Layout:
+    prompt: YesNoPrompt
+    inputs: Callable[[str, list[str], str], Inputs]
+    asks_repeat: bool = False
+    """Yes means a repeat, so P(new) = 1 - P(Yes)."""
+
+    def p_new(self, session: JudgeSession, check: Check) -> float:
+        p_yes = session.ask_yes_no(self.prompt, self.inputs(*check))
+        return 1.0 - p_yes if self.asks_repeat else p_yes
 
 
-Check = tuple[str, list[str], str]
-"""A repeat check's question, earlier sentences and candidate sentence."""
+LAYOUTS = {
+    "current": Layout(NEW_INFORMATION, tagged),
+    "last in list": Layout(LAST_IN_LIST, listed),
+    "restates": Layout(RESTATES, tagged, asks_repeat=True),
+}
 
 
 def _between(tag: str, text: str) -> str:
@@ -168,16 +180,13 @@ def replay(judge_spec: str, run_dir: Path) -> None:
     chains = stored_checks(run_dir)
     print(f"{len(chains)} contexts, {sum(map(len, chains))} repeat checks")
     judge = get_judge(judge_spec)
-    for name, prompt, inputs in (
-        ("current", NEW_INFORMATION, tagged),
-        ("last in list", LAST_IN_LIST, listed),
-        ("current again", NEW_INFORMATION, tagged),
-    ):
+    for name in ("current", "last in list", "current again"):
+        layout = LAYOUTS[name.removesuffix(" again")]
         session = JudgeSession(judge)
         start = time.perf_counter()
         for chain in chains:
             for check in chain:
-                session.ask_yes_no(prompt, inputs(*check))
+                layout.p_new(session, check)
         print(
             f"{name:<14} {time.perf_counter() - start:7.1f} s  {session.usage.model_calls} calls  "
             f"{session.usage.prompt_tokens:,} prompt tokens read"
@@ -187,9 +196,9 @@ def replay(judge_spec: str, run_dir: Path) -> None:
 def separation(judge_spec: str) -> None:
     session = JudgeSession(get_judge(judge_spec))
     print(f"{'layout':<14} {'P(new) restated':>16} {'P(new) new':>11} {'new higher':>11}")
-    for name, p_new in layouts(session).items():
-        restated = [p_new(question, earlier, same) for question, earlier, same, _ in CASES]
-        new = [p_new(question, earlier, fresh) for question, earlier, _, fresh in CASES]
+    for name, layout in LAYOUTS.items():
+        restated = [layout.p_new(session, (q, earlier, same)) for q, earlier, same, _ in CASES]
+        new = [layout.p_new(session, (q, earlier, fresh)) for q, earlier, _, fresh in CASES]
         higher = sum(n > r for n, r in zip(new, restated, strict=True))
         print(
             f"{name:<14} {statistics.mean(restated):>16.3f} {statistics.mean(new):>11.3f} "

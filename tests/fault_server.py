@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.judges.base import ChatRequest, ChatResponse, ModelIdentity, TokenLogprobs
+from ragmeter.metrics import ContextRelevance, Faithfulness, Metric
 from ragmeter.sample import Sample
 
 FAULT_KINDS = ("429", "500", "stall", "trickle", "drop", "garbage", "malformed")
@@ -587,6 +588,12 @@ def committed(out: Path) -> dict[tuple[str, str], str]:
     with sqlite3.connect(path) as db:
         rows = db.execute("SELECT sample_id, metric, payload FROM scores").fetchall()
     return {(sample, metric): payload for sample, metric, payload in rows}
+
+
+def statement_writing_metrics() -> list[Metric]:
+    """Faithfulness with statements written first, so each item's first request asks for a JSON
+    reply (this server writes the answer's sentences), and context relevance."""
+    return [Faithfulness(statements="generate"), ContextRelevance()]
 
 
 def marked_samples(count: int, start: int = 0) -> list[Sample]:

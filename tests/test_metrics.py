@@ -47,6 +47,8 @@ STATEMENTS = json.dumps(
 )
 
 
+WRITTEN_STATEMENTS = Faithfulness(statements="generate")
+"""The judge writes statements first (the paper's step 1), each then verified by a Yes/No."""
 PAPER_FAITHFULNESS = Faithfulness(statements="generate", verdicts="generate")
 """The paper's way, one reply per step: these tests script the judge's JSON replies."""
 
@@ -295,9 +297,7 @@ def test_by_default_the_answers_own_sentences_are_verified_without_writing_state
 
 def test_faithfulness_by_probability_soft_and_thresholded():
     replies = [yes_no(0.9), yes_no(0.2), yes_no(0.6)]
-    soft = Faithfulness(statements="generate").score(
-        SAMPLE, JudgeSession(FakeJudge([STATEMENTS, *replies]))
-    )
+    soft = WRITTEN_STATEMENTS.score(SAMPLE, JudgeSession(FakeJudge([STATEMENTS, *replies])))
     assert soft.value == pytest.approx((0.9 + 0.2 + 0.6) / 3)
     assert [s["p_supported"] for s in soft.explanation["statements"]] == [0.9, 0.2, 0.6]
     assert [s["verdict"] for s in soft.explanation["statements"]] == ["yes", "no", "yes"]
@@ -317,7 +317,7 @@ def test_faithfulness_by_probability_soft_and_thresholded():
 
 def test_yes_no_without_logprobs_reads_the_word():
     judge = FakeJudge([STATEMENTS, "Yes", "no", "maybe", "No, it is not"])
-    score = Faithfulness(statements="generate").score(SAMPLE, JudgeSession(judge))
+    score = WRITTEN_STATEMENTS.score(SAMPLE, JudgeSession(judge))
     # "maybe" is neither: the judge is asked again (3 tokens) and says "No, it is not".
     assert score.value == pytest.approx(1 / 3)
     assert judge.history[4].max_tokens == 3
@@ -415,7 +415,7 @@ def test_prompt_versions_change_with_configuration():
 def test_repeated_statements_are_verified_once():
     repeated = json.dumps({"statements": ["Paris is in France.", "Paris is in France.", "X is Y."]})
     judge = FakeJudge([repeated, yes_no(1.0), yes_no(0.0)])
-    score = Faithfulness(statements="generate").score(SAMPLE, JudgeSession(judge))
+    score = WRITTEN_STATEMENTS.score(SAMPLE, JudgeSession(judge))
     assert score.value == pytest.approx(1 / 2)
     assert len(judge.history) == 3
 
@@ -423,7 +423,7 @@ def test_repeated_statements_are_verified_once():
 def test_a_verdict_word_in_place_of_statements_gets_a_repair_request():
     hijacked = json.dumps({"statements": ["Yes"]})
     judge = FakeJudge([hijacked, STATEMENTS, yes_no(0.2), yes_no(0.2), yes_no(0.2)])
-    score = Faithfulness(statements="generate").score(SAMPLE, JudgeSession(judge))
+    score = WRITTEN_STATEMENTS.score(SAMPLE, JudgeSession(judge))
     assert score.value == pytest.approx(0.2)
     repair = judge.history[1].messages[-1].content
     assert "statement 1 ('Yes') is not a claim" in repair
@@ -438,8 +438,6 @@ def test_a_verdict_word_in_place_of_statements_gets_a_repair_request():
 
 def test_statements_that_stay_verdict_words_leave_the_answer_unscored():
     hijacked = json.dumps({"statements": ["Supported."]})
-    score = Faithfulness(statements="generate").score(
-        SAMPLE, JudgeSession(FakeJudge([hijacked] * 3))
-    )
+    score = WRITTEN_STATEMENTS.score(SAMPLE, JudgeSession(FakeJudge([hijacked] * 3)))
     assert score.value is None
     assert "is not a claim" in score.unscored_reason

@@ -16,17 +16,17 @@ from ragmeter.judges import FakeJudge, RequestRefused
 from ragmeter.judges.openai import ServerFallbackWarning
 from ragmeter.judges.transport import HttpClient, TransportOptions
 from ragmeter.manifest import RunRecord
-from ragmeter.metrics import ContextRelevance, Faithfulness
+from ragmeter.metrics import Faithfulness
 from ragmeter.metrics.answer_relevance import questions_prompt
 from ragmeter.prompts import ReplyError
 from ragmeter.sample import Sample
 from ragmeter.session import JudgeSession, measured
 
-from .fault_server import Faults, FaultServer, marked_samples
+from .fault_server import Faults, FaultServer, marked_samples, statement_writing_metrics
 
 QUICK = {"backoff": 0.001, "timeout": 5, "deadline": 30}
 # Statements written as JSON: each item's first request asks for a JSON reply.
-METRICS = [Faithfulness(statements="generate"), ContextRelevance()]
+METRICS = statement_writing_metrics()
 
 
 def run(server: FaultServer, tmp_path: Path, name: str, **options: object):

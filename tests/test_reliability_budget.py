@@ -15,16 +15,16 @@ from ragmeter.data import write_jsonl
 from ragmeter.evaluate import BudgetWarning
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 from ragmeter.judges.openai import OpenAIEmbedder, OpenAIJudge
-from ragmeter.metrics import ContextRelevance, Faithfulness, Metric, metric_by_name
+from ragmeter.metrics import Metric, metric_by_name
 from ragmeter.metrics.context_relevance import SENTENCE_NEEDED
 from ragmeter.store import ScoreStore
 
 from .conftest import routed
-from .fault_server import FaultServer, marked_samples
+from .fault_server import FaultServer, marked_samples, statement_writing_metrics
 from .test_evaluate import REPLIES, SAMPLES
 
 # Statements written first: faithfulness makes 3 calls per sample here, context relevance 2.
-METRICS = [Faithfulness(statements="generate"), ContextRelevance()]
+METRICS = statement_writing_metrics()
 
 
 def budgeted(tmp_path, judge, budget, **options):

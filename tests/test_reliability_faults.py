@@ -15,14 +15,20 @@ from ragmeter import evaluate
 from ragmeter.judges.base import ChatResponse, JudgeError, TokenLogprobs
 from ragmeter.judges.fake import FakeJudge
 from ragmeter.judges.openai import OpenAIEmbedder, OpenAIJudge
-from ragmeter.metrics import ContextRelevance, Faithfulness
+from ragmeter.metrics import Faithfulness
 from ragmeter.metrics.faithfulness import STATEMENTS as STATEMENTS_PROMPT
 from ragmeter.score import Score
 from ragmeter.session import JudgeSession, yes_probability
 from ragmeter.store import ScoreStore
 from ragmeter.text import split_sentences
 
-from .fault_server import FAULT_KINDS, Faults, FaultServer, marked_samples
+from .fault_server import (
+    FAULT_KINDS,
+    Faults,
+    FaultServer,
+    marked_samples,
+    statement_writing_metrics,
+)
 
 FAST = {"backoff": 0.001, "max_backoff": 0.005, "timeout": 0.15, "deadline": 10.0, "max_retries": 3}
 
@@ -111,8 +117,7 @@ def test_sentence_splitting_is_thread_safe():
 
 def test_malformed_replies_get_one_repair_then_the_item_is_unscored(tmp_path):
     faults = Faults(rate=1.0, kinds=("malformed",))  # every reply misses the point
-    metrics = [Faithfulness(statements="generate"), ContextRelevance()]
-    result, server = run(faults, marked_samples(2), tmp_path / "out", metrics)
+    result, server = run(faults, marked_samples(2), tmp_path / "out", statement_writing_metrics())
     assert [s.scored for s in result.scores] == [False] * 4
     statements = [s for s in server.seen if s.kind == "statements"]
     needed = [s for s in server.seen if s.kind == "sentence"]
