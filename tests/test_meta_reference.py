@@ -171,7 +171,7 @@ def test_meta_ragchecker_command(tmp_path, monkeypatch, no_user_cache):
     report = json.loads((out / "agreement.json").read_text())
     ours = next(
         a
-        for a in report["agreements"]
+        for a in report["correlations"]
         if (a["who"], a["dimension"], a["group"]) == ("ragmeter", "correctness", "all")
     )
     # Precision: 2,000 -> 0.1, 1,094 -> 0.9, the ground truth -> 0.9 (both its claims), 5 km ->

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
+from typer.testing import CliRunner
 
-from ragmeter import evaluate
+from ragmeter import evaluate, plugins
 from ragmeter.claims import claim_sentences
+from ragmeter.cli.main import app
 from ragmeter.judges.base import ChatRequest, ChatResponse
 from ragmeter.judges.fake import FakeJudge
 from ragmeter.metrics import metric_by_name, metric_names
 from ragmeter.metrics.diagnosis import DIAGNOSIS
 from ragmeter.sample import Sample
 from ragmeter.session import JudgeSession
+from ragmeter.viewer import open_run
+from ragmeter.viewer.views import run_sections
 
 from .conftest import yes_no
 
@@ -170,3 +175,59 @@ def test_diagnosis_names_the_group_and_no_check_is_asked_twice(tmp_path):
     asked = [request.messages for request in judge.history]
     assert len(asked) == len(SUPPORT) == 15
     assert len(set(asked)) == len(asked)
+
+
+def test_the_report_shows_the_diagnosis_for_the_run_and_each_sample(tmp_path):
+    out = tmp_path / "run"
+    evaluate(
+        [SAMPLE],
+        metrics=["diagnosis"],
+        judge=FakeJudge(responder=support),
+        cache=False,
+        out_dir=out,
+    )
+    sections = {s["heading"]: s for s in run_sections(open_run(out))}
+    rows = [row["cells"] for row in sections["Diagnosis"]["table"]["rows"]]
+    assert [r[:2] for r in rows] == [
+        ["answer", "answer_correctness"],
+        ["retriever", "context_recall"],
+        ["retriever", "context_precision"],
+        *[["generator", name] for name in DIAGNOSIS[3:]],
+    ]
+    assert rows[1][2] == pytest.approx(0.55)
+    (sample,) = sections["Samples"]["table"]["rows"]
+    (block,) = [d for d in sample["detail"] if d["heading"] == "diagnosis"]
+    # At P >= 0.5: R1 is in C1 and in the answer; R2 is in no chunk and not in the answer; A1
+    # is correct and in C1; A2 is wrong and in C2; A3 is wrong and in no chunk.
+    assert block["lines"] == [
+        "claims (Yes at P >= 0.5): 1 in the answer; 1 lost by the retriever (in no chunk); "
+        "1 correct; 1 wrong, taken from a chunk; 1 hallucinated (wrong, in no chunk)",
+        f'  - reference claim "{R1}": in the answer',
+        f'  - reference claim "{R2}": lost by the retriever (in no chunk)',
+        f'  - answer claim "{A1}": correct',
+        f'  - answer claim "{A2}": wrong, taken from a chunk',
+        f'  - answer claim "{A3}": hallucinated (wrong, in no chunk)',
+    ]
+
+
+def scripted_support(model: str = "", **_: object) -> FakeJudge:
+    return FakeJudge(responder=support, model="support-script")
+
+
+def test_evaluate_command_takes_the_group_and_its_options(tmp_path, monkeypatch, no_user_cache):
+    monkeypatch.setitem(plugins.BUILTINS["judge"], "support", f"{__name__}:scripted_support")
+    data = tmp_path / "s.jsonl"
+    data.write_text(SAMPLE.model_dump_json() + "\n")
+    out = tmp_path / "out"
+    command = ["evaluate", str(data), "--judge", "support", "--metrics", "diagnosis"]
+    options = ["--option", "diagnosis.soft=false", "--option", "context_precision.ranked=false"]
+    result = CliRunner().invoke(app, [*command, *options, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    written = json.loads((out / "summary.json").read_text())
+    summary = {row["metric"]: row["mean"] for row in written["metrics"]}
+    # Hard verdicts, and the plain share of relevant chunks (1 of 2) for context precision.
+    assert summary == pytest.approx({**HARD, "context_precision": 0.5})
+    refused = CliRunner().invoke(
+        app, [*command[:-1], "diagnosis", "--option", "diagnosis.ranked=false"]
+    )
+    assert refused.exit_code == 2 and "ranked" in refused.output

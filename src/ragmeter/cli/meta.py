@@ -286,9 +286,11 @@ def ragchecker_command(
     table.add_column("group")
     for dimension, figure in RAGCHECKER_FIGURES.items():
         table.add_column(f"{dimension} ({figure})", justify="right")
-    for group in dict.fromkeys(a.group for a in report.agreements):
+    for group in dict.fromkeys(a.group for a in report.correlations):
         for who in ("ragmeter", "ragchecker", "annotators"):
-            cells = {a.dimension: a for a in report.agreements if a.group == group and a.who == who}
+            cells = {
+                a.dimension: a for a in report.correlations if a.group == group and a.who == who
+            }
             size = next(iter(cells.values())).instances
             table.add_row(
                 f"{group} ({size}): {who}" if who == "ragmeter" else f"[dim]  {who}[/dim]",

@@ -118,7 +118,7 @@ class Agreement(BaseModel):
 
 
 class RagcheckerReport(BaseModel):
-    agreements: list[Agreement]
+    correlations: list[Agreement]
     unscored_reasons: dict[str, int]
     seconds_per_instance: float | None
     """Median over instances judged now of the seconds their two answers took."""
@@ -236,7 +236,7 @@ def run_ragchecker(
                 score.explanation["reference_claims"]
             )
     return RagcheckerReport(
-        agreements=agreement(instances, scores),
+        correlations=agreement(instances, scores),
         unscored_reasons=reasons,
         seconds_per_instance=median(timed.values()) if timed else None,
         checks_per_claim=calls / claims if claims else None,
