@@ -17,7 +17,7 @@ from ragmeter.metrics import metric_by_name, metric_names
 from ragmeter.metrics.diagnosis import DIAGNOSIS
 from ragmeter.sample import Sample
 from ragmeter.session import JudgeSession
-from ragmeter.viewer import open_run
+from ragmeter.viewer import compare_runs, open_run
 from ragmeter.viewer.views import run_sections
 
 from .conftest import yes_no
@@ -47,10 +47,15 @@ SUPPORT = {
 _TAGGED = re.compile(r"<(context|statement)>\n(.*?)\n</\1>", re.DOTALL)
 
 
+def _checked(request: ChatRequest) -> tuple[str, str]:
+    """The (claim, text) a check asks about."""
+    data = dict(_TAGGED.findall(request.messages[-1].content))
+    return data["statement"], data["context"]
+
+
 def support(request: ChatRequest) -> ChatResponse:
     """The scripted verdict of the check ``request`` asks; a check not in the script fails."""
-    data = dict(_TAGGED.findall(request.messages[-1].content))
-    return yes_no(SUPPORT[(data["statement"], data["context"])])
+    return yes_no(SUPPORT[_checked(request)])
 
 
 def scored(name: str, sample: Sample = SAMPLE, **options) -> tuple[float | None, dict, FakeJudge]:
@@ -231,3 +236,15 @@ def test_evaluate_command_takes_the_group_and_its_options(tmp_path, monkeypatch,
         app, [*command[:-1], "diagnosis", "--option", "diagnosis.ranked=false"]
     )
     assert refused.exit_code == 2 and "ranked" in refused.output
+
+
+def test_compare_counts_a_fall_in_hallucination_as_better(tmp_path):
+    # B's answer claims A3 and A2 are found in C1 (grounded): fewer hallucinated claims.
+    grounded = {**SUPPORT, (A3, C1): 0.9, (A2, C1): 0.9}
+    for run, table in (("a", SUPPORT), ("b", grounded)):
+        judge = FakeJudge(responder=lambda r, t=table: yes_no(t[_checked(r)]), model="s")
+        evaluate([SAMPLE], ["hallucination"], judge=judge, cache=False, out_dir=tmp_path / run)
+    (row,) = compare_runs(open_run(tmp_path / "a"), open_run(tmp_path / "b")).metrics
+    # Hallucination (1 - grounded) x wrong: A 0.25; B (0.01 + 0.1 x 0.8 + 0.1 x 0.6) / 3 = 0.05.
+    assert row.difference == pytest.approx(0.05 - 0.25)
+    assert (row.better, row.worse) == (1, 0)

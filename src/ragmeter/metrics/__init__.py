@@ -23,6 +23,15 @@ def metric_names(names: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(expanded))
 
 
+def higher_is_better(name: str) -> bool:
+    """Whether a rise of the metric ``name`` is an improvement; True for a name not
+    registered here (a run's metric whose plugin is not installed)."""
+    try:
+        return bool(load("metric", name).higher_is_better)
+    except (ValueError, ImportError, AttributeError):
+        return True
+
+
 def metric_by_name(name: str, **options: Any) -> Metric:
     """Build a metric from its registered name and options (``OptionsError`` names a bad one)."""
     factory = load("metric", name.strip())

@@ -53,7 +53,11 @@ class ContextUtilization(ClaimMetric):
 
 
 class _AnswerClaimMetric(ClaimMetric):
-    """A share of the answer's claims by whether each is correct and where it is grounded."""
+    """A share of the answer's claims by whether each is correct and where it is grounded: a
+    share of faults, so lower is better (RAGChecker marks self-knowledge so too, since a RAG
+    system is meant to answer from what it retrieved)."""
+
+    higher_is_better = False
 
     parts: ClassVar[tuple[Part, ...]] = ("answer_in_reference", "answer_in_chunks")
 
