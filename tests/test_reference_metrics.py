@@ -6,6 +6,8 @@ import json
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ragmeter import evaluate, plugins
@@ -248,3 +250,10 @@ def test_compare_counts_a_fall_in_hallucination_as_better(tmp_path):
     # Hallucination (1 - grounded) x wrong: A 0.25; B (0.01 + 0.1 x 0.8 + 0.1 x 0.6) / 3 = 0.05.
     assert row.difference == pytest.approx(0.05 - 0.25)
     assert (row.better, row.worse) == (1, 0)
+
+
+@given(st.text(alphabet=st.sampled_from("ab :|-*#[]1.\n"), max_size=80))
+def test_any_text_gives_claims_with_words_each_once(text):
+    claims = claim_sentences(text)
+    assert len(claims) == len(set(claims))
+    assert all(re.search(r"\w", claim) for claim in claims)
