@@ -257,3 +257,10 @@ def test_any_text_gives_claims_with_words_each_once(text):
     claims = claim_sentences(text)
     assert len(claims) == len(set(claims))
     assert all(re.search(r"\w", claim) for claim in claims)
+
+
+@pytest.mark.parametrize("name", DIAGNOSIS)
+def test_the_cost_estimate_plans_the_calls_the_metric_makes(name):
+    planned = metric_by_name(name).planned_calls(SAMPLE)
+    assert len(planned) == len(scored(name)[2].history)
+    assert all(completion == 1 for _, completion in planned)  # one Yes/No token each

@@ -19,6 +19,7 @@ faithfulness's prompt.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -28,7 +29,13 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ragmeter.prompts import Prompt, YesNoPrompt, yes_no_call
+from ragmeter.prompts import (
+    Prompt,
+    YesNoPrompt,
+    approx_tokens,
+    rendered_tokens,
+    yes_no_call,
+)
 from ragmeter.sample import Sample
 from ragmeter.session import JudgeSession, Question
 from ragmeter.text import split_sentences
@@ -326,13 +333,20 @@ def claim_table(
     return table
 
 
-def planned_checks(sample: Sample, parts: Sequence[Part]) -> list[tuple[int, int]]:
-    """The Yes/No calls ``claim_table`` makes for ``parts``, with claims guessed to be the
-    texts' sentences, for cost estimates before a run."""
+def planned_calls(
+    sample: Sample, parts: Sequence[Part], source: ClaimSource
+) -> list[tuple[int, int]]:
+    """The calls ``claim_table`` makes for ``parts``, as (prompt tokens, completion tokens), for
+    cost estimates before a run: written statements are guessed to be the texts' sentences."""
     reference = sample.reference or ""
     texts = {"answer": [sample.answer], "reference": [reference], "chunks": list(sample.contexts)}
     claims = {"answer": claim_sentences(sample.answer), "reference": claim_sentences(reference)}
     calls = []
+    if source == "generate":
+        for side in sorted(claims_needed(parts)):
+            asked = STATEMENTS.render({**sample.asked(), "answer": texts[side][0]})
+            written = approx_tokens(json.dumps({"statements": claims[side]}))
+            calls.append((rendered_tokens(asked), written))
     for part in parts:
         side, against = _PAIRS[part]
         for text in texts[against]:
@@ -357,6 +371,6 @@ __all__ = [
     "claims_needed",
     "claims_of",
     "claims_only",
-    "planned_checks",
+    "planned_calls",
     "supported",
 ]

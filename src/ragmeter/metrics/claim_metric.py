@@ -25,7 +25,7 @@ from ragmeter.claims import (
     claim_prompts,
     claim_table,
     claims_needed,
-    planned_checks,
+    planned_calls,
 )
 from ragmeter.metrics.base import Metric
 from ragmeter.options import Options
@@ -86,7 +86,7 @@ class ClaimMetric(Metric):
     def planned_calls(self, sample: Sample) -> PlannedCalls:
         if not sample.reference or (self.uses_answer and not sample.answer.strip()):
             return []
-        return planned_checks(sample, self.parts)
+        return planned_calls(sample, self.parts, self.options.claims)
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         if not (sample.reference or "").strip():
