@@ -70,11 +70,8 @@ class ClaimMetric(Metric):
         return hashlib.sha256(material.encode()).hexdigest()[:12]
 
     @property
-    def uses_chunks(self) -> bool:
-        return any(part.endswith("chunks") for part in self.parts)
-
-    @property
     def uses_answer(self) -> bool:
+        """Whether the metric reads the answer (its claims, or as the text checked against)."""
         return any("answer" in part for part in self.parts)
 
     def verdicts(self, probabilities: np.ndarray) -> np.ndarray:
