@@ -205,35 +205,40 @@ def mtrag_command(
     table = Table(
         title=f"MTRAG: Spearman with the mean human rating ({len(rows)} answers, {report.judge})"
     )
-    correct = any(c.metric == "answer_correctness" for c in report.correlations)
-    columns = ["rows", "faithfulness", "RAGAS rl_f", "AR ~ appropriateness", "AR ~ completeness"]
-    columns += ["rl_f ~ completeness"]
-    if correct:
-        columns += ["AC ~ completeness (not the writer's)", "rb_llm", "rl_f"]
-    for column in columns:
-        table.add_column(column, justify="right")
+    judged = {c.metric for c in report.correlations}
+    columns = {
+        "faithfulness": ["faithfulness", "RAGAS rl_f"],
+        "answer_relevance": ["AR ~ appropriateness", "AR ~ completeness", "rl_f ~ completeness"],
+        "answer_correctness": ["AC ~ completeness", "rb_llm", "rl_f"],
+    }
+    table.add_column("rows", justify="right")
+    for metric, names in columns.items():
+        for name in names if metric in judged else []:
+            table.add_column(name, justify="right")
     for group in dict.fromkeys(c.group for c in report.correlations):
         cells = {(c.metric, c.human): c for c in report.correlations if c.group == group}
         faith = cells.get(("faithfulness", "faithfulness"))
         appropriate = cells.get(("answer_relevance", "appropriateness"))
         complete = cells.get(("answer_relevance", "completeness"))
-        shown = next(iter(cells.values()))  # faithfulness's rows when it was judged
-        row = [
-            f"{group} ({shown.rows})",
-            _interval(faith and faith.spearman),
-            _interval(faith and faith.baseline_spearman),
-            _interval(appropriate and appropriate.spearman),
-            _interval(complete and complete.spearman),
-            _interval(complete and complete.baseline_spearman),
-        ]
-        if correct:
-            against = cells.get(("answer_correctness", "completeness"))
-            row += [
-                f"{_interval(against and against.spearman)} ({against and against.rows})",
-                _interval(against and against.reference_judge_spearman),
-                _interval(against and against.baseline_spearman),
-            ]
-        table.add_row(*row)
+        correct = cells.get(("answer_correctness", "completeness"))
+        rows = {c.rows for c in cells.values()}
+        values = {
+            "faithfulness": [faith and faith.spearman, faith and faith.baseline_spearman],
+            "answer_relevance": [
+                appropriate and appropriate.spearman,
+                complete and complete.spearman,
+                complete and complete.baseline_spearman,
+            ],
+            "answer_correctness": [
+                correct and correct.spearman,
+                correct and correct.reference_judge_spearman,
+                correct and correct.baseline_spearman,
+            ],
+        }
+        table.add_row(
+            f"{group} ({'/'.join(map(str, sorted(rows)))})",
+            *[_interval(v) for metric in columns if metric in judged for v in values[metric]],
+        )
     console.print(table)
     for metric, reasons in report.unscored_reasons.items():
         for reason, count in reasons.items():
