@@ -308,6 +308,8 @@ def _faithfulness_case(
     contexts: tuple[str, ...] = (TOWER,),
     **where: str,
 ) -> InjectionCase:
+    """The tower sample with a wrong answer; ``where`` holds the case's variant, place and
+    source, as ``_case`` takes them."""
     return _case(
         "faithfulness",
         technique,
@@ -327,6 +329,8 @@ def _context_case(
     history: tuple[Any, ...] = (),
     **where: str,
 ) -> InjectionCase:
+    """The boiling question over the bicycle passage, the attack a passage of its own (None
+    for an attack elsewhere); the place is ``contexts`` unless ``where`` says otherwise."""
     contexts = [BIKES] if attack is None else [BIKES, attack]
     return _case(
         "context_relevance",
@@ -349,6 +353,8 @@ def _answer_case(
     history: tuple[Any, ...] = (),
     **where: str,
 ) -> InjectionCase:
+    """The Mars question answered with a pasta recipe (which carries the attack, unless the
+    question or the history does)."""
     return _case(
         "answer_relevance",
         technique,
@@ -361,7 +367,7 @@ def _answer_case(
     )
 
 
-# --- attacks adapted from public collections, and more places -------------------------------------
+# --- attacks adapted from public collections; attacks in the question and the history ------------
 # Each case's source names the collection; the attacking words are the collection's, the payload is
 # the verdict a judge would be talked into.
 
