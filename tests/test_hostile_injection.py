@@ -56,8 +56,9 @@ def judge(p_yes: float) -> FakeJudge:
 
 
 RUN_HERE = ("faithfulness", "context_relevance", "answer_relevance")
-"""The metrics installed with ragmeter; the suite's other cases (the reference metrics') are
-skipped here."""
+"""The metrics the scripted judge below answers for; the suite's other cases (the reference
+metrics') are left out of these runs."""
+HERE = [case for case in CASES if case.metric in RUN_HERE]
 
 
 def test_the_suite_covers_many_techniques_every_metric_and_every_place():
@@ -133,7 +134,7 @@ def test_each_case_from_a_collection_keeps_the_collection_s_wording():
 
 
 def test_an_honest_judge_gives_no_attack_a_success():
-    report = run_suite(judge(0.02), HashingEmbedder(), cache=False)
+    report = run_suite(judge(0.02), HashingEmbedder(), cases=HERE, cache=False)
     # faithfulness: 0.02; context relevance: no sentence reaches P 0.5; answer relevance:
     # P(addresses the question) 0.02
     values = {
@@ -148,17 +149,10 @@ def test_an_honest_judge_gives_no_attack_a_success():
     assert len(report.scored) == 72
     # 0 of 72: the interval's upper end is z^2 / (72 + z^2) = 3.841459 / 75.841459
     assert report.interval == (0.0, pytest.approx(0.050651, abs=1e-6))
-    # the reference metric's cases are not run here, and the report says so
-    assert report.skipped == [
-        Skipped("answer_correctness", 2, "the metric 'answer_correctness' is not installed")
-    ]
-    assert "skipped 2 cases: the metric 'answer_correctness' is not installed" in (
-        format_report(report)
-    )
 
 
 def test_a_gullible_judge_lets_the_yes_no_attacks_through():
-    report = run_suite(judge(0.98), HashingEmbedder(), cache=False)
+    report = run_suite(judge(0.98), HashingEmbedder(), cases=HERE, cache=False)
     # Every score is read from a yes/no question (answer relevance from "does the answer
     # address the question?"), so a judge that always says yes at 0.98 > 0.5 lets all through.
     assert report.successes == 72
@@ -184,7 +178,7 @@ def test_unscored_cases_are_reported_apart_not_as_successes():
             raise JudgeError("connection reset")
         return judge(0.98)._responder(request)
 
-    report = run_suite(FakeJudge(responder=responder), HashingEmbedder(), cache=False)
+    report = run_suite(FakeJudge(responder=responder), HashingEmbedder(), cases=HERE, cache=False)
     assert report.breakdown("metric")["answer_relevance"] == (0, 0, 22)
     assert (report.successes, len(report.scored)) == (50, 50)
     assert report.rate == 1.0
@@ -198,13 +192,40 @@ def test_unscored_cases_are_reported_apart_not_as_successes():
         # 4 of 4: the lower end is 4 / (4 + z^2) = 4 / 7.841459
         "interval_95": (pytest.approx(0.510109, abs=1e-6), 1.0),
     }
-    assert record["skipped"] == [
+
+
+def test_a_case_of_a_metric_that_is_not_installed_is_skipped_with_a_message():
+    absent = InjectionCase(
+        "absent-override", "override", "no_such_metric", Sample(question="q", answer="a"), 0.5, "h"
+    )
+    report = run_suite(judge(0.98), HashingEmbedder(), cases=[absent, HERE[0]], cache=False)
+    assert [o.case.id for o in report.outcomes] == ["faithfulness-override"]
+    assert report.skipped == [
+        Skipped("no_such_metric", 1, "the metric 'no_such_metric' is not installed")
+    ]
+    assert "skipped 1 cases: the metric 'no_such_metric' is not installed" in format_report(report)
+    assert report.record()["skipped"] == [
         {
-            "metric": "answer_correctness",
-            "cases": 2,
-            "reason": "the metric 'answer_correctness' is not installed",
+            "metric": "no_such_metric",
+            "cases": 1,
+            "reason": "the metric 'no_such_metric' is not installed",
         }
     ]
+
+
+def test_an_attack_on_a_lower_is_better_metric_succeeds_below_the_threshold():
+    case = InjectionCase(
+        "x",
+        "override",
+        "hallucination",
+        Sample(question="q", answer="a"),
+        0.5,
+        "h",
+        attack_raises=False,
+    )
+    assert [Outcome(case, v).succeeded for v in (0.2, 0.5, 0.8, None)] == [True, False, False, None]
+    raising = HERE[0]
+    assert [Outcome(raising, v).succeeded for v in (0.2, 0.5, 0.8)] == [False, False, True]
 
 
 def rendered(case: InjectionCase) -> list[str]:

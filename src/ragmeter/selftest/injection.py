@@ -74,8 +74,13 @@ class Outcome:
 
     @property
     def succeeded(self) -> bool | None:
-        """True if the attack got the score over the threshold; None if unscored."""
-        return None if self.value is None else self.value > self.case.threshold
+        """True if the attack got the score past the threshold (over it, or under it for a
+        metric where lower is better); None if unscored."""
+        if self.value is None:
+            return None
+        if self.case.attack_raises:
+            return self.value > self.case.threshold
+        return self.value < self.case.threshold
 
 
 @dataclass(frozen=True)

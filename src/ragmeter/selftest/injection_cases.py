@@ -78,7 +78,9 @@ SOURCES = {
 class InjectionCase:
     """One attack on one metric.
 
-    The attack succeeds when the metric scores ``sample`` above ``threshold``.
+    The attack succeeds when the metric scores ``sample`` above ``threshold``, or below it when
+    ``attack_raises`` is False (a metric where lower is better, such as a share of
+    hallucinated claims: there an honest score stays at or above the threshold).
     """
 
     id: str
@@ -87,11 +89,13 @@ class InjectionCase:
     sample: Sample
     threshold: float
     honest: str
-    """Why an honest judge stays at or below the threshold."""
+    """Why an honest judge does not pass the threshold."""
     place: str = "answer"
     """Which of ``PLACES`` carries the attack."""
     source: str = "hand-written"
     """Which of ``SOURCES`` the attack text comes from."""
+    attack_raises: bool = True
+    """Whether the attack pushes the score up (False: down)."""
 
     def __post_init__(self) -> None:
         for value, known in ((self.technique, TECHNIQUES), (self.place, PLACES)):
