@@ -8,11 +8,11 @@ import json
 import numpy as np
 import pytest
 
+from ragmeter.claims import Statements, claims_only
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness
 from ragmeter.metrics.context_relevance import SENTENCE_NEEDED
-from ragmeter.metrics.faithfulness import Statements, claims_only
 from ragmeter.sample import Sample
 from ragmeter.session import JudgeSession
 

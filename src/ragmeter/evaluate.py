@@ -39,7 +39,7 @@ from ragmeter.manifest import (
     start_record,
     write_run_record,
 )
-from ragmeter.metrics import Metric, metric_by_name
+from ragmeter.metrics import Metric, metric_by_name, metric_names
 from ragmeter.pipeline import ItemJudge, ItemPipeline, Judged, Tally
 from ragmeter.result import Result
 from ragmeter.sample import Sample
@@ -57,7 +57,13 @@ class BudgetWarning(UserWarning):
 
 
 def _resolve_metrics(metrics: Sequence[str | Metric] | None) -> list[Metric]:
-    chosen = [metric_by_name(m) if isinstance(m, str) else m for m in metrics or DEFAULT_METRICS]
+    chosen = [
+        metric
+        for m in metrics or DEFAULT_METRICS
+        for metric in (
+            [metric_by_name(name) for name in metric_names([m])] if isinstance(m, str) else [m]
+        )
+    ]
     names = [m.name for m in chosen]
     if len(set(names)) != len(names):
         raise ValueError(f"a metric is listed twice: {names}")

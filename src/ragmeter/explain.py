@@ -2,7 +2,9 @@
 
 The three RAGAS metrics get a view of their own, built from the keys of their explanations (so it
 holds whatever their options): the unsupported statements before the supported ones, the
-questions generated from the answer, the context sentences that were not needed. Every other key,
+questions generated from the answer, the context sentences that were not needed; the metrics
+read off the claim table list each claim with what supports it, and ``diagnose`` says for one
+sample where each claim was lost or from where it came. Every other key,
 a plugin metric's included, is listed as it is, so nothing the metric explained is hidden.
 """
 
@@ -34,6 +36,11 @@ def explain(score: Score, sample: Sample) -> list[str]:
         lines += _questions(rest.pop("generated_questions"), rest.pop("mean_similarity", None))
     if _list_of(rest.get("extracted_sentences"), str):
         lines += _sentences(rest, sample)
+    for side in ("answer", "reference"):
+        if _list_of(rest.get(f"{side}_claims"), dict):
+            claims = rest.pop(f"{side}_claims")
+            lines.append(f"{side} claims ({len(claims)}):")
+            lines += [INDENT + _item(claim, "claim") for claim in claims]
     for key, value in rest.items():
         lines += _plain(key, value)
     return lines
@@ -127,3 +134,66 @@ def _value(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def diagnose(scores: Collection[Score], threshold: float = 0.5) -> list[str]:
+    """Where each claim of one sample went, from the claim tables its scores explain: a
+    reference claim in no chunk was lost by the retriever, one in a chunk but not in the answer
+    by the generator; an answer claim the reference does not support is wrong, and hallucinated
+    when no chunk supports it either. A check counts as a Yes at ``threshold``; what no score
+    checked is not said. Empty when no score holds a claim table."""
+    merged: dict[str, dict[str, dict[str, Any]]] = {"answer": {}, "reference": {}}
+    for score in scores:
+        for side, claims in merged.items():
+            for row in score.explanation.get(f"{side}_claims", []):
+                claims.setdefault(row["claim"], {}).update(row)
+    reference, answer = merged["reference"].values(), merged["answer"].values()
+    if not reference and not answer:
+        return []
+
+    def said(row: dict[str, Any], key: str) -> bool | None:
+        value = row.get(key)
+        if isinstance(value, list):
+            value = max(value, default=0.0)
+        return None if value is None else value >= threshold
+
+    lines: list[str] = []
+    fates: Counter[str] = Counter()
+    for side, rows, fates_of in (
+        ("reference", reference, _REFERENCE_FATES),
+        ("answer", answer, _ANSWER_FATES),
+    ):
+        for row in rows:
+            against = "answer" if side == "reference" else "reference"
+            fate = fates_of[said(row, f"p_in_{against}"), said(row, "p_in_chunks")]
+            fates[fate] += 1
+            claim = json.dumps(row["claim"], ensure_ascii=False)
+            lines.append(INDENT + f"- {side} claim {claim}: {fate}")
+    summary = "; ".join(f"{count} {fate}" for fate, count in fates.items())
+    return [f"claims (Yes at P >= {threshold}): {summary}", *lines]
+
+
+_REFERENCE_FATES = {
+    # (in the answer, in some chunk): None where no score checked it
+    (True, True): "in the answer",
+    (True, False): "in the answer, in no chunk",
+    (True, None): "in the answer",
+    (False, True): "lost by the generator (in a chunk, not in the answer)",
+    (False, False): "lost by the retriever (in no chunk)",
+    (False, None): "not in the answer",
+    (None, True): "in a chunk",
+    (None, False): "lost by the retriever (in no chunk)",
+    (None, None): "not checked",
+}
+_ANSWER_FATES = {
+    # (supported by the reference, in some chunk)
+    (True, True): "correct",
+    (True, False): "correct, in no chunk (the generator's own knowledge)",
+    (True, None): "correct",
+    (False, True): "wrong, taken from a chunk",
+    (False, False): "hallucinated (wrong, in no chunk)",
+    (False, None): "wrong",
+    (None, True): "in a chunk",
+    (None, False): "in no chunk",
+    (None, None): "not checked",
+}

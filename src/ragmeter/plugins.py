@@ -34,6 +34,14 @@ BUILTINS: dict[Kind, dict[str, str]] = {
         "faithfulness": "ragmeter.metrics.faithfulness:Faithfulness",
         "answer_relevance": "ragmeter.metrics.answer_relevance:AnswerRelevance",
         "context_relevance": "ragmeter.metrics.context_relevance:ContextRelevance",
+        "answer_correctness": "ragmeter.metrics.answer_correctness:AnswerCorrectness",
+        "context_recall": "ragmeter.metrics.retrieval:ContextRecall",
+        "context_precision": "ragmeter.metrics.retrieval:ContextPrecision",
+        "context_utilization": "ragmeter.metrics.diagnosis:ContextUtilization",
+        "noise_sensitivity_relevant": "ragmeter.metrics.diagnosis:NoiseSensitivityRelevant",
+        "noise_sensitivity_irrelevant": "ragmeter.metrics.diagnosis:NoiseSensitivityIrrelevant",
+        "hallucination": "ragmeter.metrics.diagnosis:Hallucination",
+        "self_knowledge": "ragmeter.metrics.diagnosis:SelfKnowledge",
     },
 }
 

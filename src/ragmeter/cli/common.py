@@ -22,7 +22,7 @@ from ragmeter.data import DatasetError
 from ragmeter.judges import Embedder, Judge, JudgeError, resolve_models
 from ragmeter.judges.cache import CallCache
 from ragmeter.judges.weights import WeightsError
-from ragmeter.metrics import Metric, metric_by_name
+from ragmeter.metrics import GROUPS, Metric, metric_by_name, metric_names
 
 EXIT_BAD_INPUT = 2
 
@@ -62,6 +62,11 @@ RayActorCpus = Annotated[
     float, typer.Option("--ray-actor-cpus", help="CPUs Ray sets aside for each worker.")
 ]
 Retries = Annotated[int, typer.Option(help="Further attempts after a failed judge call.")]
+MetricOptions = Annotated[
+    list[str] | None,
+    typer.Option(help="Metric option METRIC.PARAM=VALUE (repeat), e.g. faithfulness.soft=false."),
+]
+Workers = Annotated[int, typer.Option(min=1, help="Items judged at once.")]
 
 # What a user can get wrong: bad files, bad options, a model that cannot start.
 USER_ERRORS = (
@@ -141,10 +146,20 @@ def parse_metric_options(items: list[str] | None) -> dict[str, dict[str, Any]]:
 
 def configured_metrics(metrics: str, option: list[str] | None) -> list[Metric]:
     """The metrics of a comma-separated ``--metrics``, each built with its ``--option``s; an
+    option given to a group (``diagnosis.soft=false``) goes to each of its metrics, and an
     option for a metric not named is an error."""
-    names = [m.strip() for m in metrics.split(",") if m.strip()]
+    named = [m.strip() for m in metrics.split(",") if m.strip()]
     options = parse_metric_options(option)
-    chosen = [metric_by_name(name, **options.pop(name, {})) for name in names]
+    for_groups = {
+        group: options.pop(group) for group in named if group in GROUPS and group in options
+    }
+    chosen = []
+    for name in metric_names(named):
+        given: dict[str, Any] = {}
+        for group, group_options in for_groups.items():
+            if name in GROUPS[group]:
+                given.update(group_options)
+        chosen.append(metric_by_name(name, **{**given, **options.pop(name, {})}))
     if options:
         raise ValueError(f"options given for metrics not chosen: {', '.join(options)}")
     return chosen

@@ -19,9 +19,11 @@ from ragmeter.cli.common import (
     EmbedderSpec,
     JudgeOptions,
     JudgeSpec,
+    MetricOptions,
     RayActorCpus,
     RayActors,
     RayAddress,
+    Workers,
     advance,
     configured_metrics,
     executor_for,
@@ -42,6 +44,8 @@ from ragmeter.meta.attribution import (
 )
 from ragmeter.meta.mtrag import METRICS as MTRAG_METRICS
 from ragmeter.meta.mtrag import Interval, chosen_metrics, load_mtrag, run_mtrag
+from ragmeter.meta.ragchecker import FIGURES as RAGCHECKER_FIGURES
+from ragmeter.meta.ragchecker import load_ragchecker, run_ragchecker
 from ragmeter.meta.wikieval import DIMENSIONS, METHODS, PAPER_TABLE_4, load_wikieval, run_wikieval
 from ragmeter.metrics import metric_by_name
 
@@ -162,15 +166,13 @@ def mtrag_command(
     ),
     cache: CacheFlag = True,
     metrics: Annotated[
-        str, typer.Option(help="Comma-separated subset of faithfulness,answer_relevance.")
-    ] = ",".join(MTRAG_METRICS),
-    option: Annotated[
-        list[str] | None,
+        str,
         typer.Option(
-            help="Metric option METRIC.PARAM=VALUE, e.g. answer_relevance.against=context."
+            help="Comma-separated subset of faithfulness,answer_relevance,answer_correctness."
         ),
-    ] = None,
-    workers: Annotated[int, typer.Option(help="Items judged at once.")] = 1,
+    ] = ",".join(MTRAG_METRICS),
+    option: MetricOptions = None,
+    workers: Workers = 1,
     ray: RayAddress = None,
     ray_actors: RayActors = None,
     ray_actor_cpus: RayActorCpus = 1.0,
@@ -203,14 +205,12 @@ def mtrag_command(
     table = Table(
         title=f"MTRAG: Spearman with the mean human rating ({len(rows)} answers, {report.judge})"
     )
-    for column in (
-        "rows",
-        "faithfulness",
-        "RAGAS rl_f",
-        "AR ~ appropriateness",
-        "AR ~ completeness",
-        "rl_f ~ completeness",
-    ):
+    correct = any(c.metric == "answer_correctness" for c in report.correlations)
+    columns = ["rows", "faithfulness", "RAGAS rl_f", "AR ~ appropriateness", "AR ~ completeness"]
+    columns += ["rl_f ~ completeness"]
+    if correct:
+        columns += ["AC ~ completeness (not the writer's)", "rb_llm", "rl_f"]
+    for column in columns:
         table.add_column(column, justify="right")
     for group in dict.fromkeys(c.group for c in report.correlations):
         cells = {(c.metric, c.human): c for c in report.correlations if c.group == group}
@@ -218,14 +218,22 @@ def mtrag_command(
         appropriate = cells.get(("answer_relevance", "appropriateness"))
         complete = cells.get(("answer_relevance", "completeness"))
         shown = next(iter(cells.values()))  # faithfulness's rows when it was judged
-        table.add_row(
+        row = [
             f"{group} ({shown.rows})",
             _interval(faith and faith.spearman),
             _interval(faith and faith.baseline_spearman),
             _interval(appropriate and appropriate.spearman),
             _interval(complete and complete.spearman),
             _interval(complete and complete.baseline_spearman),
-        )
+        ]
+        if correct:
+            against = cells.get(("answer_correctness", "completeness"))
+            row += [
+                f"{_interval(against and against.spearman)} ({against and against.rows})",
+                _interval(against and against.reference_judge_spearman),
+                _interval(against and against.baseline_spearman),
+            ]
+        table.add_row(*row)
     console.print(table)
     for metric, reasons in report.unscored_reasons.items():
         for reason, count in reasons.items():
@@ -233,6 +241,69 @@ def mtrag_command(
     if report.seconds_per_sample is not None:
         console.print(f"median {report.seconds_per_sample:.1f} s per answer for the metrics judged")
     console.print(f"Pearson and every interval in {out / 'agreement.json'}")
+
+
+@app.command("ragchecker")
+def ragchecker_command(
+    path: Annotated[Path, typer.Argument(help="RAGChecker's human-labelled instances (JSONL).")],
+    judge: JudgeSpec = "local",
+    judge_option: JudgeOptions = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N instances.")] = None,
+    out: Annotated[Path, typer.Option(help="Results folder; rerun to resume.")] = Path(
+        "runs/meta-ragchecker"
+    ),
+    cache: CacheFlag = True,
+    option: MetricOptions = None,
+    workers: Workers = 1,
+    ray: RayAddress = None,
+    ray_actors: RayActors = None,
+    ray_actor_cpus: RayActorCpus = 1.0,
+) -> None:
+    """Correlation of answer correctness with two annotators' comparisons of two answers to one
+    question (RAGChecker's protocol), beside RAGChecker's own run and the annotators' agreement."""
+    console = Console()
+    executor = executor_for(ray, ray_actors, ray_actor_cpus, workers)
+    with user_errors(console):
+        instances = load_ragchecker(path)[:limit]
+        (metric,) = configured_metrics("answer_correctness", option)
+    with progress(console, "judging", 2 * len(instances)) as bar, user_errors(console):
+        report = run_ragchecker(
+            instances,
+            metric=metric,
+            judge=judge,
+            out_dir=out,
+            cache=cache,
+            max_workers=workers,
+            on_score=lambda _s: advance(bar),
+            judge_options=parse_options(judge_option, "--judge-option"),
+            executor=executor,
+        )
+    (out / "agreement.json").write_text(report.model_dump_json(indent=2))
+    table = Table(
+        title=f"RAGChecker: Pearson with the annotators' labels ({len(instances)} instances, "
+        f"{report.judge}); Spearman in {out / 'agreement.json'}"
+    )
+    table.add_column("group")
+    for dimension, figure in RAGCHECKER_FIGURES.items():
+        table.add_column(f"{dimension} ({figure})", justify="right")
+    for group in dict.fromkeys(a.group for a in report.correlations):
+        for who in ("ragmeter", "ragchecker", "annotators"):
+            cells = {
+                a.dimension: a for a in report.correlations if a.group == group and a.who == who
+            }
+            size = next(iter(cells.values())).instances
+            table.add_row(
+                f"{group} ({size}): {who}" if who == "ragmeter" else f"[dim]  {who}[/dim]",
+                *[_interval(cells[d].pearson) for d in RAGCHECKER_FIGURES],
+            )
+    console.print(table)
+    for reason, count in report.unscored_reasons.items():
+        console.print(f"[yellow]{count} answers unscored[/yellow] — {reason} (median-filled)")
+    if report.seconds_per_instance is not None:
+        console.print(
+            f"median {report.seconds_per_instance:.1f} s per instance (two answers), "
+            f"{report.checks_per_claim:.2f} model calls per claim"
+        )
 
 
 def _subsample(rows: list[T], limit: int | None, seed: int = 0) -> list[T]:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
+from ragmeter.claims import SUPPORTED
 from ragmeter.cluster import (
     Executor,
     ModelRecipe,
@@ -22,7 +23,6 @@ from ragmeter.cluster import (
     workers_for,
 )
 from ragmeter.judges import Judge, identity_of
-from ragmeter.metrics.faithfulness import SUPPORTED
 from ragmeter.score import Score
 from ragmeter.session import JudgeSession, measured
 from ragmeter.store import ScoreStore

@@ -15,10 +15,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from statistics import median
-from typing import Any, Literal
+from typing import Any
 
-import numpy as np
-import pandas as pd
 from pydantic import BaseModel
 
 from ragmeter.cluster import Executor, RayExecutor, RayPool
@@ -27,21 +25,30 @@ from ragmeter.judges import Embedder, Judge
 from ragmeter.metrics import Metric, metric_by_name
 from ragmeter.sample import Sample, Turn
 from ragmeter.score import Score
+from ragmeter.stats import Interval, correlation
 
 METRICS = ("faithfulness", "answer_relevance")
+"""The metrics judged by default."""
+WITH_REFERENCE = ("answer_correctness",)
+"""Metrics that read the row's reference answer (the human writer's), judged when asked for;
+they are correlated over the other responders' answers only, since the writer's own answer is
+the reference."""
 AGREEMENTS = (
     ("faithfulness", "faithfulness"),
     ("answer_relevance", "appropriateness"),
     ("answer_relevance", "completeness"),
+    ("answer_correctness", "completeness"),
 )
 """(ragmeter metric, human rating) pairs that measure the same quality."""
 
 BASELINE = "rl_f"
 """The authors' RAGAS faithfulness, in each row's ``auto``."""
+REFERENCE_JUDGE = "rb_llm"
+"""The authors' reference-based LLM judge (RAD-Bench style), in each row's ``auto``."""
+WRITER = "reference"
+"""The responder whose answer is the reference."""
 
 SPEAKERS = {"user": "user", "agent": "assistant"}
-
-Coefficient = Literal["spearman", "pearson"]
 
 
 class MtragRow(BaseModel):
@@ -53,6 +60,7 @@ class MtragRow(BaseModel):
     human: dict[str, float]
     """The mean annotator rating (1-4) per dimension."""
     baseline: float | None
+    reference_judge: float | None = None
 
 
 def load_mtrag(path: Path | str) -> list[MtragRow]:
@@ -74,18 +82,21 @@ def _row(number: int, row: dict[str, Any]) -> MtragRow:
         field = "contexts"
         contexts = [c["text"] for c in row[field]]
         field = "model_response"
+        answer = row[field]
+        field = "reference_response"
         sample = Sample(
             id=f"{row['task_id']}/{row['model_id']}",
             question=turns[-1].text,
             history=turns[:-1],
             contexts=contexts,
-            answer=row[field],
+            answer=answer,
+            reference=row.get(field),
         )
         field = "human_mean"
         human = {k: float(v) for k, v in row[field].items() if v is not None}
         field = "meta"
         answerability = row[field].get("Answerability") or ["UNKNOWN"]
-        baseline = row.get("auto", {}).get(BASELINE)
+        automatic = row.get("auto", {})
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"row {number}, field {field!r}: {exc!r}") from None
     return MtragRow(
@@ -94,14 +105,17 @@ def _row(number: int, row: dict[str, Any]) -> MtragRow:
         responder=str(row["model_id"]),
         answerability=str(answerability[0]).lower(),
         human=human,
-        baseline=None if baseline is None else float(baseline),
+        baseline=_number(automatic.get(BASELINE)),
+        reference_judge=_number(automatic.get(REFERENCE_JUDGE)),
     )
 
 
-class Interval(BaseModel):
-    value: float
-    low: float
-    high: float
+def _without_reference(row: MtragRow) -> MtragRow:
+    return row.model_copy(update={"sample": row.sample.model_copy(update={"reference": None})})
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 class Correlation(BaseModel):
@@ -118,6 +132,10 @@ class Correlation(BaseModel):
     baseline_spearman: Interval | None
     """RAGAS faithfulness (``rl_f``) on the same rows."""
     baseline_pearson: Interval | None
+    reference_judge_spearman: Interval | None = None
+    """The authors' reference-based judge (``rb_llm``) on the same rows, for metrics that read
+    the reference."""
+    reference_judge_pearson: Interval | None = None
 
 
 class MtragReport(BaseModel):
@@ -127,41 +145,6 @@ class MtragReport(BaseModel):
     seconds_per_sample: float | None
     """Median over samples judged now of the seconds the metrics took."""
     judge: str
-
-
-def _coefficients(x: np.ndarray, y: np.ndarray, kind: Coefficient) -> np.ndarray:
-    """The coefficient of each row of ``x`` with the same row of ``y`` (NaN where a row is
-    constant); Spearman's is Pearson's on ranks, ties given their mean rank."""
-    if kind == "spearman":
-        x = pd.DataFrame(x).rank(axis=1).to_numpy()
-        y = pd.DataFrame(y).rank(axis=1).to_numpy()
-    x = x - x.mean(axis=1, keepdims=True)
-    y = y - y.mean(axis=1, keepdims=True)
-    spread = np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(spread > 0, (x * y).sum(axis=1) / spread, np.nan)
-
-
-def correlation(
-    x: Sequence[float],
-    y: Sequence[float],
-    kind: Coefficient,
-    *,
-    rounds: int = 2000,
-    seed: int = 0,
-) -> Interval | None:
-    """The coefficient with a percentile-bootstrap 95 % interval over rows (seeded); None when
-    it is undefined (fewer than 3 rows, or a constant side)."""
-    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if len(xs) < 3:
-        return None
-    value = _coefficients(xs[None, :], ys[None, :], kind)[0]
-    if np.isnan(value):
-        return None
-    drawn = np.random.default_rng(seed).integers(0, len(xs), (rounds, len(xs)))
-    spread = _coefficients(xs[drawn], ys[drawn], kind)
-    low, high = np.nanpercentile(spread, [2.5, 97.5])
-    return Interval(value=float(value), low=float(low), high=float(high))
 
 
 def _groups(rows: list[MtragRow]) -> dict[str, list[MtragRow]]:
@@ -185,12 +168,19 @@ def agreement(
             if metric not in metrics:
                 continue
             rated = [r for r in members if human in r.human]
+            if metric in WITH_REFERENCE:
+                rated = [r for r in rated if r.responder != WRITER]
             scored = [r for r in rated if scores[r.sample.key, metric].scored]
             ours = [scores[r.sample.key, metric].value for r in scored]
             people = [r.human[human] for r in scored]
-            based = [r for r in scored if r.baseline is not None]
-            theirs = [r.baseline for r in based]
-            theirs_people = [r.human[human] for r in based]
+            baselines = {
+                f"{name}_{kind}": correlation(
+                    [getattr(r, name) for r in based], [r.human[human] for r in based], kind
+                )
+                for name in _baselines(metric)
+                for based in [[r for r in scored if getattr(r, name) is not None]]
+                for kind in ("spearman", "pearson")
+            }
             found.append(
                 Correlation(
                     metric=metric,
@@ -200,20 +190,26 @@ def agreement(
                     unscored=len(rated) - len(scored),
                     spearman=correlation(ours, people, "spearman"),  # type: ignore[arg-type]
                     pearson=correlation(ours, people, "pearson"),  # type: ignore[arg-type]
-                    baseline_spearman=correlation(theirs, theirs_people, "spearman"),  # type: ignore[arg-type]
-                    baseline_pearson=correlation(theirs, theirs_people, "pearson"),  # type: ignore[arg-type]
+                    **baselines,
                 )
             )
     return found
+
+
+def _baselines(metric: str) -> tuple[str, ...]:
+    """The authors' scores shown beside ``metric``: RAGAS faithfulness always, and their
+    reference-based judge beside metrics that read the reference."""
+    return ("baseline", "reference_judge") if metric in WITH_REFERENCE else ("baseline",)
 
 
 def chosen_metrics(metrics: Sequence[Metric] | None = None) -> dict[str, Metric]:
     """``metrics`` by name (some of ``METRICS``, configured as the caller likes); both with
     their defaults when None."""
     chosen = {m.name: m for m in metrics} if metrics is not None else {}
-    unknown = sorted(set(chosen) - set(METRICS))
+    unknown = sorted(set(chosen) - set(METRICS) - set(WITH_REFERENCE))
     if unknown:
-        raise ValueError(f"MTRAG correlates {', '.join(METRICS)}; not {unknown[0]!r}")
+        known = ", ".join((*METRICS, *WITH_REFERENCE))
+        raise ValueError(f"MTRAG correlates {known}; not {unknown[0]!r}")
     return chosen or {name: metric_by_name(name) for name in METRICS}
 
 
@@ -235,6 +231,12 @@ def run_mtrag(
     ``out_dir``) and correlate the scores with the people's ratings. ``metrics`` picks some of
     the two or configures them."""
     chosen = chosen_metrics(metrics)
+    if not set(chosen) & set(WITH_REFERENCE):
+        # Samples as before references were read, so their stored scores keep their keys.
+        rows = [
+            r.model_copy(update={"sample": r.sample.model_copy(update={"reference": None})})
+            for r in rows
+        ]
     result = evaluate(
         [r.sample for r in rows],
         list(chosen.values()),
@@ -250,8 +252,9 @@ def run_mtrag(
     )
     scores = {(s.sample_id, s.metric): s for s in result.scores}
     reasons: dict[str, dict[str, int]] = {}
+    written = {r.sample.key for r in rows if r.responder == WRITER}
     for score in result.scores:
-        if not score.scored:
+        if not score.scored and not (score.metric in WITH_REFERENCE and score.sample_id in written):
             reasons.setdefault(score.metric, {})
             reason = str(score.unscored_reason)
             reasons[score.metric][reason] = reasons[score.metric].get(reason, 0) + 1

@@ -1,14 +1,35 @@
-"""The RAGAS metrics, and any metric a plugin registers, by name (see ``ragmeter.plugins``)."""
+"""The RAGAS metrics, the reference metrics and any metric a plugin registers, by name (see
+``ragmeter.plugins``); ``diagnosis`` names a group of them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ragmeter.metrics.answer_relevance import AnswerRelevance
 from ragmeter.metrics.base import Metric
 from ragmeter.metrics.context_relevance import ContextRelevance
+from ragmeter.metrics.diagnosis import DIAGNOSIS
 from ragmeter.metrics.faithfulness import Faithfulness
 from ragmeter.plugins import load
+
+GROUPS: dict[str, tuple[str, ...]] = {"diagnosis": DIAGNOSIS}
+"""Names that stand for several metrics, shown together."""
+
+
+def metric_names(names: Sequence[str]) -> list[str]:
+    """``names`` with each group replaced by its metrics, each metric once, in order."""
+    expanded = [member for name in names for member in GROUPS.get(name.strip(), (name.strip(),))]
+    return list(dict.fromkeys(expanded))
+
+
+def higher_is_better(name: str) -> bool:
+    """Whether a rise of the metric ``name`` is an improvement; True for a name not
+    registered here (a run's metric whose plugin is not installed)."""
+    try:
+        return bool(load("metric", name).higher_is_better)
+    except (ValueError, ImportError, AttributeError):
+        return True
 
 
 def metric_by_name(name: str, **options: Any) -> Metric:
@@ -22,9 +43,11 @@ def metric_by_name(name: str, **options: Any) -> Metric:
 
 
 __all__ = [
+    "GROUPS",
     "AnswerRelevance",
     "ContextRelevance",
     "Faithfulness",
     "Metric",
     "metric_by_name",
+    "metric_names",
 ]

@@ -29,6 +29,8 @@ class Metric(ABC):
     """Whether ``measure`` embeds texts; a metric whose options decide it makes it a property."""
     options_model: ClassVar[type[Options]] = Options
     """The metric's options; the constructor takes them as keyword arguments."""
+    higher_is_better: ClassVar[bool] = True
+    """False for a share of faults (hallucination): a comparison counts a fall as better."""
 
     def __init__(self, **options: Any) -> None:
         self.options = self.options_model.parse(options, f"the metric {self.name}")

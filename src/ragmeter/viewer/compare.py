@@ -27,6 +27,7 @@ from pydantic import BaseModel
 from ragmeter.arena.battles import RUN_FILE as ARENA_RUN_FILE
 from ragmeter.explain import explain
 from ragmeter.manifest import RunRecord
+from ragmeter.metrics import higher_is_better
 from ragmeter.result import Result
 from ragmeter.score import Score
 from ragmeter.stats import bootstrap_mean_ci
@@ -271,6 +272,7 @@ def compare_metric(
         summary = {"difference": mean, "ci_low": low, "ci_high": high}
         p_value = sign_flip_p_value(differences, rounds=rounds, seed=seed)
     slack = tolerance + 1e-12
+    improvement = differences if higher_is_better(metric) else -differences
     order = np.argsort(-np.abs(differences), kind="stable")[:top]
     one_sided = [k for k in shared if scores_a[k].scored != scores_b[k].scored]
     samples_a, samples_b = {s.key: s for s in a.samples}, {s.key: s for s in b.samples}
@@ -284,8 +286,8 @@ def compare_metric(
         mean_a=float(values_a.mean()) if paired else None,
         mean_b=float(values_b.mean()) if paired else None,
         p_value=p_value,
-        better=int(np.count_nonzero(differences > slack)),
-        worse=int(np.count_nonzero(differences < -slack)),
+        better=int(np.count_nonzero(improvement > slack)),
+        worse=int(np.count_nonzero(improvement < -slack)),
         unchanged=int(np.count_nonzero(np.abs(differences) <= slack)),
         unscored_a=sum(not scores_a[k].scored for k in shared),
         unscored_b=sum(not scores_b[k].scored for k in shared),

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ragmeter.explain import explain
+from ragmeter.explain import diagnose, explain
 from ragmeter.meta.wikieval import DIMENSIONS, PAPER_TABLE_4
+from ragmeter.metrics.diagnosis import DIAGNOSIS, DIAGNOSIS_PARTS
 from ragmeter.score import Exchange, Score
 from ragmeter.viewer.charts import grouped_bars, intervals, score_histogram
 from ragmeter.viewer.compare import Comparison
@@ -123,8 +124,34 @@ def _evaluation(run: OpenedRun) -> list[Section]:
         score_histogram(m, [s.value for s in result.scores_for(m) if s.value is not None])
         for m in result.metrics
     ]
-    sections: list[Section] = [
-        {"heading": "Summary", "cards": cards},
+    sections: list[Section] = [{"heading": "Summary", "cards": cards}]
+    diagnosed = [row for m in DIAGNOSIS for row in summary if row.metric == m]
+    if diagnosed:
+        sections.append(
+            {
+                "heading": "Diagnosis",
+                "text": "RAGChecker's claim-level figures: which part of the system lost or "
+                "invented claims. Open a sample below for its claims, one by one.",
+                "table": table(
+                    ["part", "metric", ("mean", True), "95% CI", "scored", "unscored"],
+                    [
+                        {
+                            "cells": [
+                                DIAGNOSIS_PARTS[row.metric],
+                                row.metric,
+                                row.mean,
+                                interval(row.ci_low, row.ci_high),
+                                row.scored,
+                                row.unscored,
+                            ]
+                        }
+                        for row in diagnosed
+                    ],
+                    name="diagnosis",
+                ),
+            }
+        )
+    sections += [
         {
             "heading": "Distributions",
             "text": "Scored samples only; the unscored are counted on the cards and listed below.",
@@ -167,6 +194,9 @@ def sample_table(run: OpenedRun) -> dict[str, Any]:
             if not score.scored:
                 flags.append(f"unscored:{metric}")
             detail.append(score_block(score, explain(score, sample)))
+        claims = diagnose([s for m in result.metrics if (s := by_key.get((sample.key, m)))])
+        if claims:
+            detail.append({"heading": "diagnosis", "value": "", "unscored": False, "lines": claims})
         flags.append("unscored-any" if flags else "scored-all")
         rows.append({"cells": cells, "flags": flags, "detail": detail, "full": sample.answer})
     filters = [

@@ -1,0 +1,67 @@
+"""How well the retriever did, judged against a reference answer: both read each reference
+claim's checks against each retrieved chunk.
+
+- ``context_recall``: the share of the reference's claims that some chunk supports (RAGChecker's
+  claim recall; ragas's context recall). Nothing retrieved recalls nothing: 0.
+- ``context_precision``: which chunks hold at least one reference claim. ``ranked=True`` (ragas)
+  averages precision@k over the ranks of the relevant chunks, so relevant chunks ranked first
+  score higher; ``ranked=False`` is the plain share of relevant chunks (RAGChecker).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import Field
+
+from ragmeter.claims import ClaimTable, Part
+from ragmeter.metrics.claim_metric import ClaimMetric, ClaimOptions, best_in_chunks, rounded
+from ragmeter.score import Unscorable
+
+
+class ContextRecall(ClaimMetric):
+    name = "context_recall"
+    parts: ClassVar[tuple[Part, ...]] = ("reference_in_chunks",)
+
+    def read(self, table: ClaimTable) -> tuple[float, dict[str, Any]]:
+        assert table.reference_in_chunks is not None
+        recalled = best_in_chunks(self.verdicts(table.reference_in_chunks))
+        return float(recalled.mean()), {"recalled": rounded(recalled)}
+
+
+class ContextPrecisionOptions(ClaimOptions):
+    ranked: bool = Field(
+        True,
+        description="Average precision over the relevant chunks' ranks (ragas); false gives "
+        "the plain share of relevant chunks (RAGChecker).",
+    )
+
+
+def average_precision(relevant: np.ndarray) -> float:
+    """Mean of precision@k over the ranks k of the relevant chunks, each weighted by its
+    relevance (1/0, or a probability); 0 when none is relevant."""
+    if relevant.sum() <= 0:
+        return 0.0
+    precision_at = np.cumsum(relevant) / np.arange(1, len(relevant) + 1)
+    return float((precision_at * relevant).sum() / relevant.sum())
+
+
+class ContextPrecision(ClaimMetric):
+    name = "context_precision"
+    options_model = ContextPrecisionOptions
+    options: ContextPrecisionOptions
+    parts: ClassVar[tuple[Part, ...]] = ("reference_in_chunks",)
+
+    def read(self, table: ClaimTable) -> tuple[float, dict[str, Any]]:
+        assert table.reference_in_chunks is not None
+        if not table.chunks:
+            raise Unscorable("nothing was retrieved: no chunk to be precise about")
+        relevant = self.verdicts(table.reference_in_chunks).max(axis=0)
+        share, ranked = float(relevant.mean()), average_precision(relevant)
+        value = ranked if self.options.ranked else share
+        return value, {
+            "relevant_chunks": rounded(relevant),
+            "average_precision": round(ranked, 4),
+            "share_relevant": round(share, 4),
+        }
