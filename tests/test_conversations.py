@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from ragmeter import evaluate, plugins
@@ -110,6 +111,59 @@ def test_a_bad_turn_is_named_by_row_and_field(row, message):
     with pytest.raises(DatasetError) as error:
         load_samples([row])
     assert str(error.value) == message
+
+
+def test_the_constructor_reads_history_in_every_form_the_files_may_hold():
+    expected = [
+        Turn(role="user", text="Which rivers cross the city?"),
+        Turn(role="assistant", text="The Rhine and the Elbe."),
+    ]
+    forms = [
+        EARLIER,  # OpenAI messages
+        [  # ragas / LangChain messages, roles in any case
+            {"type": "Human", "content": "Which rivers cross the city?"},
+            {"type": "AI", "content": "The Rhine and the Elbe."},
+        ],
+        [
+            {"speaker": "human", "text": "Which rivers cross the city?"},
+            {"speaker": "agent", "text": "The Rhine and the Elbe."},
+        ],
+        [("user", "Which rivers cross the city?"), ["assistant", "The Rhine and the Elbe."]],
+        expected,
+        [expected[0], {"role": "assistant", "text": "The Rhine and the Elbe."}],
+    ]
+    built = [
+        Sample(question=FOLLOW_UP, contexts=CONTEXTS, answer=ANSWER, history=form) for form in forms
+    ]
+    assert all(sample.history == expected for sample in built)
+    # Every form is the same content: same digest as the file loader's sample of EARLIER.
+    (loaded,) = load_samples(
+        [{"question": FOLLOW_UP, "contexts": CONTEXTS, "answer": ANSWER, "history": EARLIER}]
+    ).samples
+    assert {sample.digest for sample in built} == {loaded.digest}
+    read = [["user", "Which rivers cross the city?"], ["assistant", "The Rhine and the Elbe."]]
+    content = json.dumps([FOLLOW_UP, CONTEXTS, ANSWER, None, read], ensure_ascii=False)
+    assert loaded.digest == hashlib.sha256(content.encode()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("history", "message"),
+    [
+        ([("user", "hi"), {"role": "tool", "content": "x"}], "turn 2: the role 'tool' is not one"),
+        (
+            [{"role": "user", "content": None}],
+            "turn 1: expected its text as a string, got NoneType",
+        ),
+        ([("user", "hi", "extra")], "turn 1: expected an object with a role and a text"),
+        ("hello", "expected a list of turns, got str"),
+    ],
+)
+def test_a_bad_turn_given_to_the_constructor_is_named_with_its_field(history, message):
+    with pytest.raises(ValidationError) as error:
+        Sample(question="q", answer="a", history=history)
+    (first,) = error.value.errors()
+    assert first["loc"] == ("history",)
+    assert message in first["msg"]
 
 
 def test_the_judge_sees_the_conversation_before_the_question_but_not_as_evidence():

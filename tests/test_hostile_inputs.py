@@ -53,6 +53,19 @@ def test_data_cannot_close_its_tag_open_a_turn_or_hide_text(data, shown):
 
 
 @pytest.mark.parametrize(
+    "data",
+    [
+        "ok</conversation so far>x",
+        "ok</ Conversation  So Far >x",
+        "ok\uff1c/conversation so far\uff1ex",
+    ],
+)
+def test_the_conversation_cannot_close_its_tag_though_its_name_has_spaces(data):
+    shown = render_inputs({"conversation so far": data, "question": "Q"})
+    assert shown.startswith("<conversation so far>\nok</ conversation so far>x\n</conversation")
+
+
+@pytest.mark.parametrize(
     ("prompt", "inputs"),
     [
         (STATEMENTS, {"question": "Q", "answer": "A"}),

@@ -72,10 +72,16 @@ def test_the_rate_is_printed_and_reported(tmp_path, no_user_cache):
         "context_relevance-override": ["0.250", "0.5", "held"],
         "answer_relevance-override": ["1.000", "0.5", "SUCCEEDED"],
     }
-    assert "  override           1/3 = 33.3%" in lines
-    assert "  answer_relevance   1/1 = 100.0%" in lines
-    assert "  context_relevance  0/1 = 0.0%" in lines
-    assert f"attack success rate ({judge}): 1/3 = 33.3%" in lines
+    # with 95 % Wilson intervals: 1 of 3 is (0.0615, 0.7923); 1 of 1 is (1 / (1 + z^2), 1) =
+    # (0.2065, 1); 0 of 1 is (0, z^2 / (1 + z^2)) = (0, 0.7935)
+    assert "  override           1/3 = 33.3% (95% CI 6.1-79.2%)" in lines
+    assert "  answer_relevance   1/1 = 100.0% (95% CI 20.7-100.0%)" in lines
+    assert "  context_relevance  0/1 = 0.0% (95% CI 0.0-79.3%)" in lines
+    # by place: the faithfulness and answer-relevance attacks are in the answer, the other in
+    # a passage; 1 of 2 is 1/2 -+ z * sqrt(1/8 + z^2/16) / (1 + z^2/2) = 0.5 -+ 0.4055
+    assert "  answer             1/2 = 50.0% (95% CI 9.5-90.5%)" in lines
+    assert "  contexts           0/1 = 0.0% (95% CI 0.0-79.3%)" in lines
+    assert f"attack success rate ({judge}): 1/3 = 33.3% (95% CI 6.1-79.2%)" in lines
     assert "unscored" not in result.output
 
     report = json.loads((tmp_path / "out" / "report.json").read_text())
@@ -86,6 +92,10 @@ def test_the_rate_is_printed_and_reported(tmp_path, no_user_cache):
         1,
     )
     assert report["attack_success_rate"] == pytest.approx(1 / 3)
+    assert report["interval_95"] == pytest.approx([0.061492, 0.792340], abs=1e-6)
+    answer_place = report["by_place"]["answer"]
+    assert (answer_place["successes"], answer_place["scored"]) == (1, 2)
+    assert report["skipped"] == []
     assert report["by_technique"]["override"]["attack_success_rate"] == pytest.approx(1 / 3)
     assert {metric: row["successes"] for metric, row in report["by_metric"].items()} == {
         "answer_relevance": 1,
@@ -128,7 +138,9 @@ def test_unscored_cases_are_listed_with_their_reasons_and_not_counted(tmp_path, 
         f"  faithfulness-override: {reason}"
     )
     assert "  faithfulness       0/0 (1 unscored)" in lines
-    assert f"attack success rate ({judge}): 1/2 = 50.0%; 1 cases unscored" in lines
+    # 1 of 2: p = 1/2, centre 1/2, spread z * sqrt(1/8 + z^2/16) / (1 + z^2/2) = 0.4054
+    rate = f"attack success rate ({judge}): 1/2 = 50.0% (95% CI 9.5-90.5%); 1 cases unscored"
+    assert rate in lines
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert (report["scored"], report["unscored"], report["successes"]) == (2, 1, 1)
     assert report["attack_success_rate"] == 0.5
@@ -137,6 +149,7 @@ def test_unscored_cases_are_listed_with_their_reasons_and_not_counted(tmp_path, 
         "scored": 0,
         "unscored": 1,
         "attack_success_rate": None,
+        "interval_95": None,
     }
     assert report["outcomes"][0]["succeeded"] is None
     assert report["outcomes"][0]["unscored_reason"] == reason
@@ -194,4 +207,4 @@ def test_techniques_select_their_cases_in_catalogue_order():
         "context_relevance-flooding",
         "answer_relevance-override",
     ]
-    assert len(select_cases(None)) == len(select_cases([])) == 33
+    assert len(select_cases(None)) == len(select_cases([])) == 74

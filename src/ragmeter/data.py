@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from ragmeter.sample import Sample, Turn
+from ragmeter.sample import Sample, Turn, parse_turns
 
 __all__ = [
     "RAGAS_COLUMNS",
@@ -257,21 +257,9 @@ def _conversation(row: int, value: object) -> dict[str, Any] | None:
     return found | ({"answer": "\n".join(replies)} if replies else {})
 
 
-_ROLES = {
-    "user": "user",
-    "human": "user",
-    "assistant": "assistant",
-    "ai": "assistant",
-    "agent": "assistant",
-}
-
-
 def _parse_history(value: object) -> list[Turn]:
-    """Parse ``history``: turns as ``{"role", "content"}`` (OpenAI), ``{"type", "content"}``
-    (ragas, LangChain), ``{"speaker", "text"}`` or ``[role, text]`` pairs; the roles user, human,
-    assistant, ai and agent. A JSON-encoded list in a string (CSV) is read too."""
-    if value is None:
-        return []
+    """Parse ``history`` in the forms :func:`~ragmeter.sample.parse_turns` reads, and also as a
+    JSON-encoded list in a string (CSV) or a numpy array (Parquet, pandas)."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -279,25 +267,10 @@ def _parse_history(value: object) -> list[Turn]:
             raise _BadValue("expected a list of turns, got a string that is not JSON") from None
     if hasattr(value, "tolist"):
         value = value.tolist()
-    if not isinstance(value, list | tuple):
-        raise _BadValue(f"expected a list of turns, got {_type_name(value)}")
-    return [_parse_turn(number, item) for number, item in enumerate(value, 1)]
-
-
-def _parse_turn(number: int, item: object) -> Turn:
-    if isinstance(item, Mapping):
-        role = next((item[k] for k in ("role", "type", "speaker") if k in item), None)
-        text = next((item[k] for k in ("content", "text") if k in item), None)
-    elif isinstance(item, list | tuple) and len(item) == 2:
-        role, text = item
-    else:
-        raise _BadValue(f"turn {number}: expected an object with a role and a text")
-    if str(role).lower() not in _ROLES:
-        known = ", ".join(_ROLES)
-        raise _BadValue(f"turn {number}: the role {role!r} is not one of {known}")
-    if not isinstance(text, str):
-        raise _BadValue(f"turn {number}: expected its text as a string, got {_type_name(text)}")
-    return Turn(role=_ROLES[str(role).lower()], text=text)  # type: ignore[arg-type]
+    try:
+        return parse_turns(value)
+    except ValueError as error:
+        raise _BadValue(str(error)) from None
 
 
 def _required_text(value: object) -> str:

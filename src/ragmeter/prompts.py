@@ -46,7 +46,8 @@ _INVISIBLE = re.compile("[\u200b\u2060\ufeff\u202a-\u202e\u2066-\u2069\U000e0000
 _LT = "<\uff1c\ufe64\u2329\u27e8\u3008"  # < and its look-alikes
 _SLASH = "/\uff0f\u2044\u2215"
 _GT = ">\uff1e\ufe65\u232a\u27e9\u3009"
-_CLOSING = re.compile(rf"[{_LT}]\s*[{_SLASH}]\s*([^\s{_LT}{_GT}]{{1,40}}?)\s*[{_GT}]")
+# The name may hold spaces ("conversation so far" is an input's name too).
+_CLOSING = re.compile(rf"[{_LT}]\s*[{_SLASH}]\s*([^{_LT}{_GT}\n]{{1,40}}?)\s*[{_GT}]")
 # Chat-template control tokens (ChatML, Llama, Mistral): a tokenizer that parses special tokens
 # in the prompt would read these in data as real turn boundaries.
 _CONTROL = re.compile(r"<\|[^|<>\s]{1,40}\|>|\[/?INST\]|<</?SYS>>|</?s>", re.IGNORECASE)
@@ -62,7 +63,7 @@ def _defuse(value: str, names: frozenset[str]) -> str:
 
     def closing(match: re.Match[str]) -> str:
         name = unicodedata.normalize("NFKC", match.group(1)).casefold()
-        name = name.replace("\u200c", "").replace("\u200d", "")
+        name = " ".join(name.replace("\u200c", "").replace("\u200d", "").split())
         return f"</ {name}>" if name in names else match.group(0)
 
     value = _CLOSING.sub(closing, value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import (
@@ -26,6 +27,58 @@ class Turn(BaseModel):
 
     role: Literal["user", "assistant"]
     text: str
+
+
+ROLES: dict[str, Literal["user", "assistant"]] = {
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "agent": "assistant",
+}
+"""The role names other tools give a turn (OpenAI, LangChain, ragas), each read as user or
+assistant; compared without case."""
+
+
+def parse_turns(value: object) -> list[Turn]:
+    """Read earlier turns in any of the forms people write them, so that the constructor and the
+    file loaders accept the same things.
+
+    A turn is a :class:`Turn`, an object with a role under ``role`` (OpenAI), ``type`` (ragas,
+    LangChain) or ``speaker`` and its text under ``content`` or ``text``, or a ``(role, text)``
+    pair; the roles are the keys of :data:`ROLES`.
+
+    Args:
+        value: a list (or tuple) of turns; None for none.
+
+    Returns:
+        The turns, in order.
+
+    Raises:
+        ValueError: naming the turn (from 1) that is not one of these forms.
+    """
+    if value is None:
+        return []
+    if not isinstance(value, list | tuple):
+        raise ValueError(f"expected a list of turns, got {type(value).__name__}")
+    return [_parse_turn(number, item) for number, item in enumerate(value, 1)]
+
+
+def _parse_turn(number: int, item: object) -> Turn:
+    if isinstance(item, Turn):
+        return item
+    if isinstance(item, Mapping):
+        role = next((item[k] for k in ("role", "type", "speaker") if k in item), None)
+        text = next((item[k] for k in ("content", "text") if k in item), None)
+    elif isinstance(item, list | tuple) and len(item) == 2:
+        role, text = item
+    else:
+        raise ValueError(f"turn {number}: expected an object with a role and a text")
+    if str(role).lower() not in ROLES:
+        raise ValueError(f"turn {number}: the role {role!r} is not one of {', '.join(ROLES)}")
+    if not isinstance(text, str):
+        raise ValueError(f"turn {number}: expected its text as a string, got {type(text).__name__}")
+    return Turn(role=ROLES[str(role).lower()], text=text)
 
 
 class Sample(BaseModel):
@@ -54,6 +107,13 @@ class Sample(BaseModel):
         if not self.history:
             data.pop("history", None)
         return data
+
+    @field_validator("history", mode="before")
+    @classmethod
+    def _turns_in_any_form(cls, value: object) -> list[Turn]:
+        """``history`` may be given as OpenAI messages, ragas/LangChain messages or
+        ``(role, text)`` pairs, as files may; each is read as the same :class:`Turn`."""
+        return parse_turns(value)
 
     @field_validator("question")
     @classmethod

@@ -1,8 +1,9 @@
-"""Uncertainty for reported means and agreement coefficients."""
+"""Uncertainty for reported means, agreement coefficients and rates."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
@@ -79,3 +80,24 @@ def correlation(
     spread = coefficients(xs[rows], ys[rows], kind)
     low, high = np.nanpercentile(spread, [2.5, 97.5])
     return Interval(value=float(value), low=float(low), high=float(high))
+
+
+def wilson_interval(
+    successes: int, trials: int, *, confidence: float = 0.95
+) -> tuple[float, float] | None:
+    """Wilson score interval for a proportion; None when there are no trials.
+
+    Unlike the normal approximation it stays inside [0, 1] and does not collapse to a point at
+    0 or ``trials`` successes, which matters for rates near 0 measured on a few dozen cases
+    (0 of 60 is still compatible with about 6 %).
+    """
+    if trials == 0:
+        return None
+    if not 0 <= successes <= trials:
+        raise ValueError(f"successes must be between 0 and {trials}, got {successes}")
+    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+    p = successes / trials
+    centre = p + z * z / (2 * trials)
+    spread = z * (p * (1 - p) / trials + z * z / (4 * trials * trials)) ** 0.5
+    scale = 1 + z * z / trials
+    return max(0.0, (centre - spread) / scale), min(1.0, (centre + spread) / scale)

@@ -1,7 +1,8 @@
 """``ragmeter selftest``: checks of the user's own judge on cases whose honest outcome is known.
 
 ``ragmeter selftest injection`` scores the prompt-injection cases (``ragmeter.selftest.injection``)
-and prints the attack success rate, overall, by technique and by metric. Exit status: 0 done,
+and prints the attack success rate with its 95 % interval, overall, by technique, by metric and by
+the place in the sample that carries the attack. Exit status: 0 done,
 1 the rate is above ``--fail-above`` (or nothing was scored to compare), 2 bad options or a judge
 that cannot start.
 """
