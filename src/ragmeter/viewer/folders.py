@@ -160,6 +160,13 @@ def _record(folder: Path, notes: list[str]) -> tuple[RunRecord, bool]:
     return record, True
 
 
+def read_scores(folder: str | Path) -> tuple[list[Score], list[str]]:
+    """The scores a results folder holds (its export, else its scores database), whatever
+    command wrote it (``evaluate``, ``meta mtrag``, ...), with notes on what was skipped."""
+    notes: list[str] = []
+    return _scores(Path(folder), notes), notes
+
+
 def _scores(folder: Path, notes: list[str]) -> list[Score]:
     """From ``scores.jsonl``; from the scores database when the export is missing (a run killed
     before the end writes no export, but every finished item is in the database)."""
