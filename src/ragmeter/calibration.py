@@ -276,6 +276,10 @@ class Interval(BaseModel):
     def width(self) -> float:
         return self.high - self.low
 
+    def within(self, low: float, high: float) -> Interval:
+        """The interval cut to [low, high]: a mean of ratings cannot lie off their scale."""
+        return Interval(estimate=self.estimate, low=max(self.low, low), high=min(self.high, high))
+
 
 def labels_only(ratings: Sequence[float] | np.ndarray) -> Interval:
     """The mean of the ratings with a t 95 % interval (needs two ratings)."""
@@ -433,8 +437,9 @@ def human_mean(
         raise ValueError("needs at least two rated, scored samples")
     bounds = (scale.low, scale.high)
     g_rated, g_unrated = cross_fit(f_rated, y, f_unrated, bounds=bounds, folds=folds, seed=seed)
-    alone = labels_only(y)
+    alone = labels_only(y).within(*bounds)
     ppi, lam = ppi_mean(y, g_rated, g_unrated)
+    ppi = ppi.within(*bounds)
     all_judged = np.concatenate([f_rated, f_unrated])
     stretch = (scale.high - scale.low) / (judge_range[1] - judge_range[0])
 
@@ -537,6 +542,21 @@ def calibrate_result(
             )
         rows.append(found)
     return CalibrationReport(run=run, labels=str(labels.path), folds=folds, seed=seed, metrics=rows)
+
+
+def calibrate(
+    result: Result,
+    labels: str | Path,
+    *,
+    scales: Mapping[str | None, Scale] | None = None,
+    run: str = "",
+    folds: int = DEFAULT_FOLDS,
+    seed: int = 0,
+) -> CalibrationReport:
+    """Read the ratings file ``labels`` against ``result`` (refusing bad rows by row and field)
+    and estimate each rated metric's people's mean."""
+    found = read_labels(labels, [s.key for s in result.samples], result.metrics, scales)
+    return calibrate_result(result, found, run=run, folds=folds, seed=seed)
 
 
 class DifferenceCalibration(BaseModel):
