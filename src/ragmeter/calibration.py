@@ -589,25 +589,29 @@ def calibrate_difference(
     for metric in [m for m in a.metrics if m in b.metrics]:
         if metric not in labels_a.ratings or metric not in labels_b.ratings:
             continue
+        # One scale for both: a stated one is the same for both, inferred ones are joined.
         scale_a, scale_b = labels_a.scales[metric], labels_b.scales[metric]
+        scale = Scale(
+            low=min(scale_a.low, scale_b.low),
+            high=max(scale_a.high, scale_b.high),
+            stated=scale_a.stated and scale_b.stated,
+        )
         scored_a, _ = _judged(a, metric)
         scored_b, _ = _judged(b, metric)
         pairs = [k for k in scored_a if k in scored_b]
         rated_a, rated_b = labels_a.ratings[metric], labels_b.ratings[metric]
         rated = [k for k in pairs if k in rated_a and k in rated_b]
         unrated = [k for k in pairs if k not in rated]
-        row = DifferenceCalibration(metric=metric, scale=scale_a, pairs=len(pairs), result=None)
-        if (scale_a.low, scale_a.high) != (scale_b.low, scale_b.high):
-            row.reason = f"the ratings' scales differ: {scale_a.text} for A, {scale_b.text} for B"
-        elif len(rated) < 2:
+        row = DifferenceCalibration(metric=metric, scale=scale, pairs=len(pairs), result=None)
+        if len(rated) < 2:
             row.reason = f"{len(rated)} sample(s) rated in both runs and scored; 2 are needed"
         else:
-            width = scale_a.high - scale_a.low
+            width = scale.high - scale.low
             row.result = human_mean(
                 [scored_b[k] - scored_a[k] for k in rated],
                 [rated_b[k] - rated_a[k] for k in rated],
                 [scored_b[k] - scored_a[k] for k in unrated],
-                Scale(low=-width, high=width, stated=scale_a.stated),
+                Scale(low=-width, high=width, stated=scale.stated),
                 folds=folds,
                 seed=seed,
                 judge_range=(-1.0, 1.0),
