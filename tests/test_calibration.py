@@ -35,6 +35,7 @@ from ragmeter.metrics import metric_by_name
 from ragmeter.report import write_outputs
 from ragmeter.sample import Sample
 from ragmeter.viewer import open_run
+from ragmeter.viewer.html import build_page
 
 from .conftest import yes_no
 from .report_runs import faithfulness_run
@@ -368,4 +369,28 @@ def test_report_prints_the_calibration_of_each_run(tmp_path, no_user_cache):
     )
     assert done.exit_code == 0, done.output
     assert "people's mean from the ratings" in done.output
-    assert open_run(tmp_path / "run").kind == "evaluate"
+    # The page shows calibration.json, which the command wrote into the run folder.
+    written = json.loads((tmp_path / "run" / "calibration.json").read_text())
+    ppi = written["metrics"][0]["result"]["ppi"]
+    (section,) = [
+        s
+        for s in build_page([open_run(tmp_path / "run")])["sections"]
+        if s["heading"] == "People's means from ratings"
+    ]
+    (shown,) = section["cards"]
+    assert shown["title"] == "faithfulness · people's mean (1-4)"
+    assert shown["value"] == f"{ppi['estimate']:.2f}"
+    assert shown["foot"].startswith("rated 3 of 4")
+    assert "problems" not in section
+
+    # The run changed since (here: made again over three samples): the card says so.
+    faithfulness_run(tmp_path / "run", {"a": 0.9, "b": 0.2, "c": 0.6})
+    (section,) = [
+        s
+        for s in build_page([open_run(tmp_path / "run")])["sections"]
+        if s["heading"] == "People's means from ratings"
+    ]
+    assert section["problems"] == [
+        "faithfulness: calibration.json was made over 4 scored samples (judge mean 0.500) and "
+        "the run now has 3 (0.567); run 'ragmeter calibrate' again"
+    ]

@@ -620,18 +620,28 @@ def calibrate_difference(
     return found
 
 
-def labels_for_runs(files: Sequence[Path] | None, runs: int) -> list[Path | None]:
-    """One ratings file per run: none, one shared by every run, or one for each."""
-    given = list(files or [])
-    if not given:
-        return [None] * runs
-    if len(given) == 1:
-        return given * runs
-    if len(given) != runs:
+def ratings_for_runs(
+    results: Sequence[Result],
+    files: Sequence[Path],
+    scales: Mapping[str | None, Scale] | None = None,
+) -> list[Labels]:
+    """Each run's ratings: one file for every run, or one per run, read against the run's
+    samples and metrics; one file for several runs only where they answered the rated samples
+    alike."""
+    if len(files) not in (1, len(results)):
         raise ValueError(
-            f"{len(given)} --labels files for {runs} run(s): give one for all runs or one per run"
+            f"{len(files)} --labels files for {len(results)} runs: give one for all runs or one "
+            "per run"
         )
-    return list(given)
+    paths = list(files) * len(results) if len(files) == 1 else list(files)
+    found = [
+        read_labels(path, [s.key for s in result.samples], result.metrics, scales)
+        for path, result in zip(paths, results, strict=True)
+    ]
+    if len(files) == 1:
+        for other, ratings in zip(results[1:], found[1:], strict=True):
+            check_shared_labels(results[0], other, ratings)
+    return found
 
 
 def check_shared_labels(a: Result, b: Result, labels: Labels) -> None:

@@ -15,10 +15,8 @@ from rich.text import Text
 from ragmeter.calibration import (
     DifferenceCalibration,
     calibrate_difference,
-    check_shared_labels,
-    labels_for_runs,
     parse_scales,
-    read_labels,
+    ratings_for_runs,
 )
 from ragmeter.cli.calibrate import evaluation, print_differences
 from ragmeter.cli.common import (
@@ -95,15 +93,8 @@ def _on_people_scale(
     """PPI++ of B - A from ratings of both runs' answers: one file per run, or one file when
     the runs gave the same answers to the rated samples."""
     result_a, result_b = evaluation(a), evaluation(b)
-    path_a, path_b = labels_for_runs(files, 2)
-    scales = parse_scales(scale)
-    ratings = [
-        read_labels(path, [s.key for s in result.samples], result.metrics, scales)  # type: ignore[arg-type]
-        for path, result in ((path_a, result_a), (path_b, result_b))
-    ]
-    if len(files) == 1:
-        check_shared_labels(result_a, result_b, ratings[0])
-    return calibrate_difference(result_a, ratings[0], result_b, ratings[1], seed=seed)
+    ratings_a, ratings_b = ratings_for_runs([result_a, result_b], files, parse_scales(scale))
+    return calibrate_difference(result_a, ratings_a, result_b, ratings_b, seed=seed)
 
 
 def _metrics_table(comparison: Comparison) -> Table:

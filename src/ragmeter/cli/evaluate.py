@@ -26,7 +26,6 @@ from ragmeter.budget import (
 from ragmeter.calibration import (
     Labels,
     calibrate_result,
-    labels_for_runs,
     parse_scales,
     read_labels,
 )
@@ -285,9 +284,11 @@ def _ratings(
     files: list[Path] | None, scale: list[str] | None, dataset: LoadedDataset, chosen: list[Metric]
 ) -> Labels | None:
     """The ``--labels`` file read against the dataset's samples and the chosen metrics."""
-    (path,) = labels_for_runs(files, 1)
-    if path is None:
+    if not files:
         return None
+    if len(files) > 1:
+        raise ValueError(f"{len(files)} --labels files for one run: give one")
+    path = files[0]
     ids = [s.key for s in dataset.samples]
     return read_labels(path, ids, [m.name for m in chosen], parse_scales(scale))
 

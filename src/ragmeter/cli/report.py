@@ -8,10 +8,15 @@ from typing import Annotated
 
 import typer
 
-from ragmeter.calibration import CalibrationReport, calibrate, labels_for_runs, parse_scales
+from ragmeter.calibration import (
+    CalibrationReport,
+    calibrate_result,
+    parse_scales,
+    ratings_for_runs,
+)
 from ragmeter.cli.calibrate import evaluation, print_calibration
 from ragmeter.cli.common import LabelScales, LabelsFiles, print_warning, user_errors, wide_console
-from ragmeter.viewer import open_run, write_report
+from ragmeter.viewer import OpenedRun, open_run, write_report
 
 
 def report_command(
@@ -30,13 +35,27 @@ def report_command(
         for run in opened:
             for note in run.notes:
                 print_warning(console, f"{run.path}: {note}")
-        calibrations: dict[Path, CalibrationReport] = {}
-        for run, path in zip(opened, labels_for_runs(labels, len(opened)), strict=True):
-            if path is not None:
-                calibrations[run.path] = calibrate(
-                    evaluation(run), path, scales=parse_scales(scale), run=str(run.path)
-                )
+        calibrations = _calibrate(opened, labels, scale)
+        if calibrations:  # read again: the report shows what the folders hold
+            opened = [open_run(run) for run in runs]
         written = write_report(opened, html, rounds=rounds, seed=seed)
-    for calibration in calibrations.values():
+    for calibration in calibrations:
         print_calibration(console, calibration)
     console.print(f"report written to {written}", soft_wrap=True, highlight=False)
+
+
+def _calibrate(
+    opened: list[OpenedRun], files: list[Path] | None, scale: list[str] | None
+) -> list[CalibrationReport]:
+    """Each run's people's means from its ratings, written into its folder."""
+    if not files:
+        return []
+    results = [evaluation(run) for run in opened]
+    found = []
+    for run, result, ratings in zip(
+        opened, results, ratings_for_runs(results, files, parse_scales(scale)), strict=True
+    ):
+        calibration = calibrate_result(result, ratings, run=str(run.path))
+        calibration.write(run.path)
+        found.append(calibration)
+    return found
