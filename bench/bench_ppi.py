@@ -17,6 +17,9 @@ Sets and judges:
   with ``--mtrag-run``, a ragmeter run over the rows (``ragmeter meta mtrag ... --out FOLDER``:
   faithfulness for faithfulness, answer relevance for completeness), matched by sample id
   (``task_id/model_id``).
+- The same answers paired by conversation: Llama-3.1-405B's faithfulness minus GPT-4o's (60
+  pairs), the difference ``compare --labels A --labels B`` estimates; the judges are the
+  differences of the automatic scores.
 - AttributionBench (``../shared/data/attributionbench/dev_all_subset_balanced.jsonl``, 1,198
   claims, binary human attribution labels). Judges: the share of the claim's words found in its
   references (lexical, no model) and, with ``--attribution-run``, a ragmeter run (``ragmeter
@@ -46,6 +49,7 @@ ATTRIBUTION = DATA / "attributionbench" / "dev_all_subset_balanced.jsonl"
 MTRAG_METRICS = {"faithfulness": "faithfulness", "completeness": "answer_relevance"}
 """Each MTRAG rating, and the ragmeter metric of a run that judges it."""
 WORD = re.compile(r"\w+")
+SHORT = {"gpt-4o": "GPT-4o", "llama-3.1-405b-instruct": "Llama-405B", "reference": "human"}
 
 
 @dataclass
@@ -57,7 +61,9 @@ class Case:
     ratings: np.ndarray
     scale: Scale
     judges: dict[str, dict[str, float]]
-    """Judge name -> its 0-1 score by sample id (samples it left out are not in it)."""
+    """Judge name -> its score by sample id (samples it left out are not in it)."""
+    judge_range: tuple[float, float] = (0.0, 1.0)
+    """The judges' own scale: 0-1, or -1..1 for a difference of two answers' scores."""
 
 
 def mtrag_cases(path: Path, run: Path | None) -> Iterator[Case]:
@@ -77,6 +83,32 @@ def mtrag_cases(path: Path, run: Path | None) -> Iterator[Case]:
             scale=Scale(low=1, high=4, stated=True),
             judges=judges,
         )
+
+
+def mtrag_difference(path: Path, rating: str, first: str, second: str) -> Case:
+    """Two responders' answers to the same conversations: the people's mean difference of
+    ``rating`` (``second`` minus ``first``), as ``compare --labels`` estimates it, with the
+    difference of the automatic scores as the judge."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    by = {(row["task_id"], row["model_id"]): row for row in rows}
+    tasks = [t for t, model in by if model == first and (t, second) in by]
+    judges = {
+        f"{name} difference": {
+            t: float(by[t, second]["auto"][name] - by[t, first]["auto"][name]) for t in tasks
+        }
+        for name in ("rl_f", "rb_llm")
+    }
+    ratings = [
+        by[t, second]["human_mean"][rating] - by[t, first]["human_mean"][rating] for t in tasks
+    ]
+    return Case(
+        name=f"MTRAG {rating}: {SHORT[second]} - {SHORT[first]}",
+        ids=tasks,
+        ratings=np.array(ratings, dtype=float),
+        scale=Scale(low=-3, high=3, stated=True),
+        judges=judges,
+        judge_range=(-1.0, 1.0),
+    )
 
 
 def attribution_case(path: Path, run: Path | None) -> Case:
@@ -154,7 +186,7 @@ def measure(
         rated[rng.choice(y.size, size=n, replace=False)] = True
         if shuffle:
             f = rng.permutation(f)
-        found = human_mean(f[rated], y[rated], f[~rated], case.scale)
+        found = human_mean(f[rated], y[rated], f[~rated], case.scale, judge_range=case.judge_range)
         covered += found.ppi.low <= truth <= found.ppi.high
         covered_alone += found.labels_only.low <= truth <= found.labels_only.high
         if found.width_ratio is not None:
@@ -196,6 +228,7 @@ def main() -> None:
 
     cases = [
         *mtrag_cases(args.mtrag, args.mtrag_run),
+        mtrag_difference(args.mtrag, "faithfulness", "gpt-4o", "llama-3.1-405b-instruct"),
         attribution_case(args.attributionbench, args.attribution_run),
     ]
     if args.mtrag_run is None or args.attribution_run is None:
@@ -209,19 +242,19 @@ def main() -> None:
         "width: PPI++ over ratings-only, mean (max) over draws"
     )
     header = (
-        f"{'set':<32}{'judge':<38}{'n':>4}{'r':>6}{'lambda':>7}"
+        f"{'set':<40}{'judge':<38}{'n':>4}{'r':>6}{'lambda':>7}"
         f"{'cover PPI':>10}{'cover alone':>12}{'width':>7}{'(max)':>7}"
     )
     print(header)
     figures = []
     for case in cases:
         for judge_name, judge in with_controls(case).items():
-            for n in sizes:
+            for n in [n for n in sizes if n < len(case.ids)]:
                 shuffle = judge_name == SHUFFLED
                 row = measure(case, judge, n, args.rounds, args.seed, shuffle=shuffle)
                 figures.append({"set": case.name, "judge": judge_name, **row})
                 print(
-                    f"{case.name:<32}{judge_name[:37]:<38}{n:>4}{row['correlation']:>6.2f}"
+                    f"{case.name:<40}{judge_name[:37]:<38}{n:>4}{row['correlation']:>6.2f}"
                     f"{row['lambda']:>7.2f}{row['coverage_ppi']:>10.3f}"
                     f"{row['coverage_labels_only']:>12.3f}{row['width_ratio']:>7.3f}"
                     f"{row['width_ratio_max']:>7.3f}",
