@@ -75,7 +75,7 @@ def mtrag_cases(path: Path, run: Path | None) -> Iterator[Case]:
             for name in ("rl_f", "rb_llm")
         }
         if run is not None:
-            judges[f"ragmeter {metric} ({run})"] = run_scores(run, metric)
+            judges[f"ragmeter {metric}"] = from_run(run, metric, ids)
         yield Case(
             name=f"MTRAG {rating}",
             ids=ids,
@@ -121,7 +121,7 @@ def attribution_case(path: Path, run: Path | None) -> Case:
         }
     }
     if run is not None:
-        judges[f"ragmeter P(supported) ({run})"] = run_scores(run, "supported")
+        judges["ragmeter P(supported)"] = from_run(run, "supported", ids)
     return Case(
         name="AttributionBench attributable",
         ids=ids,
@@ -139,6 +139,14 @@ def word_overlap(claim: str, references: list[str]) -> float:
     return len(words & found) / len(words) if words else 0.0
 
 
+def from_run(folder: Path, metric: str, ids: list[str]) -> dict[str, float]:
+    """A run's scores as a judge, saying which run and how many rows it scored."""
+    found = run_scores(folder, metric)
+    scored = sum(key in found for key in ids)
+    print(f"judge 'ragmeter {metric}': {folder}, {scored} of {len(ids)} rows scored")
+    return found
+
+
 def run_scores(folder: Path, metric: str) -> dict[str, float]:
     """A ragmeter results folder's scores of ``metric`` by sample id: ``verdicts.jsonl`` of
     ``meta attribution``, else the scores of ``evaluate`` or ``meta mtrag``."""
@@ -148,7 +156,8 @@ def run_scores(folder: Path, metric: str) -> dict[str, float]:
         return {r["id"]: r["p_supported"] for r in rows if r.get("p_supported") is not None}
     scores, notes = read_scores(folder)
     for note in notes:
-        print(f"{folder}: {note}")
+        if not note.startswith("no scores.jsonl"):  # meta mtrag keeps its scores in the database
+            print(f"{folder}: {note}")
     found = {s.sample_id: s.value for s in scores if s.metric == metric and s.value is not None}
     if not found:
         raise SystemExit(f"{folder}: no {metric} score")
