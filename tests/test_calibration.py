@@ -394,3 +394,20 @@ def test_report_prints_the_calibration_of_each_run(tmp_path, no_user_cache):
         "faithfulness: calibration.json was made over 4 scored samples (judge mean 0.500) and "
         "the run now has 3 (0.567); run 'ragmeter calibrate' again"
     ]
+
+
+def test_ratings_files_must_match_the_runs(tmp_path, no_user_cache):
+    faithfulness_run(tmp_path / "A", {"a": 0.9, "b": 0.2})
+    faithfulness_run(tmp_path / "B", {"a": 0.8, "b": 0.3})
+    labels = write_jsonl(tmp_path / "labels.jsonl", [{"id": "a", "faithfulness": 4}])
+    runs = [str(tmp_path / "A"), str(tmp_path / "B")]
+    three = ["--labels", str(labels)] * 3
+    refused = runner.invoke(app, ["compare", *runs, *three])
+    assert refused.exit_code == 2
+    assert "3 --labels files for 2 runs: give one for all runs or one per run" in refused.output
+
+    (tmp_path / "W").mkdir()
+    (tmp_path / "W" / "agreement.json").write_text(json.dumps({"agreements": []}))
+    refused = runner.invoke(app, ["calibrate", str(tmp_path / "W"), str(labels)])
+    assert refused.exit_code == 2
+    assert "ratings calibrate evaluate runs, not wikieval runs" in refused.output
