@@ -40,7 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ragmeter.calibration import Scale, human_mean
+from ragmeter.calibration import human_mean
+from ragmeter.labels import Scale
 from ragmeter.viewer.folders import read_scores
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"

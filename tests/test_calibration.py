@@ -15,22 +15,24 @@ from typer.testing import CliRunner
 
 from ragmeter import evaluate
 from ragmeter.calibration import (
-    LabelsError,
-    Scale,
     calibrate,
     cross_fit,
     human_mean,
     labels_only,
     labels_to_halve,
-    parse_scale,
-    parse_scales,
     power_tuning,
     ppi_mean,
-    read_labels,
     t_quantile,
 )
 from ragmeter.cli.main import app
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
+from ragmeter.labels import (
+    LabelsError,
+    Scale,
+    parse_scale,
+    parse_scales,
+    read_labels,
+)
 from ragmeter.metrics import metric_by_name
 from ragmeter.report import write_outputs
 from ragmeter.sample import Sample

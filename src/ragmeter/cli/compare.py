@@ -15,8 +15,6 @@ from rich.text import Text
 from ragmeter.calibration import (
     DifferenceCalibration,
     calibrate_difference,
-    parse_scales,
-    ratings_for_runs,
 )
 from ragmeter.cli.calibrate import evaluation, print_differences
 from ragmeter.cli.common import (
@@ -25,6 +23,10 @@ from ragmeter.cli.common import (
     print_warning,
     user_errors,
     wide_console,
+)
+from ragmeter.labels import (
+    parse_scales,
+    ratings_for_runs,
 )
 from ragmeter.viewer import Comparison, compare_runs, open_run
 from ragmeter.viewer.compare import MetricComparison

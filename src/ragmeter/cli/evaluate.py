@@ -24,10 +24,7 @@ from ragmeter.budget import (
     price_for,
 )
 from ragmeter.calibration import (
-    Labels,
     calibrate_result,
-    parse_scales,
-    read_labels,
 )
 from ragmeter.cli.calibrate import print_calibration
 from ragmeter.cli.common import (
@@ -53,6 +50,11 @@ from ragmeter.cli.common import (
 )
 from ragmeter.data import LoadedDataset, load_samples
 from ragmeter.evaluate import DEFAULT_METRICS, BudgetWarning, evaluate
+from ragmeter.labels import (
+    Labels,
+    parse_scales,
+    read_labels,
+)
 from ragmeter.limits import MAX_INPUT_CHARS, InputTruncatedWarning
 from ragmeter.manifest import Counts
 from ragmeter.metrics import Metric
