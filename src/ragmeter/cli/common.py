@@ -68,8 +68,9 @@ LabelsFiles = Annotated[
         "--labels",
         metavar="FILE",
         help="A person's ratings of some samples (JSONL or CSV: an 'id' and a column per "
-        "metric) to estimate the people's mean with the judge's help (PPI++); one file for "
-        "every run, or one per run (repeat). Written to calibration.json.",
+        "metric) to estimate the people's mean with the judge's help (PPI++), written to the "
+        "run's calibration.json (compare: B - A on the people's scale); one file for every "
+        "run, or one per run (repeat).",
     ),
 ]
 LabelScales = Annotated[
