@@ -81,7 +81,7 @@ def print_calibration(console: Console, report: CalibrationReport) -> None:
     for row in report.metrics:
         found = row.result
         if found is None:
-            table.add_row(Text(row.metric), row.scale.text, "0", *["—"] * 8)
+            table.add_row(Text(row.metric), row.scale.text, *["—"] * 9)
             continue
         table.add_row(
             Text(row.metric),
@@ -134,7 +134,7 @@ def print_differences(console: Console, rows: list[DifferenceCalibration]) -> No
     for row in rows:
         found = row.result
         if found is None:
-            table.add_row(Text(row.metric), row.scale.text, "0", *["—"] * 5)
+            table.add_row(Text(row.metric), row.scale.text, *["—"] * 6)
             continue
         table.add_row(
             Text(row.metric),
