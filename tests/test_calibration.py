@@ -239,6 +239,12 @@ def test_a_run_is_calibrated_over_its_scored_samples(tmp_path, no_user_cache):
     assert row.result.judge_bias == pytest.approx((-0.3 + 0.6) / 2)
     assert row.result.labels_only.estimate == pytest.approx(2.5)
 
+    # One usable rating (d's is of an unscored sample): no interval, and the reason why.
+    write_jsonl(labels, [{"id": "a", "faithfulness": 4}, {"id": "d", "faithfulness": 2}])
+    (row,) = calibrate(result, labels, scales=parse_scales(["1-4"])).metrics
+    assert row.result is None
+    assert row.reason == "1 rated sample(s) the judge scored; at least 2 are needed"
+
 
 def run_with_answers(out, answers):
     """An evaluate run of faithfulness over samples ``a``... with the given (answer, P(yes))."""
