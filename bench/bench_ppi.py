@@ -181,7 +181,7 @@ def with_controls(case: Case) -> dict[str, dict[str, float]]:
 
 def measure(
     case: Case, judge: dict[str, float], n: int, rounds: int, seed: int, *, shuffle: bool = False
-) -> dict[str, float | int]:
+) -> dict[str, float | int | None]:
     """Coverage and width over ``rounds`` draws of ``n`` rated samples among those judged; with
     ``shuffle``, the judge's scores are shuffled over the samples in each draw."""
     kept = [i for i, key in enumerate(case.ids) if key in judge]
@@ -213,8 +213,12 @@ def measure(
         "width_ratio": float(np.mean(ratios)),
         "width_ratio_max": float(np.max(ratios)),
         "lambda": float(np.mean(weights)),
-        "correlation": float(np.mean(correlations)) if correlations else float("nan"),
+        "correlation": float(np.mean(correlations)) if correlations else None,
     }
+
+
+def _r(correlation: float | int | None) -> str:
+    return "—" if correlation is None else f"{correlation:.2f}"
 
 
 def main() -> None:
@@ -264,7 +268,7 @@ def main() -> None:
                 row = measure(case, judge, n, args.rounds, args.seed, shuffle=shuffle)
                 figures.append({"set": case.name, "judge": judge_name, **row})
                 print(
-                    f"{case.name:<40}{judge_name[:37]:<38}{n:>4}{row['correlation']:>6.2f}"
+                    f"{case.name:<40}{judge_name[:37]:<38}{n:>4}{_r(row['correlation']):>6}"
                     f"{row['lambda']:>7.2f}{row['coverage_ppi']:>10.3f}"
                     f"{row['coverage_labels_only']:>12.3f}{row['width_ratio']:>7.3f}"
                     f"{row['width_ratio_max']:>7.3f}",
