@@ -147,6 +147,9 @@ def test_human_mean_reports_bias_and_correlation_on_the_scale():
     assert found.judge_mean_on_scale == pytest.approx(2.5)
     assert found.correlation == pytest.approx(np.corrcoef([1, 0, 0.5], [4, 2, 2])[0, 1])
     assert (found.rated, found.unrated) == (3, 2)
+    # Intervals are cut to the scale; the width ratio is of the intervals before the cut.
+    assert found.labels_only.low >= 1 and found.labels_only.high == 4
+    assert found.width_ratio is not None and found.width_ratio <= 1
     with pytest.raises(ValueError, match="at least two"):
         human_mean([1.0], [4.0], [0.5], Scale(low=1, high=4, stated=True))
 

@@ -198,12 +198,15 @@ class HumanMean(BaseModel):
     judge_mean_on_scale: float
     """The same put on the ratings' scale linearly (0 at its low end, 1 at its high end)."""
     labels_only: Interval
+    """The ratings' mean, its interval cut to the scale."""
     ppi: Interval
-    """The prediction-powered estimate of the people's mean over all scored samples."""
+    """The prediction-powered estimate of the people's mean over all scored samples, its
+    interval cut to the scale."""
     weight: float
     """PPI++'s ``lambda``: 0 is the ratings alone, 1 trusts the judge fully."""
     width_ratio: float | None
-    """The PPI interval's width over the ratings-only width."""
+    """The PPI interval's width over the ratings-only width (before both are cut to the scale:
+    at most 1)."""
     judge_bias: float
     """Mean of (judge on the scale minus rating) over the rated samples."""
     correlation: float | None
@@ -233,9 +236,10 @@ def human_mean(
         raise ValueError("needs at least two rated, scored samples")
     bounds = (scale.low, scale.high)
     g_rated, g_unrated = cross_fit(f_rated, y, f_unrated, bounds=bounds, folds=folds, seed=seed)
-    alone = labels_only(y).within(*bounds)
-    ppi, lam = ppi_mean(y, g_rated, g_unrated)
-    ppi = ppi.within(*bounds)
+    alone, (ppi, lam) = labels_only(y), ppi_mean(y, g_rated, g_unrated)
+    # The width ratio before the intervals are cut to the scale: the judge's help, which is
+    # never below none (cutting can trim the ratings-only interval more than the PPI one).
+    ratio = ppi.width / alone.width if alone.width > 0 else None
     all_judged = np.concatenate([f_rated, f_unrated])
     stretch = (scale.high - scale.low) / (judge_range[1] - judge_range[0])
 
@@ -248,10 +252,10 @@ def human_mean(
         unrated=int(f_unrated.size),
         judge_mean=float(all_judged.mean()),
         judge_mean_on_scale=float(on_scale(all_judged).mean()),
-        labels_only=alone,
-        ppi=ppi,
+        labels_only=alone.within(*bounds),
+        ppi=ppi.within(*bounds),
         weight=lam,
-        width_ratio=ppi.width / alone.width if alone.width > 0 else None,
+        width_ratio=ratio,
         judge_bias=float(np.mean(on_scale(f_rated) - y)),
         correlation=float(np.corrcoef(f_rated, y)[0, 1]) if varies else None,
         labels_to_halve=labels_to_halve(y, g_rated, g_unrated),
