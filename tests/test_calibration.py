@@ -26,13 +26,7 @@ from ragmeter.calibration import (
 )
 from ragmeter.cli.main import app
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
-from ragmeter.labels import (
-    LabelsError,
-    Scale,
-    parse_scale,
-    parse_scales,
-    read_labels,
-)
+from ragmeter.labels import LabelsError, Scale, parse_scale, parse_scales, read_labels
 from ragmeter.metrics import metric_by_name
 from ragmeter.report import write_outputs
 from ragmeter.sample import Sample

@@ -22,9 +22,7 @@ from ragmeter.calibration import (
     calibrate,
 )
 from ragmeter.cli.common import LabelScales, print_warning, user_errors, wide_console
-from ragmeter.labels import (
-    parse_scales,
-)
+from ragmeter.labels import parse_scales
 from ragmeter.result import Result
 from ragmeter.viewer import open_run
 from ragmeter.viewer.folders import OpenedRun

@@ -14,18 +14,8 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from ragmeter.budget import (
-    NOT_JUDGED,
-    PRICES_AS_OF,
-    Budget,
-    Price,
-    estimate,
-    is_pending,
-    price_for,
-)
-from ragmeter.calibration import (
-    calibrate_result,
-)
+from ragmeter.budget import NOT_JUDGED, PRICES_AS_OF, Budget, Price, estimate, is_pending, price_for
+from ragmeter.calibration import calibrate_result
 from ragmeter.cli.calibrate import print_calibration
 from ragmeter.cli.common import (
     USER_ERRORS,
@@ -50,11 +40,7 @@ from ragmeter.cli.common import (
 )
 from ragmeter.data import LoadedDataset, load_samples
 from ragmeter.evaluate import DEFAULT_METRICS, BudgetWarning, evaluate
-from ragmeter.labels import (
-    Labels,
-    parse_scales,
-    read_labels,
-)
+from ragmeter.labels import Labels, parse_scales, read_labels
 from ragmeter.limits import MAX_INPUT_CHARS, InputTruncatedWarning
 from ragmeter.manifest import Counts
 from ragmeter.metrics import Metric
