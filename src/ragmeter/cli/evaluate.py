@@ -14,7 +14,15 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from ragmeter.budget import NOT_JUDGED, PRICES_AS_OF, Budget, Price, estimate, is_pending, price_for
+from ragmeter.budget import (
+    NOT_JUDGED,
+    PRICES_AS_OF,
+    Budget,
+    Price,
+    estimate,
+    is_pending,
+    price_for,
+)
 from ragmeter.calibration import calibrate_result
 from ragmeter.cli.calibrate import print_calibration
 from ragmeter.cli.common import (
