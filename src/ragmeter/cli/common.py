@@ -67,6 +67,26 @@ MetricOptions = Annotated[
     typer.Option(help="Metric option METRIC.PARAM=VALUE (repeat), e.g. faithfulness.soft=false."),
 ]
 Workers = Annotated[int, typer.Option(min=1, help="Items judged at once.")]
+LabelsFiles = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--labels",
+        metavar="FILE",
+        help="A person's ratings of some samples (JSONL or CSV: an 'id' and a column per "
+        "metric) to estimate the people's mean with the judge's help (PPI++), written to the "
+        "run's calibration.json (compare: B - A on the people's scale); one file for every "
+        "run, or one per run (repeat).",
+    ),
+]
+LabelScales = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--scale",
+        metavar="[METRIC=]LOW-HIGH",
+        help="The ratings' scale, e.g. faithfulness=1-4, 0-1 or binary for every metric "
+        "(repeat); inferred from the ratings and printed when not given.",
+    ),
+]
 
 # What a user can get wrong: bad files, bad options, a model that cannot start.
 USER_ERRORS = (
@@ -94,6 +114,13 @@ def user_errors(console: Console) -> Iterator[None]:
         yield
     except USER_ERRORS as exc:
         raise fail(console, exc) from exc
+
+
+def wide_console() -> Console:
+    """The console of a command that prints wide tables: as wide as the terminal, or 160
+    columns when the output is piped or captured."""
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
 
 
 def print_warning(console: Console, message: Warning | str) -> None:

@@ -8,14 +8,17 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ragmeter.cli.common import print_warning, user_errors
+from ragmeter.calibration import DifferenceCalibration, calibrate_difference
+from ragmeter.cli.calibrate import evaluation, print_differences
+from ragmeter.cli.common import LabelScales, LabelsFiles, print_warning, user_errors, wide_console
+from ragmeter.labels import parse_scales, ratings_for_runs
 from ragmeter.viewer import Comparison, compare_runs, open_run
 from ragmeter.viewer.compare import MetricComparison
+from ragmeter.viewer.folders import OpenedRun
 from ragmeter.viewer.views import fmt, interval
 
 EXIT_NOT_COMPARABLE = 4
@@ -33,16 +36,17 @@ def compare_command(
     tolerance: Annotated[
         float, typer.Option(help="A change this small or smaller counts as unchanged.")
     ] = 0.0,
+    labels: LabelsFiles = None,
+    scale: LabelScales = None,
 ) -> None:
     """Per metric: the paired difference of means (B - A) with a bootstrap 95% CI and a
     permutation p-value, how many samples got better, worse or stayed, and the samples that
     changed most with both explanations. Arena runs: each system's rating difference."""
-    console = Console()
-    if not console.is_terminal:  # piped or captured: room for the wide table
-        console = Console(width=160)
+    console = wide_console()
     with user_errors(console):
         a, b = open_run(run_a), open_run(run_b)
         comparison = compare_runs(a, b, rounds=rounds, seed=seed, top=top, tolerance=tolerance)
+        differences = _on_people_scale(a, b, labels, scale, seed) if labels else None
     for note in comparison.notes:
         print_warning(console, note)
     if comparison.problems:
@@ -69,6 +73,18 @@ def compare_command(
     for metric in comparison.metrics:
         if metric.changed:
             console.print(_changed_table(metric))
+    if differences is not None:
+        print_differences(console, differences)
+
+
+def _on_people_scale(
+    a: OpenedRun, b: OpenedRun, files: list[Path], scale: list[str] | None, seed: int
+) -> list[DifferenceCalibration]:
+    """PPI++ of B - A from ratings of both runs' answers: one file per run, or one file when
+    the runs gave the same answers to the rated samples."""
+    result_a, result_b = evaluation(a), evaluation(b)
+    ratings_a, ratings_b = ratings_for_runs([result_a, result_b], files, parse_scales(scale))
+    return calibrate_difference(result_a, ratings_a, result_b, ratings_b, seed=seed)
 
 
 def _metrics_table(comparison: Comparison) -> Table:

@@ -23,6 +23,8 @@ from ragmeter.budget import (
     is_pending,
     price_for,
 )
+from ragmeter.calibration import calibrate_result
+from ragmeter.cli.calibrate import print_calibration
 from ragmeter.cli.common import (
     USER_ERRORS,
     CacheFlag,
@@ -30,6 +32,8 @@ from ragmeter.cli.common import (
     EmbedderSpec,
     JudgeOptions,
     JudgeSpec,
+    LabelScales,
+    LabelsFiles,
     RayActorCpus,
     RayActors,
     RayAddress,
@@ -44,6 +48,7 @@ from ragmeter.cli.common import (
 )
 from ragmeter.data import LoadedDataset, load_samples
 from ragmeter.evaluate import DEFAULT_METRICS, BudgetWarning, evaluate
+from ragmeter.labels import Labels, parse_scales, read_labels
 from ragmeter.limits import MAX_INPUT_CHARS, InputTruncatedWarning
 from ragmeter.manifest import Counts
 from ragmeter.metrics import Metric
@@ -207,6 +212,8 @@ def evaluate_command(
     html: Annotated[
         Path | None, typer.Option(help="Also write an HTML report of the run to this file.")
     ] = None,
+    labels: LabelsFiles = None,
+    scale: LabelScales = None,
 ) -> None:
     """Score FILE with reference-free RAG metrics and print a summary table.
 
@@ -220,6 +227,7 @@ def evaluate_command(
         executor = executor_for(ray, ray_actors, ray_actor_cpus, workers)
         if html is not None:
             check_report_installed()  # before judging, not after
+        ratings = _ratings(labels, scale, dataset, chosen)  # checked before judging
     price = _price(judge, price_in, price_out)
     limit = max_input_chars or None
     if dry_run:
@@ -255,6 +263,10 @@ def evaluate_command(
     for warning in caught:
         print_warning(console, warning.message)
     _report(result, file, out_dir, show_samples, console)
+    if ratings is not None:
+        calibration = calibrate_result(result, ratings, run=str(out_dir))
+        calibration.write(out_dir)
+        print_calibration(console, calibration)
     if html is not None:
         with user_errors(console):
             written = write_report([open_run(out_dir)], html)
@@ -262,6 +274,19 @@ def evaluate_command(
     if result.run.status == "stopped":
         console.print(f"[yellow]{_stopped_message(result, chosen, price, out_dir)}[/yellow]")
         raise typer.Exit(EXIT_STOPPED)
+
+
+def _ratings(
+    files: list[Path] | None, scale: list[str] | None, dataset: LoadedDataset, chosen: list[Metric]
+) -> Labels | None:
+    """The ``--labels`` file read against the dataset's samples and the chosen metrics."""
+    if not files:
+        return None
+    if len(files) > 1:
+        raise ValueError(f"{len(files)} --labels files for one run: give one")
+    path = files[0]
+    ids = [s.key for s in dataset.samples]
+    return read_labels(path, ids, [m.name for m in chosen], parse_scales(scale))
 
 
 def _report(

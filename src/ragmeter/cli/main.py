@@ -8,6 +8,7 @@ from rich.console import Console
 from ragmeter.cli.arena import app as arena_app
 from ragmeter.cli.attribution import app as attribution_app
 from ragmeter.cli.cache import app as cache_app
+from ragmeter.cli.calibrate import calibrate_command
 from ragmeter.cli.common import show_warnings_plainly
 from ragmeter.cli.compare import compare_command
 from ragmeter.cli.evaluate import evaluate_command
@@ -19,6 +20,7 @@ app = typer.Typer(no_args_is_help=True, add_completion=False)
 app.command("evaluate")(evaluate_command)
 app.command("report")(report_command)
 app.command("compare")(compare_command)
+app.command("calibrate")(calibrate_command)
 app.add_typer(attribution_app, name="attribution")
 app.add_typer(arena_app, name="arena")
 app.add_typer(meta_app, name="meta")

@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from ragmeter.cli.common import print_warning, user_errors
-from ragmeter.viewer import open_run, write_report
+from ragmeter.calibration import CalibrationReport, calibrate_result
+from ragmeter.cli.calibrate import evaluation, print_calibration
+from ragmeter.cli.common import LabelScales, LabelsFiles, print_warning, user_errors, wide_console
+from ragmeter.labels import parse_scales, ratings_for_runs
+from ragmeter.viewer import OpenedRun, open_run, write_report
 
 
 def report_command(
@@ -18,14 +20,38 @@ def report_command(
     html: Annotated[Path, typer.Option(help="The HTML file to write.")],
     rounds: Annotated[int, typer.Option(help="Bootstrap rounds of a comparison.")] = 2000,
     seed: Annotated[int, typer.Option(help="Seed of a comparison's bootstrap.")] = 0,
+    labels: LabelsFiles = None,
+    scale: LabelScales = None,
 ) -> None:
     """Write an HTML report of RUN (summary, charts, every sample with its explanation); with
     two runs, their comparison first. It opens from disk, with no server and no network."""
-    console = Console()
+    console = wide_console()
     with user_errors(console):
         opened = [open_run(run) for run in runs]
         for run in opened:
             for note in run.notes:
                 print_warning(console, f"{run.path}: {note}")
+        calibrations = _calibrate(opened, labels, scale)
+        if calibrations:  # read again: the report shows what the folders hold
+            opened = [open_run(run) for run in runs]
         written = write_report(opened, html, rounds=rounds, seed=seed)
+    for calibration in calibrations:
+        print_calibration(console, calibration)
     console.print(f"report written to {written}", soft_wrap=True, highlight=False)
+
+
+def _calibrate(
+    opened: list[OpenedRun], files: list[Path] | None, scale: list[str] | None
+) -> list[CalibrationReport]:
+    """Each run's people's means from its ratings, written into its folder."""
+    if not files:
+        return []
+    results = [evaluation(run) for run in opened]
+    found = []
+    for run, result, ratings in zip(
+        opened, results, ratings_for_runs(results, files, parse_scales(scale)), strict=True
+    ):
+        calibration = calibrate_result(result, ratings, run=str(run.path))
+        calibration.write(run.path)
+        found.append(calibration)
+    return found

@@ -5,8 +5,9 @@ and ``samples.csv`` (and ``scores.sqlite``, where scores are committed as they c
 ``meta wikieval`` ``agreement.json``; ``meta attribution`` a ``summary.json`` with a
 ``classification``; ``arena judge`` / ``arena leaderboard`` ``leaderboard.json``; ``arena
 agreement`` an ``agreement.json`` of its own; ``attribution generate`` / ``score`` /
-``experiment`` a ``summary.json`` list of conditions. ``open_run`` tells them apart by their
-files and shapes, so reports and comparisons never guess.
+``experiment`` a ``summary.json`` list of conditions; an ``evaluate`` folder may also hold
+``calibration.json`` (``calibrate``, or ``--labels``: people's ratings against the judge).
+``open_run`` tells them apart by their files and shapes, so reports and comparisons never guess.
 
 A folder that is half written (a killed run) still opens: what could be read is shown, and each
 gap is listed in ``OpenedRun.notes``, never filled in silently.
@@ -23,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from ragmeter.calibration import CALIBRATION_FILE
 from ragmeter.manifest import MANIFEST_SCHEMA, RUN_FILE, RunRecord
 from ragmeter.result import Result
 from ragmeter.sample import Sample
@@ -58,6 +60,9 @@ class OpenedRun:
     """The other kinds: the summary file as written (a dict, or a list for ``attribution``)."""
     has_record: bool = True
     """False for an ``evaluate`` folder without ``run.json`` (its judge and versions unknown)."""
+    calibration: dict[str, Any] | None = None
+    """``evaluate`` runs: ``calibration.json`` as written (people's ratings against the judge),
+    when the folder has one."""
 
     @property
     def label(self) -> str:
@@ -127,7 +132,28 @@ def _open_evaluation(folder: Path) -> OpenedRun:
     metrics = list(dict.fromkeys([*record.metrics, *(s.metric for s in scores)]))
     samples = _samples(folder, scores, notes)
     result = Result(samples=samples, metrics=metrics, scores=scores, run=record)
-    return OpenedRun(folder, "evaluate", notes=notes, result=result, has_record=has_record)
+    return OpenedRun(
+        folder,
+        "evaluate",
+        notes=notes,
+        result=result,
+        has_record=has_record,
+        calibration=_calibration(folder, notes),
+    )
+
+
+def _calibration(folder: Path, notes: list[str]) -> dict[str, Any] | None:
+    """``calibration.json`` (written by ``calibrate`` or ``--labels``), if there is a readable
+    one; an unreadable one is noted, not fatal: the scores are still shown."""
+    path = folder / CALIBRATION_FILE
+    if not path.is_file():
+        return None
+    try:
+        data = _json(path)
+    except RunFolderError as exc:
+        notes.append(f"{exc}: the people's means are not shown")
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _record(folder: Path, notes: list[str]) -> tuple[RunRecord, bool]:
@@ -158,6 +184,13 @@ def _record(folder: Path, notes: list[str]) -> tuple[RunRecord, bool]:
     elif record.status == "stopped":
         notes.append("the run stopped at its budget: items not judged are shown as unscored")
     return record, True
+
+
+def read_scores(folder: str | Path) -> tuple[list[Score], list[str]]:
+    """The scores a results folder holds (its export, else its scores database), whatever
+    command wrote it (``evaluate``, ``meta mtrag``, ...), with notes on what was skipped."""
+    notes: list[str] = []
+    return _scores(Path(folder), notes), notes
 
 
 def _scores(folder: Path, notes: list[str]) -> list[Score]:

@@ -151,6 +151,8 @@ def _evaluation(run: OpenedRun) -> list[Section]:
                 ),
             }
         )
+    if run.calibration is not None:
+        sections.append(calibration_section(run.calibration, summary))
     sections += [
         {
             "heading": "Distributions",
@@ -172,6 +174,51 @@ def _evaluation(run: OpenedRun) -> list[Section]:
         )
     sections.append({"heading": "Samples", "table": sample_table(run)})
     return sections
+
+
+def calibration_section(calibration: dict[str, Any], summary: list[Any]) -> Section:
+    """A card per rated metric of ``calibration.json``: the people's mean (PPI++) beside the
+    ratings alone; a note when the run has been scored further since it was written."""
+    cards, problems = [], []
+    now = {row.metric: (row.scored, row.mean) for row in summary}
+    for row in calibration.get("metrics", []):
+        metric, scale, found = row["metric"], row["scale"], row.get("result")
+        title = f"{metric} · people's mean ({_number(scale['low'])}-{_number(scale['high'])})"
+        if found is None:
+            cards.append(card(title, "—", row.get("reason") or "", warn=True))
+            continue
+        ppi, alone = found["ppi"], found["labels_only"]
+        cards.append(
+            card(
+                title,
+                fmt(ppi["estimate"], 2),
+                f"95% CI {interval(ppi['low'], ppi['high'], 2)} · ratings only "
+                f"{fmt(alone['estimate'], 2)} {interval(alone['low'], alone['high'], 2)}",
+                f"rated {found['rated']} of {row['scored']} · judge "
+                f"{fmt(found['judge_mean_on_scale'], 2)} (bias {found['judge_bias']:+.2f}, "
+                f"r {fmt(found['correlation'], 2)}) · lambda {found['weight']:.2f}",
+            )
+        )
+        scored, mean = now.get(metric, (row["scored"], found["judge_mean"]))
+        if scored != row["scored"] or mean is None or abs(mean - found["judge_mean"]) > 1e-9:
+            problems.append(
+                f"{metric}: calibration.json was made over {row['scored']} scored samples "
+                f"(judge mean {fmt(found['judge_mean'])}) and the run now has {scored} "
+                f"({fmt(mean)}); run 'ragmeter calibrate' again"
+            )
+    section: Section = {
+        "heading": "People's means from ratings",
+        "text": f"PPI++ from the ratings in {calibration.get('labels', '?')} and the judge's "
+        "scores of every sample (ragmeter calibrate).",
+        "cards": cards,
+    }
+    if problems:
+        section["problems"] = problems
+    return section
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def sample_table(run: OpenedRun) -> dict[str, Any]:

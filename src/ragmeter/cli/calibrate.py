@@ -1,0 +1,152 @@
+"""``ragmeter calibrate RUN LABELS``: a person's ratings of some samples turn the judge's means
+into estimates of the people's means, with intervals narrower than the ratings alone give.
+Exit status: 0 written, 2 bad input (a ratings row is named with its field)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from ragmeter.calibration import (
+    DEFAULT_FOLDS,
+    CalibrationReport,
+    DifferenceCalibration,
+    HumanMean,
+    Interval,
+    calibrate,
+)
+from ragmeter.cli.common import LabelScales, print_warning, user_errors, wide_console
+from ragmeter.labels import parse_scales
+from ragmeter.result import Result
+from ragmeter.viewer import open_run
+from ragmeter.viewer.folders import OpenedRun
+from ragmeter.viewer.views import fmt
+
+
+def calibrate_command(
+    run: Annotated[Path, typer.Argument(help="An evaluate run's results folder.")],
+    labels: Annotated[
+        Path, typer.Argument(help="Ratings: JSONL or CSV, an 'id' and a column per metric.")
+    ],
+    scale: LabelScales = None,
+    folds: Annotated[
+        int, typer.Option(min=2, help="Folds of the cross-fitted line to the ratings' scale.")
+    ] = DEFAULT_FOLDS,
+    seed: Annotated[int, typer.Option(help="Seed of the folds.")] = 0,
+) -> None:
+    """Per rated metric: the judge's mean, the ratings-only mean and the PPI++ estimate of the
+    people's mean over the scored samples (95 % intervals), the judge's bias and correlation on
+    the rated samples, and how many ratings would halve the interval. Written to
+    RUN/calibration.json."""
+    console = wide_console()
+    with user_errors(console):
+        result = evaluation(open_run(run))
+        report = calibrate(
+            result, labels, scales=parse_scales(scale), run=str(run), folds=folds, seed=seed
+        )
+        written = report.write(run)
+    print_calibration(console, report)
+    console.print(f"written to {written}", soft_wrap=True, highlight=False)
+
+
+def evaluation(opened: OpenedRun) -> Result:
+    """The scores of an ``evaluate`` run folder: ratings correct nothing else."""
+    if opened.kind != "evaluate" or opened.result is None:
+        raise ValueError(f"{opened.path}: ratings calibrate evaluate runs, not {opened.kind} runs")
+    return opened.result
+
+
+def _interval(found: Interval, digits: int = 2) -> str:
+    return f"{found.estimate:.{digits}f} [{found.low:.{digits}f}, {found.high:.{digits}f}]"
+
+
+def _halve(found: HumanMean) -> str:
+    return "more than all" if found.labels_to_halve is None else str(found.labels_to_halve)
+
+
+def print_calibration(console: Console, report: CalibrationReport) -> None:
+    """The people's mean per rated metric, with what was left out and how each scale was set."""
+    table = Table(title=escape(f"people's mean from the ratings in {report.labels} (95 % CI)"))
+    columns = ["metric", "scale", "rated", "judge (on scale)", "ratings only", "PPI++"]
+    for column in [*columns, "width", "lambda", "judge bias", "r", "ratings to halve"]:
+        table.add_column(column, justify="left" if column == "metric" else "right")
+    for row in report.metrics:
+        found = row.result
+        if found is None:
+            table.add_row(Text(row.metric), row.scale.text, *["—"] * 9)
+            continue
+        table.add_row(
+            Text(row.metric),
+            row.scale.text,
+            f"{found.rated}/{row.scored}",
+            f"{found.judge_mean:.3f} ({found.judge_mean_on_scale:.2f})",
+            _interval(found.labels_only),
+            _interval(found.ppi),
+            fmt(found.width_ratio, 2),
+            f"{found.weight:.2f}",
+            f"{found.judge_bias:+.2f}",
+            fmt(found.correlation, 2),
+            _halve(found),
+        )
+    console.print(table)
+    for row in report.metrics:
+        if row.reason:
+            print_warning(console, f"{row.metric}: no estimate: {row.reason}")
+        if row.unscored:
+            console.print(
+                f"{row.metric}: {row.unscored} sample(s) the judge left unscored are left out; "
+                f"the estimate is of the people's mean over the {row.scored} scored",
+                highlight=False,
+            )
+        if row.rated_unscored:
+            console.print(
+                f"{row.metric}: {row.rated_unscored} rating(s) of unscored samples not used",
+                highlight=False,
+            )
+        if not row.scale.stated:
+            console.print(
+                f"{row.metric}: scale {row.scale.text} inferred from the ratings; give --scale "
+                f"{row.metric}=LOW-HIGH if it is wider",
+                highlight=False,
+            )
+    console.print(
+        "width: PPI++ over ratings-only; lambda: the judge's weight (0: ratings alone); judge "
+        f"bias: judge on the scale minus rating, over rated samples; {report.folds} folds, "
+        f"seed {report.seed}",
+        highlight=False,
+    )
+
+
+def print_differences(console: Console, rows: list[DifferenceCalibration]) -> None:
+    """B minus A on the people's scale, per metric rated in both runs."""
+    table = Table(title="people's mean, B - A (95 % CI, paired)")
+    columns = ["metric", "scale", "rated pairs", "judge B - A", "ratings only", "PPI++"]
+    for column in [*columns, "width", "lambda"]:
+        table.add_column(column, justify="left" if column == "metric" else "right")
+    for row in rows:
+        found = row.result
+        if found is None:
+            table.add_row(Text(row.metric), row.scale.text, *["—"] * 6)
+            continue
+        table.add_row(
+            Text(row.metric),
+            row.scale.text,
+            f"{found.rated}/{row.pairs}",
+            f"{found.judge_mean:+.3f}",
+            _interval(found.labels_only),
+            _interval(found.ppi),
+            fmt(found.width_ratio, 2),
+            f"{found.weight:.2f}",
+        )
+    console.print(table)
+    for row in rows:
+        if row.reason:
+            print_warning(
+                console, f"{row.metric}: no difference on the people's scale: {row.reason}"
+            )
