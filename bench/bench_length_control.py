@@ -18,8 +18,10 @@ Data: the questions, reference answers and systems' answers of RAGChecker's meta
 (``--ragchecker``, default ``../shared/data/ragchecker/ragchecker_dev.jsonl``: 80 questions, 8
 systems, each question answered by two of them), or the arena's own files (``--questions``
 with references, ``--answers NAME=PATH`` repeated), as ``ragmeter arena judge`` takes them.
-``--limit N`` judges only the first N pairs, the padded system's first, so a slow judge spends
-its time where the measurement is (each pair judged with the padded answer too).
+``--orders`` and ``--combine`` are ``arena judge``'s. ``--limit N`` judges only the first N
+pairs, the padded system's first, so a slow judge spends its time where the measurement is
+(each pair judged with the padded answer too). The judgements are stored in ``--out``, so a
+rerun (another ``--combine``, a larger ``--limit``) judges only what is missing.
 
 ``--judge fake`` is a scripted judge for a dry run with no model: it prefers answer 1 with
 probability sigmoid(3 * (coverage 1 - coverage 2) + 1.5 * tanh((words 1 - words 2) / 50)),
@@ -52,7 +54,7 @@ from ragmeter.arena.data import (
     load_questions,
 )
 from ragmeter.arena.designs import REFERENCE, reference_pairs
-from ragmeter.arena.judge import judge_pairs
+from ragmeter.arena.judge import COMBINE_RULES, judge_pairs
 from ragmeter.arena.length_control import Estimate, length_controlled
 from ragmeter.judges.base import ChatRequest, Judge
 from ragmeter.judges.fake import FakeJudge
@@ -152,6 +154,7 @@ def main() -> None:
     parser.add_argument("--pad-ratio", type=float, default=2.0, help="Padded length / length.")
     parser.add_argument("--limit", type=int, help="Only the first N pairs (padded system first).")
     parser.add_argument("--orders", choices=("both", "random"), default="both")
+    parser.add_argument("--combine", choices=COMBINE_RULES, default="agree")
     parser.add_argument("--rounds", type=int, default=1000, help="Bootstrap rounds.")
     parser.add_argument("--out", type=Path, default=Path("runs/bench-length-control"))
     parser.add_argument("--cache", action="store_true", help="Use the user's call cache.")
@@ -182,13 +185,19 @@ def main() -> None:
     )
     started = time.perf_counter()
     battles = judge_pairs(
-        original + padded_pairs, judge=judge, out_dir=args.out, orders=args.orders, cache=args.cache
+        original + padded_pairs,
+        judge=judge,
+        out_dir=args.out,
+        orders=args.orders,
+        combine_rule=args.combine,
+        cache=args.cache,
     )
     seconds = time.perf_counter() - started
     before = [b for b in battles if not b.pair_id.endswith(PADDED)]
     print(
         f"{len(original)} pairs and {len(padded_pairs)} padded ones judged by {args.judge} "
-        f"({args.orders} orders) in {seconds:.0f} s; {sum(not b.scored for b in battles)} "
+        f"({args.orders} orders, combined by {args.combine}) in {seconds:.0f} s; "
+        f"{sum(not b.scored for b in battles)} "
         f"unscored; answers padded to {args.pad_ratio:g} times their words"
     )
     rows = []
@@ -207,6 +216,7 @@ def main() -> None:
     report = {
         "judge": args.judge,
         "orders": args.orders,
+        "combine": args.combine,
         "pad_ratio": args.pad_ratio,
         "pairs": len(original),
         "padded_pairs": len(padded_pairs),
