@@ -193,17 +193,31 @@ def main() -> None:
         cache=args.cache,
     )
     seconds = time.perf_counter() - started
-    before = [b for b in battles if not b.pair_id.endswith(PADDED)]
+    # A pair whose original or padded judgement is unscored leaves both out: the two fits then
+    # compare the padded system on the same questions.
+    scored = {b.pair_id for b in battles if b.scored}
+    dropped = {
+        p.id.removesuffix(PADDED)
+        for p in padded_pairs
+        if p.id not in scored or p.id.removesuffix(PADDED) not in scored
+    }
+    before = [b for b in battles if not b.pair_id.endswith(PADDED) and b.pair_id not in dropped]
     print(
         f"{len(original)} pairs and {len(padded_pairs)} padded ones judged by {args.judge} "
         f"({args.orders} orders, combined by {args.combine}) in {seconds:.0f} s; "
-        f"{sum(not b.scored for b in battles)} "
-        f"unscored; answers padded to {args.pad_ratio:g} times their words"
+        f"{sum(not b.scored for b in battles)} unscored ({len(dropped)} pairs left out of both "
+        f"fits for it); answers padded to {args.pad_ratio:g} times their words"
     )
     rows = []
     for system in dict.fromkeys(p.system_a for p in padded_pairs):
         after = [b for b in before if b.system_a != system]
-        after += [b for b in battles if b.pair_id.endswith(PADDED) and b.system_a == system]
+        after += [
+            b
+            for b in battles
+            if b.pair_id.endswith(PADDED)
+            and b.system_a == system
+            and b.pair_id.removesuffix(PADDED) not in dropped
+        ]
         rows.append(measure(system, before, after, args.rounds))
     moved = {kind: sum(abs(r[kind]) for r in rows) / len(rows) for kind in ("raw", "lc")}
     ratio = moved["lc"] / moved["raw"] if moved["raw"] else None
@@ -222,6 +236,7 @@ def main() -> None:
         "padded_pairs": len(padded_pairs),
         "seconds": round(seconds, 1),
         "unscored": sum(not b.scored for b in battles),
+        "pairs_left_out": sorted(dropped),
         "mean_abs_raw_move": moved["raw"],
         "mean_abs_lc_move": moved["lc"],
         "lc_move_over_raw_move": ratio,
