@@ -63,3 +63,17 @@ def no_user_cache(tmp_path, monkeypatch):
 @pytest.fixture
 def fake_judge() -> FakeJudge:
     return FakeJudge()
+
+
+class LearningJudge(FakeJudge):
+    """A scripted judge that learns during its first call to ask its server another way, as
+    ``OpenAIJudge`` falls back to another JSON mode: its identity changes in the middle of that
+    call. ``learned=True`` is the same judge once it has learned (a rerun that asks that way)."""
+
+    def __init__(self, responder: Callable[[ChatRequest], str | ChatResponse], *, learned=False):
+        super().__init__(responder=responder, model="learning")
+        self.settings = {"json_mode": "object" if learned else "schema"}
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        self.settings = {"json_mode": "object"}
+        return super().complete(request)

@@ -135,6 +135,14 @@ def test_judge_then_leaderboard_on_the_example(tmp_path, quality_judge):
     assert ratings["reference"] == pytest.approx(1000.0)
     assert ratings["careful"] > ratings["brief"] > ratings["sloppy"]
     assert saved["anchor"] == "reference" and saved["rounds"] == 100
+    # The length-controlled figures, beside the raw ones and anchored alike.
+    assert "length-controlled" in board.output
+    controlled = {r["system"]: r for r in saved["systems"]}
+    assert controlled["reference"]["lc_rating"] == pytest.approx(1000.0)
+    assert controlled["careful"]["win_half"] == 0.5  # six ties with the reference
+    lc = [controlled[s]["lc_rating"] for s in ("careful", "brief", "sloppy")]
+    assert lc == sorted(lc, reverse=True)
+    assert saved["length_control"]["questions"] == 6
 
 
 def generate_args(answers: Path, *more: str) -> list[str]:

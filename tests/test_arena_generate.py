@@ -15,6 +15,8 @@ from ragmeter.judges.base import ChatRequest
 from ragmeter.judges.fake import FakeJudge
 from ragmeter.records import RecordLogWarning
 
+from .conftest import LearningJudge
+
 EXAMPLE = Path(__file__).parent.parent / "examples" / "arena"
 
 
@@ -258,3 +260,15 @@ def test_answers_made_by_another_model_or_setting_are_made_again(tmp_path):
     assert len(answer("m2", k=4).history) == 2  # another number of passages
     assert len(answer("m2", k=4, max_tokens=100).history) == 2
     assert len(out.read_text().splitlines()) == 2
+
+
+def test_answers_are_stamped_with_the_identity_they_were_made_with(tmp_path):
+    """A generator that learns during its first call to ask its server another way made every
+    answer as that other model: a rerun that asks that way from the start reuses them all."""
+    pytest.importorskip("bm25s", reason="BM25 retrieval needs the 'arena' extra")
+    out = tmp_path / "answers.jsonl"
+    first = LearningJudge(generator)
+    answer_example(out, 2, first)
+    assert len(first.history) == 2
+    again = LearningJudge(generator, learned=True)
+    assert len(answer_example(out, 2, again)) == 2 and len(again.history) == 0

@@ -9,7 +9,7 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from ragmeter.attribution.benchmark import BenchmarkItem, load_benchmark
+from ragmeter.attribution.benchmark import BenchmarkItem, build_benchmark, load_benchmark
 from ragmeter.attribution.experiments import (
     GENERATIONS_FILE,
     SCORES_FILE,
@@ -24,6 +24,8 @@ from ragmeter.cli.main import app
 from ragmeter.judges.base import ChatRequest, ChatResponse, TokenLogprobs
 from ragmeter.judges.fake import FakeJudge
 from ragmeter.records import RecordLog, RecordLogWarning
+
+from .conftest import LearningJudge
 
 runner = CliRunner()
 
@@ -482,3 +484,38 @@ def test_an_answer_written_again_differently_is_scored_again(tmp_path):
     # scores of the earlier answers are not reused.
     assert len(again.history) == 2 + 2 * 4
     assert {g.answer for g in rerun.generations} == {"Nobody knows [NA]."}
+
+
+def test_records_are_filed_under_the_identity_they_were_judged_with(tmp_path):
+    """A generator and a judge that learn during their first call to ask their server another
+    way made every record as that other model: a rerun that asks that way from the start finds
+    them all and calls nothing."""
+    out = tmp_path / "run"
+    conditions = experiment_conditions("main")
+    first = LearningJudge(respond), LearningJudge(respond)
+    run_conditions(ITEMS, conditions, generator=first[0], judge=first[1], out_dir=out)
+    assert first[0].history and first[1].history
+    again = LearningJudge(respond, learned=True), LearningJudge(respond, learned=True)
+    [rerun] = run_conditions(ITEMS, conditions, generator=again[0], judge=again[1], out_dir=out)
+    assert (len(again[0].history), len(again[1].history)) == (0, 0)
+    assert len(rerun.generations) == len(rerun.scores) == 2
+    # One record per item: none was filed under the identity the judges started with.
+    assert len((out / GENERATIONS_FILE).read_text().splitlines()) == 2
+    assert len((out / SCORES_FILE).read_text().splitlines()) == 2
+
+
+def test_evolved_items_are_stamped_with_the_identity_they_were_evolved_with(tmp_path):
+    data = tmp_path / "rows.jsonl"
+    data.write_text(
+        "".join(
+            json.dumps({"id": n, "question_complex": f"Who was {e.name}?", "knowledge": [r]}) + "\n"
+            for n, (e, r) in enumerate(((ADA, ADA.to_record()), (BRAM, BRAM.to_record())), 1)
+        )
+    )
+    out = tmp_path / "benchmark.jsonl"
+    first = LearningJudge(respond)
+    build_benchmark(data, out, first, n=2, rounds=2)
+    assert len(first.history) == 2 * (1 + 2)  # per question: the seed, a sentence, a question
+    again = LearningJudge(respond, learned=True)
+    items = build_benchmark(data, out, again, n=2, rounds=2)
+    assert len(again.history) == 0 and len(items) == 2

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ragmeter.arena.agreement import AgreementReport, AgreementStats
-from ragmeter.arena.leaderboard import Leaderboard, SystemRow, WinRate
+from ragmeter.arena.leaderboard import Leaderboard, LengthControl, SystemRow, WinRate
 from ragmeter.attribution.report import CitationSummary, ConditionSummary
 from ragmeter.cli.main import app
 from ragmeter.meta.attribution import Classification
@@ -151,7 +151,9 @@ def other_kinds(root: Path) -> dict[str, Path]:
     systems = [
         SystemRow(system=s, rating=r, rating_low=r - 30, rating_high=r + 25, battles=20,
                   wins=w, ties=2, losses=18 - w, win=w / 20, win_tie=(w + 2) / 20,
-                  no_answer=0.1, mean_words=80.0)
+                  no_answer=0.1, mean_words=80.0, lc_rating=r - 5, lc_rating_low=r - 40,
+                  lc_rating_high=r + 20, win_half=(w + 1) / 20, lc_win=w / 25,
+                  lc_win_low=w / 25 - 0.1, lc_win_high=w / 25 + 0.1)
         for s, r, w in [("bm25-gpt", 1040.0, 12), ("dense-gpt", 990.0, 8), ("lfrqa", 970.0, 0)]
     ]  # fmt: skip
     rates = [
@@ -163,6 +165,8 @@ def other_kinds(root: Path) -> dict[str, Path]:
         reference="lfrqa", anchor="mean", rounds=100, prior=0.5, battles=40, scored=38,
         unscored=2, unscored_reasons={"unreadable rating": 2}, both_orders=38, flips=5,
         flip_rate=5 / 38, systems=systems, win_rates=rates,
+        length_control=LengthControl(coefficient=0.8, coefficient_low=0.5, coefficient_high=1.1,
+                                     scale_words=60.0, questions=20),
     )  # fmt: skip
     (folders["arena"] / "leaderboard.json").write_text(board.model_dump_json())
     stats = AgreementStats(
@@ -200,6 +204,10 @@ def test_every_kind_of_run_folder_is_told_apart(tmp_path, run_a):
     rows = arena["Leaderboard"]["table"]["rows"]
     assert [r["cells"][0] for r in rows] == ["bm25-gpt", "dense-gpt", "lfrqa"]
     assert rows[0]["cells"][2] == "[1010.0, 1065.0]"
+    # The length-controlled columns beside the raw ones: LC Elo, its CI, win ½, LC win, its CI.
+    assert rows[0]["cells"][9:] == [1035.0, "[1000.0, 1060.0]", 0.65, 0.48, "[0.380, 0.580]"]
+    length_card = arena["Leaderboard"]["cards"][3]
+    assert (length_card["value"], length_card["detail"]) == ("0.80", "95% CI [0.50, 1.10]")
     assert "2: unreadable rating" in arena["Leaderboard"]["cards"][0]["reasons"]
     board = json.loads((folders["arena"] / "leaderboard.json").read_text())
     board["systems"][0]["rating"] = None  # unrated: last

@@ -167,11 +167,16 @@ def generate_answers(
     retriever = BM25Retriever(build_passages(documents, max_words))
     results: list[GeneratedAnswer] = []
     prompt = ANSWER_COT if cot else ANSWER_DIRECT
-    made_with = digest(identity_of(model).digest, prompt.version, k, max_words, max_tokens)
+
+    def made_with() -> str:
+        # The model's identity is read at each call: an answer is stamped once it was made, by
+        # the model it was made with (a judge may learn meanwhile to ask its server another way).
+        return digest(identity_of(model).digest, prompt.version, k, max_words, max_tokens)
+
     for question in questions:
         answer = log.get(question.id)
         # A failure is retried, and an answer made by another model or setting made again.
-        if answer is None or answer.answer is None or answer.made_with != made_with:
+        if answer is None or answer.answer is None or answer.made_with != made_with():
             session = JudgeSession(model, retries=retries)
             answer = answer_question(
                 question,
@@ -182,7 +187,7 @@ def generate_answers(
                 cot=cot,
                 max_tokens=max_tokens,
             )
-            answer.made_with = made_with
+            answer.made_with = made_with()
             log.append(answer)
         results.append(answer)
         if on_answer:

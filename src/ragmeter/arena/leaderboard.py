@@ -5,7 +5,10 @@ against the reference (the paper's Table 3) with bootstrap intervals, overall an
 the share of its answers that declined ("I couldn't find an answer."), which the paper reports
 beside the win rates because a declining system loses battles for a different reason than a wrong
 one, and the mean length of its answers in words, because judges (and people) favour longer
-answers. Unscored battles are counted and their reasons listed; they never enter a rate.
+answers. Beside them, the length-controlled rating and win rate (``length_control``: what the
+judge would prefer with the answers' length difference set to zero, as AlpacaEval 2.0 reports),
+next to the raw win rate they correct (ties as halves, as the model counts them). Unscored
+battles are counted and their reasons listed; they never enter a rate.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from rich.table import Table
 
 from ragmeter.arena.battles import Battle
 from ragmeter.arena.designs import REFERENCE
+from ragmeter.arena.length_control import LengthControlled, LengthUnavailable, length_controlled
 from ragmeter.arena.ratings import battle_arrays, elo_ratings
 from ragmeter.stats import bootstrap_mean_ci
 
@@ -63,6 +67,32 @@ class SystemRow(BaseModel):
     answers: int = 0
     mean_words: float | None = None
     """Mean length of the system's distinct answers; None when the battles do not record it."""
+    win_half: float | None = None
+    """Raw win rate against the reference with ties as halves: what ``lc_win`` corrects. Its
+    interval, like the length-controlled ones, resamples questions."""
+    win_half_low: float | None = None
+    win_half_high: float | None = None
+    lc_win: float | None = None
+    """Length-controlled win rate against the reference (see ``length_control``)."""
+    lc_win_low: float | None = None
+    lc_win_high: float | None = None
+    lc_rating: float | None = None
+    """Length-controlled rating, on the Elo scale and anchored as ``rating``."""
+    lc_rating_low: float | None = None
+    lc_rating_high: float | None = None
+
+
+class LengthControl(BaseModel):
+    """The length term of the length-controlled model, or why there is none."""
+
+    coefficient: float | None = None
+    """The logit a much longer answer gains: the term is coefficient * tanh(Δwords / scale)."""
+    coefficient_low: float | None = None
+    coefficient_high: float | None = None
+    scale_words: float | None = None
+    """The standard deviation of the battles' length differences, in words."""
+    questions: int = 0
+    unavailable: str | None = None
 
 
 class Leaderboard(BaseModel):
@@ -80,6 +110,8 @@ class Leaderboard(BaseModel):
     flip_rate: float | None
     systems: list[SystemRow]
     win_rates: list[WinRate]
+    length_control: LengthControl | None = None
+    """None in leaderboards written before length control."""
 
 
 def win_rates(
@@ -183,6 +215,12 @@ def build_leaderboard(
     for system, profile in answer_profiles(battles).items():
         row = rows.setdefault(system, _empty_row(system, battles))
         row.no_answer, row.answers, row.mean_words = profile
+    try:
+        controlled = length_controlled(battles, reference, anchor=anchor, rounds=rounds, seed=seed)
+    except LengthUnavailable as exc:
+        length_control = LengthControl(unavailable=str(exc))
+    else:
+        length_control = _add_length_control(controlled, rows, battles)
     both = [b for b in battles if b.flipped is not None]
     flips = sum(bool(b.flipped) for b in both)
     return Leaderboard(
@@ -199,6 +237,32 @@ def build_leaderboard(
         flip_rate=flips / len(both) if both else None,
         systems=sorted(rows.values(), key=lambda r: -(r.rating if r.rating is not None else -1e9)),
         win_rates=rates,
+        length_control=length_control,
+    )
+
+
+def _add_length_control(
+    controlled: LengthControlled, rows: dict[str, SystemRow], battles: Sequence[Battle]
+) -> LengthControl:
+    for system in controlled.systems:
+        row = rows.setdefault(system, _empty_row(system, battles))
+        for prefix, estimates in (
+            ("lc_rating", controlled.rating),
+            ("lc_win", controlled.win),
+            ("win_half", controlled.win_raw),
+        ):
+            if system in estimates:
+                found = estimates[system]
+                setattr(row, prefix, found.value)
+                setattr(row, f"{prefix}_low", found.low)
+                setattr(row, f"{prefix}_high", found.high)
+    beta = controlled.length_coefficient
+    return LengthControl(
+        coefficient=beta.value,
+        coefficient_low=beta.low,
+        coefficient_high=beta.high,
+        scale_words=controlled.scale,
+        questions=controlled.questions,
     )
 
 
@@ -271,6 +335,49 @@ def leaderboard_table(board: Leaderboard, title: str = "RAG-QA arena") -> Table:
             "—" if row.mean_words is None else f"{row.mean_words:.0f}",
         )
     return table
+
+
+def length_table(board: Leaderboard) -> Table | None:
+    """The length-controlled figures beside the raw ones they correct; None when the
+    leaderboard has none."""
+    control = board.length_control
+    if control is None or control.unavailable is not None:
+        return None
+    table = Table(
+        title="length-controlled: the answers' length difference set to 0",
+        caption=f"length term {_number(control.coefficient)} "
+        f"[{_number(control.coefficient_low)}, {_number(control.coefficient_high)}]"
+        f" * tanh(Δwords / {control.scale_words:.0f}); intervals resample "
+        f"{control.questions} questions",
+    )
+    table.add_column("system")
+    for column in (
+        "words",
+        "Elo",
+        "LC Elo",
+        "95% CI",
+        f"win ½ % vs {board.reference}",
+        "LC win %",
+    ):
+        table.add_column(column, justify="right")
+    for row in board.systems:
+        is_reference = row.system == board.reference
+        table.add_row(
+            row.system,
+            "—" if row.mean_words is None else f"{row.mean_words:.0f}",
+            "—" if row.rating is None else f"{row.rating:.0f}",
+            "—" if row.lc_rating is None else f"{row.lc_rating:.0f}",
+            "—"
+            if row.lc_rating_low is None or row.lc_rating_high is None
+            else f"[{row.lc_rating_low:.0f}, {row.lc_rating_high:.0f}]",
+            "" if is_reference else _pct(row.win_half, row.win_half_low, row.win_half_high),
+            "" if is_reference else _pct(row.lc_win, row.lc_win_low, row.lc_win_high),
+        )
+    return table
+
+
+def _number(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
 
 
 def domain_table(board: Leaderboard) -> Table | None:

@@ -139,6 +139,21 @@ def evolve_item(
     )
 
 
+def evolved_with(judge: Judge, *, seed: int, rounds: int, spares: int) -> str:
+    """How an item was evolved: the judge, the draw and the prompts. The judge's identity is
+    read at the call, so an item is stamped once it was evolved, with the identity of the model
+    that evolved it: a judge that learned meanwhile to ask its server another way
+    (``OpenAIJudge``'s fallbacks) is that model from then on (as ``pipeline.ItemKeys``)."""
+    return digest(
+        "evolve",
+        identity_of(judge).digest,
+        seed,
+        rounds,
+        spares,
+        [prompt.version for prompt in EVOLVE_PROMPTS],
+    )
+
+
 def build_benchmark(
     data: str | Path,
     out: Path,
@@ -161,21 +176,17 @@ def build_benchmark(
     """
     rows = load_benchmark(data)
     chosen = random.Random(seed).sample(rows, min(n, len(rows)))
-    evolved_with = digest(
-        "evolve",
-        identity_of(judge).digest,
-        seed,
-        rounds,
-        spares,
-        [prompt.version for prompt in EVOLVE_PROMPTS],
-    )
     log = RecordLog(out, BenchmarkItem, key=attrgetter("id"))
     items = []
     for row in chosen:
         item = log.get(row.id)
-        if item is None or item.source.get("evolved_with") != evolved_with:
+        wanted = evolved_with(judge, seed=seed, rounds=rounds, spares=spares)
+        if item is None or item.source.get("evolved_with") != wanted:
             item = evolve_item(row, judge, rounds=rounds, seed=seed, retries=retries, spares=spares)
-            item.source["evolved_with"] = evolved_with
+            # Stamped once evolved: the judge may have learned to ask its server another way.
+            item.source["evolved_with"] = evolved_with(
+                judge, seed=seed, rounds=rounds, spares=spares
+            )
             log.append(item)
         items.append(item)
         if on_item:

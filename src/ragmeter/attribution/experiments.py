@@ -161,23 +161,9 @@ def generate_answers(
         if prepared.skip:
             run.skipped[prepared.skip] += 1
             continue
-        # What the generator saw decides the answer, not the condition's name: conditions that
-        # give an item the same graph (accuracy 100% and 0 removed) share one answer.
-        key = digest(
-            "generation",
-            item.id,
-            item.question,
-            condition.retrieval,
-            prepared.graph.render(),
-            [t.key for t in prepared.absent],
-            [t.key for t in item.minimum or []],
-            identity_of(generator).digest,
-            GENERATE.version,
-            max_tokens,
-        )
-        record = log.get(key)
+        record = log.get(generation_key(item, condition, prepared, generator, max_tokens))
         if record is None or record.answer is None:
-            record = _generate_one(item, condition, prepared, key, generator, retries, max_tokens)
+            record = _generate_one(item, condition, prepared, generator, retries, max_tokens)
             log.append(record)
         run.records.append(record)
         if on_record:
@@ -185,11 +171,35 @@ def generate_answers(
     return run
 
 
+def generation_key(
+    item: BenchmarkItem, condition: Condition, prepared: Prepared, generator: Judge, max_tokens: int
+) -> str:
+    """What an answer is filed under: what the generator saw, and who generated it how.
+
+    What the generator saw decides the answer, not the condition's name: conditions that give an
+    item the same graph (accuracy 100% and 0 removed) share one answer. The generator's identity
+    is read at the call, so a new answer's key is worked out once it was generated: a generator
+    that learned meanwhile to ask its server another way (``OpenAIJudge``'s fallbacks) made the
+    answer as the model of its new identity, which a rerun asks for (as ``pipeline.ItemKeys``).
+    """
+    return digest(
+        "generation",
+        item.id,
+        item.question,
+        condition.retrieval,
+        prepared.graph.render(),
+        [t.key for t in prepared.absent],
+        [t.key for t in item.minimum or []],
+        identity_of(generator).digest,
+        GENERATE.version,
+        max_tokens,
+    )
+
+
 def _generate_one(
     item: BenchmarkItem,
     condition: Condition,
     prepared: Prepared,
-    key: str,
     generator: Judge,
     retries: int,
     max_tokens: int,
@@ -202,7 +212,7 @@ def _generate_one(
     except Unscorable as exc:
         error = exc.reason
     return GenerationRecord(
-        key=key,
+        key=generation_key(item, condition, prepared, generator, max_tokens),
         item_id=item.id,
         condition=condition,
         question=item.question,
@@ -243,26 +253,13 @@ def score_answers(
     """Judge each generated answer (or reuse its record); answers that failed are skipped."""
     entailment_probe = entailment_probe or NextTokenProbe(top_logprobs=5)
     rating_probe = rating_probe or NextTokenProbe(top_logprobs=10)
-    versions = [ENTAILMENT.version, *(rating_prompt(c).version for c in CRITERIA.values())]
     records = []
     for generation in generations:
         if generation.answer is None:
             continue
-        # The answer itself too: a generation redone under the same key is scored afresh.
-        key = digest(
-            "score",
-            generation.key,
-            generation.answer,
-            identity_of(judge).digest,
-            versions,
-            asdict(options),
-            [entailment_probe.top_logprobs, rating_probe.top_logprobs],
-        )
-        record = log.get(key)
+        record = log.get(score_key(generation, judge, options, entailment_probe, rating_probe))
         if record is None:
-            record = _score_one(
-                generation, key, judge, options, retries, entailment_probe, rating_probe
-            )
+            record = _score_one(generation, judge, options, retries, entailment_probe, rating_probe)
             log.append(record)
         records.append(record)
         if on_record:
@@ -270,9 +267,31 @@ def score_answers(
     return records
 
 
+def score_key(
+    generation: GenerationRecord,
+    judge: Judge,
+    options: ScoreOptions,
+    entailment_probe: NextTokenProbe,
+    rating_probe: NextTokenProbe,
+) -> str:
+    """What a score is filed under: the generation, the answer itself (a generation redone under
+    the same key is scored afresh), the judge, the prompts and what is asked of them.
+
+    The judge's identity is read at the call, so a new score's key is worked out once it was
+    judged (see :func:`generation_key`)."""
+    return digest(
+        "score",
+        generation.key,
+        generation.answer,
+        identity_of(judge).digest,
+        [ENTAILMENT.version, *(rating_prompt(c).version for c in CRITERIA.values())],
+        asdict(options),
+        [entailment_probe.top_logprobs, rating_probe.top_logprobs],
+    )
+
+
 def _score_one(
     generation: GenerationRecord,
-    key: str,
     judge: Judge,
     options: ScoreOptions,
     retries: int,
@@ -285,7 +304,7 @@ def _score_one(
     session = JudgeSession(judge, retries=retries)
     checker = EntailmentChecker(session, entailment_probe)
     record = ScoreRecord(
-        key=key,
+        key="",  # filed once judged, under the identity it was judged with
         generation_key=generation.key,
         item_id=generation.item_id,
         condition=generation.condition,
@@ -312,6 +331,8 @@ def _score_one(
     record.usage = usage
     record.exchanges = session.exchanges
     record.seconds = time.perf_counter() - started
+    record.judge = judge.name
+    record.key = score_key(generation, judge, options, entailment_probe, rating_probe)
     return record
 
 

@@ -5,7 +5,8 @@ an interrupted run loses at most the item in progress, and a rerun with the same
 every record whose key is already there (a failed generation is retried; a line that cannot be
 read is reported and its record done again). Keys hash everything that changes the outcome:
 the item, the condition, the models' identities, the prompt versions and, for a score, the
-answer itself.
+answer itself. A record is filed under the identities its models had once they were done with
+it: a judge that learned midway to ask its server another way made it as that other model.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from ragmeter.arena.leaderboard import (
     build_leaderboard,
     domain_table,
     leaderboard_table,
+    length_table,
     write_leaderboard,
 )
 from ragmeter.arena.retrieval import DEFAULT_K
@@ -235,6 +236,13 @@ def _show_leaderboard(
 
 def _print_board(console: Console, board: Leaderboard, out: Path) -> None:
     console.print(leaderboard_table(board))
+    controlled = length_table(board)
+    if controlled is not None:
+        console.print(controlled)
+    elif board.length_control is not None and board.length_control.unavailable:
+        console.print(
+            f"[yellow]no length-controlled figures[/yellow] — {board.length_control.unavailable}"
+        )
     by_domain = domain_table(board)
     if by_domain is not None:
         console.print(by_domain)

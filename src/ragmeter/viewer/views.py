@@ -520,6 +520,7 @@ def _arena(run: OpenedRun) -> list[Section]:
             f"anchor {board.get('anchor')}",
             f"{board.get('rounds')} bootstrap rounds",
         ),
+        _length_card(board.get("length_control")),
     ]
     rows = [
         {
@@ -533,6 +534,11 @@ def _arena(run: OpenedRun) -> list[Section]:
                 s.get("win_tie"),
                 s.get("no_answer"),
                 s.get("mean_words"),
+                s.get("lc_rating"),
+                interval(s.get("lc_rating_low"), s.get("lc_rating_high"), 1),
+                s.get("win_half"),
+                s.get("lc_win"),
+                interval(s.get("lc_win_low"), s.get("lc_win_high")),
             ]
         }
         # Highest rating first, systems without one last (a rating of 0 is a rating).
@@ -566,7 +572,22 @@ def _arena(run: OpenedRun) -> list[Section]:
                     low="rating_low",
                     high="rating_high",
                     title="Elo rating with 95% bootstrap CI",
-                )
+                ),
+                *(
+                    [
+                        intervals(
+                            systems,
+                            label="system",
+                            value="lc_win",
+                            low="lc_win_low",
+                            high="lc_win_high",
+                            title=f"length-controlled win rate against {board.get('reference')} "
+                            "with 95% bootstrap CI",
+                        )
+                    ]
+                    if any(s.get("lc_win") is not None for s in systems)
+                    else []
+                ),
             ],
             "table": table(
                 [
@@ -579,6 +600,11 @@ def _arena(run: OpenedRun) -> list[Section]:
                     ("win+tie", True),
                     ("no answer", True),
                     ("mean words", True),
+                    ("LC Elo", True),
+                    "95% CI",
+                    ("win ½", True),
+                    ("LC win", True),
+                    "95% CI",
                 ],
                 rows,
                 name="leaderboard",
@@ -608,6 +634,21 @@ def _arena(run: OpenedRun) -> list[Section]:
             ),
         },
     ]
+
+
+def _length_card(control: dict[str, Any] | None) -> dict[str, Any]:
+    """The length term of the length-controlled figures (LC columns: the answers' length
+    difference set to 0; "win ½" is the raw win rate they correct, ties as halves)."""
+    if not control:
+        return card("length control", "—", "written before length control")
+    if control.get("unavailable"):
+        return card("length control", "—", control["unavailable"], warn=True)
+    return card(
+        "length term",
+        fmt(control.get("coefficient"), 2),
+        f"95% CI {interval(control.get('coefficient_low'), control.get('coefficient_high'), 2)}",
+        f"logits * tanh(Δwords / {fmt(control.get('scale_words'), 0)}); LC columns set Δ to 0",
+    )
 
 
 def _arena_agreement(run: OpenedRun) -> list[Section]:
