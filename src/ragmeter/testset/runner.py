@@ -35,9 +35,10 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ragmeter.budget import Budget, BudgetExhausted, Meter, guard, price_for
+from ragmeter.budget import Budget, BudgetExhausted, Estimate, Meter, guard, price_for
 from ragmeter.judges import Embedder, Judge, resolve_models
 from ragmeter.judges.base import identity_of
+from ragmeter.judges.registry import DEFAULT_EMBEDDER, get_embedder
 from ragmeter.records import RecordLog, digest
 from ragmeter.score import Unscorable, Usage
 from ragmeter.session import JudgeSession
@@ -50,8 +51,9 @@ from ragmeter.testset.chunking import (
     deduplicate,
     unit_rows,
 )
-from ragmeter.testset.documents import read_documents
+from ragmeter.testset.documents import Corpus, read_documents
 from ragmeter.testset.entities import EntityFinder
+from ragmeter.testset.estimate import candidates_needed, estimate_candidates
 from ragmeter.testset.quality import (
     ANSWERS,
     CLOSED_BOOK,
@@ -170,6 +172,34 @@ def _schedule(mix: Mapping[str, float]) -> Iterator[str]:
 class _Corpus:
     """The chunks, their unit vectors, and the look-ups the planner and checks need."""
 
+    @classmethod
+    def read(
+        cls,
+        documents: Any,
+        embedder: Embedder,
+        max_chars: int,
+        min_chars: int,
+        min_words: int,
+        entities: bool,
+    ) -> _Corpus:
+        """The documents read, chunked and rid of near-copies.
+
+        Raises:
+            ValueError: no chunk is long enough to write a question from.
+        """
+        read = read_documents(documents)
+        chunks, dropped = deduplicate(
+            chunk_corpus(read.documents, max_chars, min_chars), embedder, NEAR_IDENTICAL
+        )
+        corpus = cls(chunks, embedder, min_words, entities)
+        corpus.read_from, corpus.dropped = read, dropped
+        if not corpus.sources:
+            raise ValueError(
+                f"no chunk of at least {min_words} words in the documents ({len(chunks)} "
+                f"chunks from {len(read.documents)} documents, {len(read.skipped)} skipped)"
+            )
+        return corpus
+
     def __init__(
         self, chunks: list[Chunk], embedder: Embedder, min_words: int, entities: bool
     ) -> None:
@@ -178,6 +208,8 @@ class _Corpus:
         self.embedder = embedder
         self.sources = [i for i, c in enumerate(chunks) if c.words >= min_words]
         self.entities = EntityFinder(enabled=entities)
+        self.read_from = Corpus([], [])
+        self.dropped: list[tuple[Chunk, Chunk]] = []
 
     def nearest(self, question: str, k: int) -> list[str]:
         vector = unit_rows(self.embedder.embed([question]))[0]
@@ -455,7 +487,6 @@ def generate_testset(
         else QualityOptions.parse(quality, "the test-set checks")
     )
     clock = time.perf_counter()
-    corpus_in = read_documents(documents)
     meter = Meter(Budget(max_calls=max_calls), price_for(_name(judge))) if max_calls else None
     judge_model, embed_model = resolve_models(
         judge,
@@ -466,15 +497,7 @@ def generate_testset(
         wrap_judge=lambda j: guard(j, meter, workers),
     )
     assert embed_model is not None
-    chunks, dropped = deduplicate(
-        chunk_corpus(corpus_in.documents, max_chars, min_chars), embed_model, NEAR_IDENTICAL
-    )
-    corpus = _Corpus(chunks, embed_model, min_words, entities)
-    if not corpus.sources:
-        raise ValueError(
-            f"no chunk of at least {min_words} words in the documents ({len(chunks)} chunks "
-            f"from {len(corpus_in.documents)} documents, {len(corpus_in.skipped)} skipped)"
-        )
+    corpus = _Corpus.read(documents, embed_model, max_chars, min_chars, min_words, entities)
     wanted = quotas(chosen_mix, n)
     limit = max_candidates if max_candidates is not None else n * CANDIDATES_PER_SAMPLE
     paths = output_paths(Path(out)) if out is not None else None
@@ -535,10 +558,10 @@ def generate_testset(
             }
             for kind in wanted
         },
-        documents=len(corpus_in.documents),
-        skipped_documents={s.name: s.reason for s in corpus_in.skipped},
-        chunks=len(chunks),
-        near_identical_chunks=len(dropped),
+        documents=len(corpus.read_from.documents),
+        skipped_documents={s.name: s.reason for s in corpus.read_from.skipped},
+        chunks=len(corpus.chunks),
+        near_identical_chunks=len(corpus.dropped),
         judge=judge_model.name,
         usage=run.usage,
         seconds=round(seconds, 2),
@@ -653,3 +676,49 @@ class _Run:
                     **record.model_dump(exclude={"outcome", "reason", "detail"}),
                 }
             )
+
+
+def estimate_testset(
+    documents: Any,
+    n: int,
+    *,
+    judge: str = "local",
+    embedder: str | Embedder | None = None,
+    mix: str | Mapping[str, float] | None = None,
+    styles: str | Mapping[str, float] | None = None,
+    personas: Sequence[str] = (),
+    seed: int = 0,
+    max_chars: int = MAX_CHARS,
+    min_chars: int = MIN_CHARS,
+    min_words: int = MIN_WORDS,
+    entities: bool = True,
+    quality: QualityOptions | Mapping[str, Any] | None = None,
+    embedder_options: Mapping[str, Any] | None = None,
+) -> Estimate:
+    """The judge calls, tokens and (for a judge with a known price) cost of
+    ``generate_testset`` with the same arguments, without calling the judge: the candidates
+    it would plan first, each taken through every check (see ``estimate.py``)."""
+    chosen_mix = parse_mix(mix if mix is not None else DEFAULT_MIX, KINDS, "question kind")
+    chosen_styles = parse_mix(
+        styles if styles is not None else DEFAULT_STYLES, STYLES, "question style"
+    )
+    checks = (
+        quality
+        if isinstance(quality, QualityOptions)
+        else QualityOptions.parse(quality, "the test-set checks")
+    )
+    embed_model = (
+        embedder
+        if embedder is not None and not isinstance(embedder, str)
+        else get_embedder(embedder or DEFAULT_EMBEDDER, **(embedder_options or {}))
+    )
+    corpus = _Corpus.read(documents, embed_model, max_chars, min_chars, min_words, entities)
+    planned = candidates_needed(n)
+    run = _Run(quotas(chosen_mix, planned), checks, embed_model)
+    plans = _plans(corpus, chosen_mix, chosen_styles, personas, seed, checks.duplicate)
+    batch = run.next_plans(plans, planned)
+    return estimate_candidates(
+        [(p.kind, p.style, [c.text for c in p.chunks]) for p in batch],
+        checks.search_k,
+        price_for(judge),
+    )
