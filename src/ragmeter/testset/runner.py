@@ -351,7 +351,8 @@ def _sample_row(record: CandidateRecord, plan_chunks: Sequence[str]) -> dict[str
         "question": record.question,
         "user_input": record.question,
         "reference": record.reference,
-        "reference_contexts": list(plan_chunks),
+        # An unanswerable question has no source: its chunk only gave the topic.
+        "reference_contexts": [] if record.kind == "unanswerable" else list(plan_chunks),
     }
     if record.history:
         row["history"] = record.history
