@@ -17,6 +17,8 @@ from ragmeter.cli.main import app
 from ragmeter.data import DatasetError, load_samples
 from ragmeter.judges.base import ChatRequest, ChatResponse, JudgeError
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
+from ragmeter.meta.testset import Query, copies, people_questions, recall_at_k
+from ragmeter.meta.testset import testset_report as report_of  # not collected as a test
 from ragmeter.session import JudgeSession
 from ragmeter.testset import (
     DECLINE,
@@ -620,3 +622,77 @@ def test_the_command_writes_a_set_from_a_scripted_judge(docs, tmp_path, no_user_
 def test_budget_exhausted_is_not_a_judge_error():
     # The run relies on this: a budget stop ends the candidate instead of being retried.
     assert not issubclass(BudgetExhausted, JudgeError)
+
+
+# --- meta testset ------------------------------------------------------------------------------
+
+
+def test_copying_needs_five_consecutive_words_of_a_source():
+    source = "Zorbium melts at forty degrees in sealed jars."
+    assert copies("Does zorbium melt at forty degrees in sealed jars?", [source])  # 5: at..jars
+    assert not copies("Does Zorbium melt at forty degrees?", [source])  # 3 in a row at most
+    assert not copies("Melts at forty", [source])  # shorter than the run
+
+
+def test_recall_counts_the_share_of_sources_in_the_top_five():
+    chunks = [Chunk("a", 0, 10, "x"), Chunk("a", 10, 20, "y"), Chunk("b", 0, 10, "z")]
+    chunks += [Chunk(f"n{i}", 0, 10, "noise") for i in range(5)]
+    two_sources = Query("q", frozenset({"a", "b"}), (("a", 12, 18), ("b", 0, 10)))
+    one_source = Query("q", frozenset({"b"}), (("b", 0, 10),))
+    # The ranking puts chunk 1 (a:10-20) first, then noise: only the first query's first
+    # source is found at the chunk level (1/2), the second query's none (0): mean 0.25.
+    ranked = lambda text: [1, 3, 4, 5, 6, 2]  # noqa: E731 - chunk 2 (b) is sixth, out of the top 5
+    assert recall_at_k([two_sources, one_source], chunks, ranked, "chunk") == 0.25
+    assert recall_at_k([two_sources, one_source], chunks, ranked, "document") == 0.25
+
+
+def test_people_questions_are_first_turns_and_follow_ups_with_their_history(tmp_path):
+    def row(task: str, users: list[str], gold: list[str], model: str = "reference") -> str:
+        turns = []
+        for text in users:
+            turns += [{"speaker": "user", "text": text}, {"speaker": "agent", "text": "ok"}]
+        contexts = [{"document_id": d, "title": None, "text": f"text of {d}"} for d in gold]
+        return json.dumps(
+            {"task_id": task, "model_id": model, "conversation": turns[:-1], "contexts": contexts}
+        )
+
+    path = tmp_path / "mtrag.jsonl"
+    path.write_text(
+        "\n".join(
+            [
+                row("t1", ["Who sells Zorbium?"], ["p1"]),
+                row("t1", ["Who sells Zorbium?"], ["p1"], model="gpt-4o"),  # same task
+                row("t2", ["Who sells Zorbium?", "And where?"], ["p1", "p2"]),
+                row("t3", ["No gold here?"], []),
+            ]
+        )
+    )
+    corpus, groups, sources = people_questions(path)
+    assert [d.name for d in corpus] == ["p1.txt", "p2.txt"]
+    assert groups["first turns"] == [Query("Who sells Zorbium?", frozenset({"p1.txt"}))]
+    assert groups["follow-ups"] == [
+        Query("Who sells Zorbium? And where?", frozenset({"p1.txt", "p2.txt"}))
+    ]
+    assert groups["follow-ups alone"][0].text == "And where?"
+    assert sources["And where?"] == ["text of p1", "text of p2"]
+
+
+def test_meta_testset_reports_a_generated_set(docs, tmp_path, no_user_cache):
+    out = tmp_path / "ts.jsonl"
+    _generate(docs, 2, out, mix="specific=1,unanswerable=1")
+    report = report_of(out, docs, embedder=HashingEmbedder())
+    assert report.samples == 2 and report.acceptance == round(2 / report.candidates, 4)
+    assert report.supported_accepted == 1.0
+    # The scripted judge asks "What is true of Zorbium melts?" of "Zorbium melts at ...": two
+    # words of the source in a row, not five.
+    assert report.copying == 0.0
+    assert report.kinds == {
+        "specific": {"asked": 0.5, "accepted": 0.5},
+        "unanswerable": {"asked": 0.5, "accepted": 0.5},
+    }
+    assert report.recall["generated (source chunk)"].questions == 1
+    result = CliRunner().invoke(
+        app, ["meta", "testset", str(out), "--corpus", str(docs), "--embedder", "fake"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "recall@5 of the source" in result.output
