@@ -696,3 +696,40 @@ def test_meta_testset_reports_a_generated_set(docs, tmp_path, no_user_cache):
     )
     assert result.exit_code == 0, result.output
     assert "recall@5 of the source" in result.output
+
+
+def _pdf(text: str) -> bytes:
+    """A one-page PDF showing ``text`` (Helvetica), with a correct cross-reference table."""
+    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out, offsets = b"%PDF-1.4\n", []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return out
+
+
+def test_a_pdf_is_read_page_by_page_and_a_broken_one_skipped(tmp_path):
+    pytest.importorskip("pypdf", reason="the 'pdf' extra (pypdf) is not installed")
+    (tmp_path / "good.pdf").write_bytes(_pdf("Zorbium melts at forty degrees."))
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4\nnot really\n")
+    corpus = read_documents(tmp_path)
+    assert [(d.name, d.text.strip()) for d in corpus.documents] == [
+        ("good.pdf", "Zorbium melts at forty degrees.")
+    ]
+    assert [s.name for s in corpus.skipped] == ["broken.pdf"]
+    assert corpus.skipped[0].reason.startswith("unreadable PDF")
