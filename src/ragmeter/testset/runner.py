@@ -23,12 +23,11 @@ candidates come from the log, and the calls of the one in progress from the call
 
 from __future__ import annotations
 
-import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -45,15 +44,10 @@ from ragmeter.session import JudgeSession
 from ragmeter.testset.chunking import (
     MAX_CHARS,
     MIN_CHARS,
-    NEAR_IDENTICAL,
-    Chunk,
-    chunk_corpus,
-    deduplicate,
     unit_rows,
 )
-from ragmeter.testset.documents import Corpus, read_documents
-from ragmeter.testset.entities import EntityFinder
 from ragmeter.testset.estimate import candidates_needed, estimate_candidates
+from ragmeter.testset.planning import Corpus, Plan, plans
 from ragmeter.testset.quality import (
     ANSWERS,
     CLOSED_BOOK,
@@ -69,7 +63,6 @@ from ragmeter.testset.queries import (
     DEFAULT_MIX,
     DEFAULT_STYLES,
     KINDS,
-    PAIRED,
     STYLES,
     FollowUp,
     Unanswered,
@@ -135,16 +128,6 @@ class GenerationSummary(BaseModel):
     settings: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class Plan:
-    index: int
-    kind: str
-    style: str
-    persona: str | None
-    chunks: tuple[Chunk, ...]
-    pairing: dict[str, Any] = field(default_factory=dict, compare=False)
-
-
 @dataclass
 class Generated:
     """A run's test set, its rejected candidates and its summary."""
@@ -156,122 +139,6 @@ class Generated:
 
 OnCandidate = Callable[[CandidateRecord, int], None]
 """Called with each judged candidate and the number accepted so far."""
-
-
-def _schedule(mix: Mapping[str, float]) -> Iterator[str]:
-    """Kinds in proportion to their shares, evenly interleaved (smooth weighted round robin)."""
-    credit = dict.fromkeys(mix, 0.0)
-    while True:
-        for kind, share in mix.items():
-            credit[kind] += share
-        best = max(mix, key=lambda k: credit[k])
-        credit[best] -= 1.0
-        yield best
-
-
-class _Corpus:
-    """The chunks, their unit vectors, and the look-ups the planner and checks need."""
-
-    @classmethod
-    def read(
-        cls,
-        documents: Any,
-        embedder: Embedder,
-        max_chars: int,
-        min_chars: int,
-        min_words: int,
-        entities: bool,
-    ) -> _Corpus:
-        """The documents read, chunked and rid of near-copies.
-
-        Raises:
-            ValueError: no chunk is long enough to write a question from.
-        """
-        read = read_documents(documents)
-        chunks, dropped = deduplicate(
-            chunk_corpus(read.documents, max_chars, min_chars), embedder, NEAR_IDENTICAL
-        )
-        corpus = cls(chunks, embedder, min_words, entities)
-        corpus.read_from, corpus.dropped = read, dropped
-        if not corpus.sources:
-            raise ValueError(
-                f"no chunk of at least {min_words} words in the documents ({len(chunks)} "
-                f"chunks from {len(read.documents)} documents, {len(read.skipped)} skipped)"
-            )
-        return corpus
-
-    def __init__(
-        self, chunks: list[Chunk], embedder: Embedder, min_words: int, entities: bool
-    ) -> None:
-        self.chunks = chunks
-        self.vectors = unit_rows(embedder.embed([c.text for c in chunks]))
-        self.embedder = embedder
-        self.sources = [i for i, c in enumerate(chunks) if c.words >= min_words]
-        self.entities = EntityFinder(enabled=entities)
-        self.read_from = Corpus([], [])
-        self.dropped: list[tuple[Chunk, Chunk]] = []
-
-    def nearest(self, question: str, k: int) -> list[str]:
-        vector = unit_rows(self.embedder.embed([question]))[0]
-        order = np.argsort(-(self.vectors @ vector), kind="stable")[:k]
-        return [self.chunks[int(i)].text for i in order]
-
-    def partner(self, source: int, duplicate: float) -> tuple[int, dict[str, Any]] | None:
-        """The chunk a paired question joins to ``source``: among its ten nearest source
-        chunks that are not near-copies, the nearest that shares a named entity with it, else
-        the nearest."""
-        candidates = np.array([i for i in self.sources if i != source])
-        if not candidates.size:
-            return None
-        similar = self.vectors[candidates] @ self.vectors[source]
-        allowed = similar < duplicate
-        if not allowed.any():
-            return None
-        order = [int(candidates[i]) for i in np.argsort(-similar, kind="stable") if allowed[i]]
-        cosine = dict(zip(candidates.tolist(), similar.tolist(), strict=True))
-        mine = self.entities.of(self.chunks[source].text)
-        for other in order[:10]:
-            shared = sorted(mine & self.entities.of(self.chunks[other].text))
-            if shared:
-                return other, {"cosine": round(cosine[other], 4), "shared_entities": shared[:5]}
-        return order[0], {"cosine": round(cosine[order[0]], 4), "shared_entities": []}
-
-
-def _plans(
-    corpus: _Corpus,
-    mix: Mapping[str, float],
-    styles: Mapping[str, float],
-    personas: Sequence[str],
-    seed: int,
-    duplicate: float,
-) -> Iterator[tuple[str, Callable[[], Plan | None]]]:
-    """For each step of the schedule, its kind and a function that plans its next candidate
-    (None when the kind has used every source chunk); called only for kinds still needed."""
-    order = random.Random(seed).sample(corpus.sources, len(corpus.sources))
-    walked = dict.fromkeys(mix, 0)
-    start = {kind: KINDS.index(kind) * len(order) // len(KINDS) for kind in mix}
-    count = 0
-
-    def plan(kind: str) -> Plan | None:
-        nonlocal count
-        while walked[kind] < len(order):
-            source = order[(start[kind] + walked[kind]) % len(order)]
-            walked[kind] += 1
-            chunks, pairing = (corpus.chunks[source],), {}
-            if kind in PAIRED:
-                found = corpus.partner(source, duplicate)
-                if found is None:
-                    continue
-                chunks, pairing = (corpus.chunks[source], corpus.chunks[found[0]]), found[1]
-            draw = random.Random(f"{seed}:{count}")
-            style = draw.choices(list(styles), weights=list(styles.values()))[0]
-            persona = draw.choice(list(personas)) if personas else None
-            count += 1
-            return Plan(count, kind, style, persona, chunks, pairing)
-        return None
-
-    for kind in _schedule(mix):
-        yield kind, lambda kind=kind: plan(kind)  # type: ignore[misc]
 
 
 def _write(plan: Plan, session: JudgeSession) -> Draft:
@@ -309,7 +176,7 @@ def _judge_candidate(
     judge: Judge,
     embedder: Embedder,
     quality: QualityOptions,
-    corpus: _Corpus,
+    corpus: Corpus,
     retries: int,
     repairs: int,
 ) -> CandidateRecord:
@@ -498,7 +365,7 @@ def generate_testset(
         wrap_judge=lambda j: guard(j, meter, workers),
     )
     assert embed_model is not None
-    corpus = _Corpus.read(documents, embed_model, max_chars, min_chars, min_words, entities)
+    corpus = Corpus.read(documents, embed_model, max_chars, min_chars, min_words, entities)
     wanted = quotas(chosen_mix, n)
     limit = max_candidates if max_candidates is not None else n * CANDIDATES_PER_SAMPLE
     paths = output_paths(Path(out)) if out is not None else None
@@ -507,11 +374,11 @@ def generate_testset(
     )
     settings = _settings_key(judge_model, embed_model, checks, max_chars, min_chars)
     run = _Run(wanted, checks, embed_model)
-    plans = _plans(corpus, chosen_mix, chosen_styles, personas, seed, checks.duplicate)
+    planned_order = plans(corpus, chosen_mix, chosen_styles, personas, seed, checks.duplicate)
     stopped = False
     with ThreadPoolExecutor(max_workers=workers) as pool:
         while not run.full() and run.judged < limit and not stopped:
-            batch = run.next_plans(plans, min(workers, limit - run.judged))
+            batch = run.next_plans(planned_order, min(workers, limit - run.judged))
             if not batch:
                 break
             todo = []
@@ -713,11 +580,11 @@ def estimate_testset(
         if embedder is not None and not isinstance(embedder, str)
         else get_embedder(embedder or DEFAULT_EMBEDDER, **(embedder_options or {}))
     )
-    corpus = _Corpus.read(documents, embed_model, max_chars, min_chars, min_words, entities)
+    corpus = Corpus.read(documents, embed_model, max_chars, min_chars, min_words, entities)
     planned = candidates_needed(n)
     run = _Run(quotas(chosen_mix, planned), checks, embed_model)
-    plans = _plans(corpus, chosen_mix, chosen_styles, personas, seed, checks.duplicate)
-    batch = run.next_plans(plans, planned)
+    planned_order = plans(corpus, chosen_mix, chosen_styles, personas, seed, checks.duplicate)
+    batch = run.next_plans(planned_order, planned)
     return estimate_candidates(
         [(p.kind, p.style, [c.text for c in p.chunks]) for p in batch],
         checks.search_k,
