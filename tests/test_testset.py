@@ -733,3 +733,35 @@ def test_a_pdf_is_read_page_by_page_and_a_broken_one_skipped(tmp_path):
     ]
     assert [s.name for s in corpus.skipped] == ["broken.pdf"]
     assert corpus.skipped[0].reason.startswith("unreadable PDF")
+
+
+def test_a_killed_run_resumes_without_asking_any_call_twice(docs, tmp_path):
+    def counting(stop_at: int | None):
+        calls = {"n": 0}
+
+        def respond(request: ChatRequest) -> str | ChatResponse:
+            calls["n"] += 1
+            if calls["n"] == stop_at:
+                raise KeyboardInterrupt  # killed while this call was in flight
+            return reader(request)
+
+        return calls, FakeJudge(responder=respond, model="reader")
+
+    def run(judge: FakeJudge, out: Path, cache: Path | bool):
+        return generate_testset(
+            docs, 3, out=out, judge=judge, embedder=HashingEmbedder(), cache=cache,
+            entities=False, mix="specific=1,multi_hop=1,unanswerable=1",
+        )  # fmt: skip
+
+    whole, judge = counting(None)
+    expected = run(judge, tmp_path / "whole.jsonl", False)
+    total = whole["n"]
+    out, cache = tmp_path / "ts.jsonl", tmp_path / "cache"
+    _, judge = counting(10)
+    with pytest.raises(KeyboardInterrupt):
+        run(judge, out, cache)
+    after, judge = counting(None)
+    resumed = run(judge, out, cache)
+    # The 9 calls answered before the kill are not asked again; the 10th and the rest are.
+    assert after["n"] == total - 9
+    assert resumed.samples == expected.samples
