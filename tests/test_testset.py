@@ -765,3 +765,42 @@ def test_a_killed_run_resumes_without_asking_any_call_twice(docs, tmp_path):
     # The 9 calls answered before the kill are not asked again; the 10th and the rest are.
     assert after["n"] == total - 9
     assert resumed.samples == expected.samples
+
+
+def test_personas_reach_the_prompt_and_misspelt_questions_keep_their_reference(docs):
+    judge = FakeJudge(responder=reader, model="reader")
+    generated = _generate(
+        docs, 1, None, judge, mix="specific=1", styles="misspelt=1", personas=["a geologist"]
+    )
+    # The typo hides a word from the scripted judge's word match, so the first candidates
+    # are found unanswerable: look at what was written, accepted or not.
+    row = generated.rejected[0]
+    assert row["persona"] == "a geologist" and row["style"] == "misspelt"
+    assert "<persona>\na geologist\n</persona>" in judge.history[0].messages[-1].content
+    written = json.loads(reader(judge.history[0]))["question"]  # what the judge wrote
+    assert row["question"] == misspell(written, f"1:{written}") != written
+    assert row["reference"] == json.loads(reader(judge.history[0]))["answer"]
+    assert generated.rejected[0]["reason"] == "not answerable from its chunks"
+
+
+def test_paired_chunks_prefer_a_shared_named_entity(tmp_path):
+    from ragmeter.testset.entities import EntityFinder
+    from ragmeter.testset.planning import Corpus
+
+    if not EntityFinder().available:
+        pytest.skip("spaCy's small English model (the 'attribution' extra) is not installed")
+    texts = {
+        "a.txt": "Ada Lovelace wrote notes on the engine in London. " * 3,
+        "b.txt": "The engine notes were written by a mathematician in the city. " * 3,
+        "c.txt": "Ada Lovelace was born in 1815 and died young. " * 3,
+    }
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text)
+    corpus = Corpus.read(tmp_path, HashingEmbedder(), 1200, 200, 10, entities=True)
+    source = next(i for i, c in enumerate(corpus.chunks) if c.document == "a.txt")
+    plain = Corpus.read(tmp_path, HashingEmbedder(), 1200, 200, 10, entities=False)
+    # By words alone b shares the most with a; with entities, c shares "Ada Lovelace".
+    assert plain.chunks[plain.partner(source, 0.92)[0]].document == "b.txt"
+    other, pairing = corpus.partner(source, 0.92)
+    assert corpus.chunks[other].document == "c.txt"
+    assert "ada lovelace" in pairing["shared_entities"]
