@@ -1,15 +1,15 @@
 """Named entities of chunks, for pairing chunks that speak of the same thing.
 
-spaCy's small English model (the ``attribution`` extra) when it is installed; without it no
-entities are found and chunks are paired by embedding alone.
+spaCy's small English model (the ``attribution`` extra, through KaLMA's ``SpacyRecognizer``)
+when it is installed; without it no entities are found and chunks are paired by embedding
+alone.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any
 
-from ragmeter.attribution.retrieval import SPACY_MODEL, RetrievalError, _spacy_pipeline
+from ragmeter.attribution.retrieval import RetrievalError, SpacyRecognizer
 
 _KINDS = frozenset(
     {"PERSON", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "FAC", "NORP"}
@@ -20,37 +20,29 @@ _KINDS = frozenset(
 class EntityFinder:
     """Entities of a text, lower-cased, cached per text; an empty set without spaCy."""
 
-    def __init__(self, model: str = SPACY_MODEL, *, enabled: bool = True) -> None:
-        self.model = model
-        self._pipeline: Any = None
+    def __init__(self, *, enabled: bool = True) -> None:
+        self._recognize = SpacyRecognizer()
         self._missing = not enabled
         self._cache: dict[str, frozenset[str]] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # a spaCy pipeline is not safe to share between threads
 
     @property
     def available(self) -> bool:
-        return self._load() is not None
-
-    def _load(self) -> Any:
-        if self._pipeline is None and not self._missing:
-            try:
-                self._pipeline = _spacy_pipeline(self.model)
-            except RetrievalError:
-                self._missing = True
-        return self._pipeline
+        self.of("")
+        return not self._missing
 
     def of(self, text: str) -> frozenset[str]:
-        with self._lock:  # spaCy pipelines are not safe to share between threads
+        with self._lock:
             if text not in self._cache:
-                pipeline = self._load()
-                found = (
-                    frozenset(
-                        e.text.strip().casefold()
-                        for e in pipeline(text).ents
-                        if e.label_ in _KINDS and e.text.strip()
-                    )
-                    if pipeline is not None
-                    else frozenset()
-                )
-                self._cache[text] = found
+                self._cache[text] = self._find(text)
             return self._cache[text]
+
+    def _find(self, text: str) -> frozenset[str]:
+        if self._missing:
+            return frozenset()
+        try:
+            mentions = self._recognize(text)
+        except RetrievalError:  # spaCy or its model is not installed
+            self._missing = True
+            return frozenset()
+        return frozenset(m.text.casefold() for m in mentions if m.label in _KINDS and m.text)
