@@ -804,3 +804,24 @@ def test_paired_chunks_prefer_a_shared_named_entity(tmp_path):
     other, pairing = corpus.partner(source, 0.92)
     assert corpus.chunks[other].document == "c.txt"
     assert "ada lovelace" in pairing["shared_entities"]
+
+
+HOSTILE = {
+    "empty.md": b"",
+    "binary.txt": bytes(range(256)) * 10,
+    "table.md": (
+        "| mineral | colour |\n|---|---|\n" + "".join(f"| m{i} | c{i} |\n" for i in range(50))
+    ).encode(),
+    "code.md": ("```python\n" + "x = compute(y) + 1\n" * 300 + "```\n").encode(),
+    "long.txt": "\n".join(f"Line {i} of a long file." for i in range(10_000)).encode(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_each_hostile_file_beside_good_ones_leaves_a_complete_run(docs, tmp_path, name):
+    (docs / name).write_bytes(HOSTILE[name])
+    summary = _generate(docs, 2, tmp_path / "ts.jsonl", mix="specific=1").summary
+    assert summary.status == "complete" and summary.accepted == 2
+    skipped = name in {"empty.md", "binary.txt"}
+    assert (name in summary.skipped_documents) is skipped
+    assert summary.documents == 3 + (not skipped)
