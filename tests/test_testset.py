@@ -825,3 +825,18 @@ def test_each_hostile_file_beside_good_ones_leaves_a_complete_run(docs, tmp_path
     skipped = name in {"empty.md", "binary.txt"}
     assert (name in summary.skipped_documents) is skipped
     assert summary.documents == 3 + (not skipped)
+
+
+def test_the_schedule_gives_each_kind_its_share_evenly():
+    from itertools import islice
+
+    from ragmeter.testset.planning import schedule
+    from ragmeter.testset.queries import DEFAULT_MIX
+
+    first = list(islice(schedule(DEFAULT_MIX), 20))
+    # 20 turns x (0.30, 0.20, 0.15, 0.10, 0.15, 0.10) = 6, 4, 3, 2, 3, 2.
+    assert {k: first.count(k) for k in DEFAULT_MIX} == {
+        "specific": 6, "abstract": 4, "multi_hop": 3, "comparison": 2, "follow_up": 3,
+        "unanswerable": 2,
+    }  # fmt: skip
+    assert first[:2] == ["specific", "abstract"]  # the largest shares come first

@@ -491,9 +491,9 @@ class _Run:
         batch: list[Plan] = []
         pending: Counter[str] = Counter()
         idle = 0
+        if size < 1 or self.full():
+            return batch
         for kind, make in plans:
-            if len(batch) >= size or self.full():
-                break
             short = self.accepted[kind] + pending[kind] < self.wanted[kind]
             if kind in self._exhausted or not short:
                 idle += 1
@@ -507,6 +507,8 @@ class _Run:
                 continue
             pending[kind] += 1
             batch.append(plan)
+            if len(batch) >= size:  # stop before taking the schedule's next turn
+                break
         return batch
 
     def take(self, plan: Plan, record: CandidateRecord, *, resumed: bool) -> None:
