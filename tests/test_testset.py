@@ -840,3 +840,15 @@ def test_the_schedule_gives_each_kind_its_share_evenly():
         "unanswerable": 2,
     }  # fmt: skip
     assert first[:2] == ["specific", "abstract"]  # the largest shares come first
+
+
+def test_what_the_judge_writes_has_no_length_bounds_in_its_schema():
+    # llama.cpp turns a maxLength into as many nested grammar rules and refuses past a limit
+    # (a 1,500-character answer failed every candidate): lengths are checked after parsing.
+    from ragmeter.testset.quality import CLOSED_BOOK
+    from ragmeter.testset.queries import KINDS, STYLES
+
+    schemas = [writing_prompt(k, s).schema for k in KINDS for s in STYLES] + [CLOSED_BOOK.schema]
+    assert not any(re.search(r"(max|min)Length", json.dumps(s)) for s in schemas)
+    with pytest.raises(ValueError, match="is blank"):
+        writing_prompt("specific").parse('{"question": "  ", "answer": "Yes."}')

@@ -84,7 +84,7 @@ UNDERSTOOD_ALONE = YesNoPrompt(
 
 
 class ClosedBookAnswer(BaseModel):
-    answer: str = Field(max_length=1500)
+    answer: str
 
 
 CLOSED_BOOK = Prompt(

@@ -22,8 +22,9 @@ import random
 import re
 from collections.abc import Mapping
 from functools import cache
+from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel
 
 from ragmeter.prompts import Prompt
 
@@ -92,20 +93,32 @@ def quotas(mix: Mapping[str, float], n: int) -> dict[str, int]:
 # --- what the judge writes --------------------------------------------------------------------
 
 
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("is blank: write the text")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_not_blank)]
+"""A text the judge must write. Checked after parsing, not in the JSON schema: a length
+bound in the schema becomes a grammar too large for llama.cpp to build (a 1,500-character
+limit is 1,500 nested rules)."""
+
+
 class Written(BaseModel):
-    question: str = Field(min_length=5, max_length=400)
-    answer: str = Field(min_length=1, max_length=1500)
+    question: Text
+    answer: Text
 
 
 class FollowUp(BaseModel):
-    first_question: str = Field(min_length=5, max_length=400)
-    first_answer: str = Field(min_length=1, max_length=1500)
-    question: str = Field(min_length=3, max_length=400)
-    answer: str = Field(min_length=1, max_length=1500)
+    first_question: Text
+    first_answer: Text
+    question: Text
+    answer: Text
 
 
 class Unanswered(BaseModel):
-    question: str = Field(min_length=5, max_length=400)
+    question: Text
 
 
 _STANDALONE = (
