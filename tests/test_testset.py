@@ -317,6 +317,7 @@ def test_keyword_prompts_ask_for_a_query_and_full_ones_for_a_sentence():
         ("According to the passage, when did Zorbium melt?", True),
         ("What does this excerpt say about rain?", True),
         ("In the given text, who is named?", True),
+        ("What is the difference between the two passages?", True),
         ("Which documents are needed in the application?", False),
         ("What is the text of Article 5 of the treaty?", False),
     ],

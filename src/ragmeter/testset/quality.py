@@ -46,7 +46,8 @@ REFERS_TO_SOURCE = re.compile(
     r"\b(?:according to|as (?:stated|described|mentioned|shown) in|based on)\s+"
     r"(?:the|this|that|these|those)\s+(?:given\s+|provided\s+|above\s+)?"
     r"(?:passage|text|document|excerpt|context|paragraph|article|snippet|source)s?\b"
-    r"|\b(?:the|this|these)\s+(?:given\s+|provided\s+|above\s+)?(?:passage|excerpt|snippet)s?\b"
+    r"|\b(?:the|this|these|both)\s+(?:two\s+|first\s+|second\s+|given\s+|provided\s+|above\s+)?"
+    r"(?:passage|excerpt|snippet)s?\b"
     r"|\b(?:the|this)\s+(?:given|provided|above)\s+(?:text|document|context|article)s?\b"
     r"|\b(?:mentioned|described|stated)\s+above\b",
     re.IGNORECASE,
