@@ -761,6 +761,9 @@ def test_a_killed_run_resumes_without_asking_any_call_twice(docs, tmp_path):
     _, judge = counting(10)
     with pytest.raises(KeyboardInterrupt):
         run(judge, out, cache)
+    # The candidates finished before the kill are already in the test set's file.
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    assert written and written == expected.samples[: len(written)]
     after, judge = counting(None)
     resumed = run(judge, out, cache)
     # The 9 calls answered before the kill are not asked again; the 10th and the rest are.

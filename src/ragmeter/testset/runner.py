@@ -280,6 +280,12 @@ def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     tmp.replace(path)
 
 
+def _write_sets(paths: dict[str, Path], run: _Run) -> None:
+    paths["testset"].parent.mkdir(parents=True, exist_ok=True)
+    _write_jsonl(paths["testset"], run.samples)
+    _write_jsonl(paths["rejected"], run.rejected)
+
+
 def generate_testset(
     documents: Any,
     n: int,
@@ -407,6 +413,8 @@ def generate_testset(
                 run.take(plan, record, resumed=found is not None)
                 if on_candidate is not None:
                     on_candidate(record, len(run.samples))
+            if paths is not None:  # a run killed later still leaves the set so far
+                _write_sets(paths, run)
     status: Literal["complete", "short", "stopped"] = (
         "complete" if len(run.samples) >= n else "stopped" if stopped else "short"
     )
@@ -451,9 +459,7 @@ def generate_testset(
         },
     )
     if paths is not None:
-        paths["testset"].parent.mkdir(parents=True, exist_ok=True)
-        _write_jsonl(paths["testset"], run.samples)
-        _write_jsonl(paths["rejected"], run.rejected)
+        _write_sets(paths, run)
         paths["summary"].write_text(summary.model_dump_json(indent=2))
     return Generated(run.samples, run.rejected, summary)
 
