@@ -35,6 +35,7 @@ from ragmeter.cli.common import (
 )
 from ragmeter.cluster import ModelRecipe
 from ragmeter.judges import Judge
+from ragmeter.judges.registry import get_embedder
 from ragmeter.meta.attribution import (
     Claim,
     calibrate_threshold,
@@ -46,6 +47,7 @@ from ragmeter.meta.mtrag import METRICS as MTRAG_METRICS
 from ragmeter.meta.mtrag import Interval, chosen_metrics, load_mtrag, run_mtrag
 from ragmeter.meta.ragchecker import FIGURES as RAGCHECKER_FIGURES
 from ragmeter.meta.ragchecker import load_ragchecker, run_ragchecker
+from ragmeter.meta.testset import COPY_RUN, K, TestsetReport, testset_report
 from ragmeter.meta.wikieval import DIMENSIONS, METHODS, PAPER_TABLE_4, load_wikieval, run_wikieval
 from ragmeter.metrics import metric_by_name
 
@@ -444,3 +446,74 @@ def _attribution(
         f"{report['truncated_references']} rows had references cut to fit; "
         f"{seconds / max(1, len(claims)):.2f} s per claim this run (cached rows are free)"
     )
+
+
+@app.command("testset")
+def testset_command(
+    testset: Annotated[Path, typer.Argument(help="A test set written by ragmeter generate.")],
+    corpus: Annotated[
+        list[Path], typer.Option(help="The documents to retrieve from (repeat for several).")
+    ],
+    mtrag: Annotated[
+        Path | None,
+        typer.Option(help="MTRAG dev rows: people's questions over their passages, beside."),
+    ] = None,
+    embedder: EmbedderSpec = "minilm",
+    embedder_option: EmbedderOptions = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Also write the figures as JSON to this file.")
+    ] = None,
+) -> None:
+    """Quality of a generated test set: acceptance, support, copying, duplicates, the mix, and
+    BM25 and MiniLM recall@5 of the sources beside people's questions."""
+    console = Console()
+    with user_errors(console):
+        embed_model = get_embedder(embedder, **parse_options(embedder_option, "--embedder-option"))
+        report = testset_report(
+            testset, [str(p) for p in corpus], embedder=embed_model, mtrag=mtrag
+        )
+    for table in testset_tables(report):
+        console.print(table)
+    if out is not None:
+        out.write_text(report.model_dump_json(indent=2))
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def testset_tables(report: TestsetReport) -> list[Table]:
+    """The figures of ``meta testset`` as tables: quality, the mix, and retrieval."""
+    quality = Table(title=f"test set: {report.samples} samples")
+    quality.add_column("figure")
+    quality.add_column("value", justify="right")
+    candidates = "-" if report.candidates is None else str(report.candidates)
+    quality.add_row("candidates judged", candidates)
+    quality.add_row("accepted", _percent(report.acceptance))
+    for reason, count in report.rejected.items():
+        quality.add_row(f"  rejected: {reason}", str(count))
+    quality.add_row("references supported (accepted)", _percent(report.supported_accepted))
+    quality.add_row(
+        "references supported (all that reached the check)", _percent(report.supported_reached)
+    )
+    quality.add_row(f"questions copying {COPY_RUN}+ words of the source", _percent(report.copying))
+    quality.add_row("  people's (MTRAG), same measure", _percent(report.copying_people))
+    quality.add_row("questions with a near-duplicate (cosine >= 0.92)", str(report.duplicates))
+    mix = Table(title="kinds: asked and accepted")
+    for column in ("kind", "asked", "accepted"):
+        mix.add_column(column, justify="left" if column == "kind" else "right")
+    for kind, shares in report.kinds.items():
+        mix.add_row(kind, _percent(shares["asked"]), _percent(shares["accepted"]))
+    retrieval = Table(
+        title=f"recall@{K} of the source ({report.corpus_chunks} chunks"
+        + (
+            f"; people's corpus {report.people_corpus_chunks} chunks)"
+            if report.people_corpus_chunks
+            else ")"
+        )
+    )
+    for column in ("questions", "n", "BM25", "MiniLM"):
+        retrieval.add_column(column, justify="left" if column == "questions" else "right")
+    for name, row in report.recall.items():
+        retrieval.add_row(name, str(row.questions), _percent(row.bm25), _percent(row.minilm))
+    return [quality, mix, retrieval]

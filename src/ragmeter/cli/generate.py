@@ -1,0 +1,172 @@
+"""``ragmeter generate DOCS``: a test set written from a team's own documents.
+
+Exit status: 0 done, 2 bad input or options, 3 stopped at the budget (rerun to continue),
+4 the candidates ran out before N samples were accepted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ragmeter.budget import price_for
+from ragmeter.cli.common import (
+    CacheFlag,
+    EmbedderOptions,
+    EmbedderSpec,
+    JudgeOptions,
+    JudgeSpec,
+    Retries,
+    Workers,
+    parse_options,
+    progress_bar,
+    user_errors,
+)
+from ragmeter.report import estimate_table
+from ragmeter.testset import DEFAULT_MIX, GenerationSummary, generate_testset
+from ragmeter.testset.chunking import MAX_CHARS
+from ragmeter.testset.runner import CandidateRecord, estimate_testset, output_paths
+
+EXIT_STOPPED = 3
+EXIT_SHORT = 4
+
+_MIX_HELP = "Question kinds and their shares, e.g. specific=0.5,multi_hop=0.5. \\[default: " + (
+    ",".join(f"{k}={v:g}" for k, v in DEFAULT_MIX.items()) + "]"
+)
+
+
+def generate_command(
+    docs: Annotated[
+        list[Path], typer.Argument(help="Folders or files: Markdown, text, HTML, PDF.")
+    ],
+    n: Annotated[int, typer.Option("--n", min=1, help="Accepted samples wanted.")] = 20,
+    out: Annotated[
+        Path, typer.Option(help="The test set (JSONL); rerun with it to resume.")
+    ] = Path("testset.jsonl"),
+    judge: JudgeSpec = "local",
+    judge_option: JudgeOptions = None,
+    embedder: EmbedderSpec = "minilm",
+    embedder_option: EmbedderOptions = None,
+    mix: Annotated[str | None, typer.Option(help=_MIX_HELP)] = None,
+    styles: Annotated[
+        str,
+        typer.Option(help="Question styles and their shares: full, keywords, misspelt."),
+    ] = "full",
+    persona: Annotated[
+        list[str] | None,
+        typer.Option(help="Who asks, e.g. 'a new employee' (repeat; one drawn per question)."),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Fixes which chunks, kinds and styles, in order.")] = 0,
+    workers: Workers = 1,
+    max_candidates: Annotated[
+        int | None, typer.Option(help="Candidates judged at most. \\[default: 4 x N]")
+    ] = None,
+    max_calls: Annotated[
+        int | None, typer.Option(help="Stop after this many judge calls (cached ones are free).")
+    ] = None,
+    max_chars: Annotated[int, typer.Option(help="Largest chunk, in characters.")] = MAX_CHARS,
+    check: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Check threshold NAME=VALUE (repeat): answerable, stands_alone, supported, "
+            "closed_book_max, duplicate, search_k."
+        ),
+    ] = None,
+    entities: Annotated[
+        bool, typer.Option(help="Pair chunks that share a named entity first (needs spaCy).")
+    ] = True,
+    dry_run: Annotated[
+        bool, typer.Option(help="Estimate calls and tokens; call no judge.")
+    ] = False,
+    cache: CacheFlag = True,
+    retries: Retries = 2,
+    repairs: Annotated[
+        int, typer.Option(help="Further attempts after a reply that does not fit the schema.")
+    ] = 1,
+) -> None:
+    """Write N questions with references from DOCS, each checked against its source chunks.
+
+    Exit status: 0 done, 2 bad input or options, 3 stopped at the budget (rerun to continue),
+    4 the candidates ran out before N were accepted.
+    """
+    console = Console()
+    sources = [str(p) for p in docs]
+    common = {
+        "mix": mix,
+        "styles": styles,
+        "personas": persona or (),
+        "seed": seed,
+        "max_chars": max_chars,
+        "entities": entities,
+        "quality": parse_options(check, "--check"),
+        "embedder_options": parse_options(embedder_option, "--embedder-option"),
+    }
+    if dry_run:
+        with user_errors(console):
+            expected = estimate_testset(sources, n, judge=judge, embedder=embedder, **common)
+        console.print(estimate_table(expected, title="dry run: expected judge calls by kind"))
+        if price_for(judge) is None:
+            console.print(f"no price known for {judge!r}: the cost is not estimated")
+        console.print("; ".join(expected.notes) + ". No judge was called.")
+        return
+    progress = progress_bar(console)
+    with progress, user_errors(console):
+        task = progress.add_task("accepted", total=n)
+
+        def tick(record: CandidateRecord, accepted: int) -> None:
+            progress.update(task, completed=accepted)
+
+        generated = generate_testset(
+            sources,
+            n,
+            out=out,
+            judge=judge,
+            embedder=embedder,
+            workers=workers,
+            max_candidates=max_candidates,
+            max_calls=max_calls,
+            cache=cache,
+            retries=retries,
+            repairs=repairs,
+            judge_options=parse_options(judge_option, "--judge-option"),
+            on_candidate=tick,
+            **common,  # type: ignore[arg-type]
+        )
+    summary = generated.summary
+    console.print(summary_table(summary))
+    for reason, count in summary.rejected.items():
+        console.print(f"[yellow]rejected {count}[/yellow] — {reason}")
+    for name, reason in summary.skipped_documents.items():
+        console.print(f"[yellow]skipped {name}[/yellow] — {reason}", highlight=False)
+    paths = output_paths(out)
+    per = f"{summary.seconds_per_accepted:.1f}" if summary.seconds_per_accepted else "-"
+    console.print(
+        f"{summary.accepted} of {summary.requested} accepted from {summary.candidates} "
+        f"candidates ({summary.resumed} resumed), {summary.usage.model_calls} model calls, "
+        f"{summary.usage.cached_calls} cached, {per} s per accepted sample; test set in "
+        f"{paths['testset']}, rejected in {paths['rejected']}, summary in {paths['summary']}",
+        highlight=False,
+    )
+    if summary.status == "stopped":
+        console.print("[yellow]Stopped at the budget: rerun the same command to go on.[/yellow]")
+        raise typer.Exit(EXIT_STOPPED)
+    if summary.status == "short":
+        console.print(
+            "[yellow]The candidates ran out before N were accepted: raise --max-candidates, "
+            "give more documents or relax --check.[/yellow]"
+        )
+        raise typer.Exit(EXIT_SHORT)
+
+
+def summary_table(summary: GenerationSummary) -> Table:
+    """Accepted and judged candidates by kind."""
+    table = Table(title=f"test set: {summary.accepted} of {summary.requested} ({summary.judge})")
+    for column in ("kind", "quota", "candidates", "accepted"):
+        table.add_column(column, justify="left" if column == "kind" else "right")
+    for kind, row in summary.kinds.items():
+        table.add_row(kind, str(row["quota"]), str(row["candidates"]), str(row["accepted"]))
+    return table

@@ -1,0 +1,600 @@
+"""``generate_testset()``: questions, references and their source chunks, written by the judge
+from a team's own documents and checked before they are kept.
+
+How a run goes:
+
+1. The documents are read (``documents.py``), cut into chunks and near-copies dropped
+   (``chunking.py``); chunks of at least ``min_words`` words can be a question's source.
+2. Candidates are planned in a fixed order from the seed: kinds interleaved by their shares
+   (``queries.py``), each kind walking the shuffled chunks from its own starting point, a
+   paired kind taking the source chunk's nearest chunk by embedding (a chunk sharing a named
+   entity with it first, when spaCy is installed) as the second; style and persona drawn per
+   candidate. A kind stops being planned once it has its quota of accepted samples.
+3. Each candidate is written by the judge (a typed prompt; an unusable reply after the
+   session's repairs rejects it with the reason) and checked (``quality.py``).
+4. Candidates that passed are accepted in plan order unless their question is a near-copy of
+   an accepted one (embedding cosine >= 0.92); ``n`` counts accepted samples.
+
+Every judged candidate is appended to ``<out>.candidates.jsonl`` (a ``RecordLog``) under a
+key made of everything that shapes it (its chunks, kind, style, persona, the prompts, the
+judge's identity and the check thresholds), so a rerun after a kill asks nothing twice: judged
+candidates come from the log, and the calls of the one in progress from the call cache.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from ragmeter.budget import Budget, BudgetExhausted, Estimate, Meter, guard, price_for
+from ragmeter.judges import Embedder, Judge, resolve_models
+from ragmeter.judges.base import identity_of
+from ragmeter.judges.registry import DEFAULT_EMBEDDER, get_embedder
+from ragmeter.records import RecordLog, digest
+from ragmeter.score import Unscorable, Usage
+from ragmeter.session import JudgeSession
+from ragmeter.testset.chunking import (
+    MAX_CHARS,
+    MIN_CHARS,
+    unit_rows,
+)
+from ragmeter.testset.estimate import candidates_needed, estimate_candidates
+from ragmeter.testset.planning import Corpus, Plan, plans
+from ragmeter.testset.quality import (
+    ANSWERS,
+    CLOSED_BOOK,
+    STANDS_ALONE,
+    UNDERSTOOD_ALONE,
+    Draft,
+    QualityOptions,
+    Rejected,
+    check,
+)
+from ragmeter.testset.queries import (
+    DECLINE,
+    DEFAULT_MIX,
+    DEFAULT_STYLES,
+    KINDS,
+    STYLES,
+    FollowUp,
+    Unanswered,
+    Written,
+    misspell,
+    parse_mix,
+    quotas,
+    writing_prompt,
+)
+
+MIN_WORDS = 25
+"""A chunk shorter than this (a heading, a table's header) is not a question's source."""
+CANDIDATES_PER_SAMPLE = 4
+"""The default cap on candidates: ``n`` times this."""
+WRITE_TOKENS = 400
+
+Outcome = Literal["passed", "rejected"]
+Status = Literal["accepted", "rejected", "surplus"]
+
+
+class CandidateRecord(BaseModel):
+    """One judged candidate, as the candidates log keeps it."""
+
+    key: str
+    kind: str
+    style: str
+    persona: str | None = None
+    sources: list[dict[str, Any]]
+    """Each source chunk's document, offsets and heading."""
+    outcome: Outcome
+    reason: str | None = None
+    detail: str | None = None
+    question: str | None = None
+    reference: str | None = None
+    history: list[dict[str, str]] = Field(default_factory=list)
+    checks: dict[str, Any] = Field(default_factory=dict)
+    usage: Usage = Field(default_factory=Usage)
+    seconds: float = 0.0
+
+
+class GenerationSummary(BaseModel):
+    """What a run made and why it kept or dropped each candidate (``<out>.summary.json``)."""
+
+    status: Literal["complete", "short", "stopped"]
+    """``short``: the candidates ran out before ``n`` were accepted; ``stopped``: the budget
+    ran out (rerun to continue)."""
+    requested: int
+    accepted: int
+    candidates: int
+    resumed: int
+    rejected: dict[str, int]
+    """Rejected candidates by reason."""
+    kinds: dict[str, dict[str, int]]
+    """Per kind: quota, candidates, accepted."""
+    documents: int
+    skipped_documents: dict[str, str]
+    chunks: int
+    near_identical_chunks: int
+    judge: str
+    usage: Usage
+    seconds: float
+    seconds_per_accepted: float | None
+    settings: dict[str, Any]
+
+
+@dataclass
+class Generated:
+    """A run's test set, its rejected candidates and its summary."""
+
+    samples: list[dict[str, Any]]
+    rejected: list[dict[str, Any]]
+    summary: GenerationSummary
+
+
+OnCandidate = Callable[[CandidateRecord, int], None]
+"""Called with each judged candidate and the number accepted so far."""
+
+
+def _write(plan: Plan, session: JudgeSession) -> Draft:
+    """The judge's question and reference for ``plan`` (``Unscorable`` when unusable)."""
+    prompt = writing_prompt(plan.kind, plan.style)
+    if len(plan.chunks) == 2:
+        inputs: dict[str, str] = {
+            "passage 1": plan.chunks[0].text,
+            "passage 2": plan.chunks[1].text,
+        }
+    else:
+        inputs = {"passage": plan.chunks[0].text}
+    if plan.persona:
+        inputs["persona"] = plan.persona
+    reply = session.ask(prompt, inputs, max_tokens=WRITE_TOKENS)
+    texts = [c.text for c in plan.chunks]
+    if isinstance(reply, FollowUp):
+        history = [
+            {"role": "user", "content": reply.first_question.strip()},
+            {"role": "assistant", "content": reply.first_answer.strip()},
+        ]
+        return Draft(plan.kind, reply.question.strip(), reply.answer.strip(), texts, history)
+    if isinstance(reply, Unanswered):
+        return Draft(plan.kind, reply.question.strip(), DECLINE, [])
+    assert isinstance(reply, Written)
+    question = reply.question.strip()
+    if plan.style == "misspelt":
+        question = misspell(question, f"{plan.index}:{question}")
+    return Draft(plan.kind, question, reply.answer.strip(), texts)
+
+
+def _judge_candidate(
+    plan: Plan,
+    key: str,
+    judge: Judge,
+    embedder: Embedder,
+    quality: QualityOptions,
+    corpus: Corpus,
+    retries: int,
+    repairs: int,
+) -> CandidateRecord:
+    started = time.perf_counter()
+    session = JudgeSession(judge, embedder, retries=retries, repairs=repairs)
+    record = CandidateRecord(
+        key=key,
+        kind=plan.kind,
+        style=plan.style,
+        persona=plan.persona,
+        sources=[{**c.citation(), "heading": c.heading} for c in plan.chunks],
+        outcome="passed",
+    )
+    if plan.pairing:
+        record.checks["pairing"] = plan.pairing
+    try:
+        draft = _write(plan, session)
+        record.question, record.reference, record.history = (
+            draft.question,
+            draft.reference,
+            draft.history,
+        )
+        check(draft, session, quality, corpus.nearest, record.checks)
+    except Rejected as exc:
+        record.outcome, record.reason, record.detail = "rejected", exc.reason, exc.detail
+    except Unscorable as exc:
+        record.outcome, record.reason, record.detail = "rejected", "unusable reply", exc.reason
+    record.usage = session.usage
+    record.seconds = round(time.perf_counter() - started, 3)
+    return record
+
+
+def _sample_row(record: CandidateRecord, plan_chunks: Sequence[str]) -> dict[str, Any]:
+    """A test-set line: ragmeter's names and ragas's (``user_input``, ``reference``,
+    ``reference_contexts``) side by side, so both read it as it is."""
+    assert record.question is not None
+    row: dict[str, Any] = {
+        "id": f"testset-{record.key[:12]}",
+        "question": record.question,
+        "user_input": record.question,
+        "reference": record.reference,
+        # An unanswerable question has no source: its chunk only gave the topic.
+        "reference_contexts": [] if record.kind == "unanswerable" else list(plan_chunks),
+    }
+    if record.history:
+        row["history"] = record.history
+    row["metadata"] = {
+        "kind": record.kind,
+        "style": record.style,
+        "persona": record.persona,
+        "sources": record.sources,
+        "documents": sorted({s["document"] for s in record.sources}),
+        "checks": record.checks,
+    }
+    return row
+
+
+def _settings_key(
+    judge: Judge,
+    embedder: Embedder,
+    quality: QualityOptions,
+    max_chars: int,
+    min_chars: int,
+) -> str:
+    prompts = [writing_prompt(k, s).version for k in KINDS for s in STYLES]
+    checks = [p.version for p in (ANSWERS, STANDS_ALONE, UNDERSTOOD_ALONE, CLOSED_BOOK)]
+    return digest(
+        identity_of(judge).digest,
+        identity_of(embedder).digest,
+        quality.identity(),
+        prompts,
+        checks,
+        DECLINE,
+        max_chars,
+        min_chars,
+    )
+
+
+def _candidate_key(settings: str, plan: Plan) -> str:
+    return digest(
+        settings, plan.kind, plan.style, plan.persona, [(c.id, c.text) for c in plan.chunks]
+    )
+
+
+def output_paths(out: Path) -> dict[str, Path]:
+    """Where a run writes: the test set, the candidates log, the rejected, the summary."""
+    stem = out.with_suffix("") if out.suffix else out
+    return {
+        "testset": out,
+        "candidates": stem.with_name(stem.name + ".candidates.jsonl"),
+        "rejected": stem.with_name(stem.name + ".rejected.jsonl"),
+        "summary": stem.with_name(stem.name + ".summary.json"),
+    }
+
+
+def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    import json
+
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    tmp.replace(path)
+
+
+def _write_sets(paths: dict[str, Path], run: _Run) -> None:
+    paths["testset"].parent.mkdir(parents=True, exist_ok=True)
+    _write_jsonl(paths["testset"], run.samples)
+    _write_jsonl(paths["rejected"], run.rejected)
+
+
+def generate_testset(
+    documents: Any,
+    n: int,
+    *,
+    out: str | Path | None = None,
+    judge: str | Judge = "local",
+    embedder: str | Embedder | None = None,
+    mix: str | Mapping[str, float] | None = None,
+    styles: str | Mapping[str, float] | None = None,
+    personas: Sequence[str] = (),
+    seed: int = 0,
+    workers: int = 1,
+    max_candidates: int | None = None,
+    max_calls: int | None = None,
+    max_chars: int = MAX_CHARS,
+    min_chars: int = MIN_CHARS,
+    min_words: int = MIN_WORDS,
+    entities: bool = True,
+    quality: QualityOptions | Mapping[str, Any] | None = None,
+    cache: bool | str | Path = True,
+    retries: int = 2,
+    repairs: int = 1,
+    judge_options: Mapping[str, Any] | None = None,
+    embedder_options: Mapping[str, Any] | None = None,
+    on_candidate: OnCandidate | None = None,
+) -> Generated:
+    """Write ``n`` checked questions with references from ``documents``.
+
+    Args:
+        documents: a folder or file path, or a list of paths, texts, LangChain ``Document``s
+            or LlamaIndex nodes (see ``read_documents``).
+        n: accepted samples wanted.
+        out: the test set (JSONL); beside it ``.candidates.jsonl`` (every judged candidate:
+            rerunning with the same ``out`` resumes from it), ``.rejected.jsonl`` and
+            ``.summary.json``. None keeps everything in memory (no resuming).
+        judge: a spec (``"local"``, ``"openai:gpt-4o-mini"``) or a ``Judge``.
+        embedder: a spec or an ``Embedder``; MiniLM by default.
+        mix: kind shares, ``"specific=0.3,abstract=0.2,..."``; ``DEFAULT_MIX`` when None.
+        styles: style shares (``full``, ``keywords``, ``misspelt``); all ``full`` when None.
+        personas: who asks (one drawn per candidate); none by default.
+        seed: fixes the plan: which chunks, kinds, styles and personas, in which order.
+        workers: candidates judged at once; with more than one, a kind can get a passed
+            candidate past its quota (kept as ``surplus``), so the set depends on the seed and
+            the number of workers.
+        max_candidates: candidates judged at most; ``n`` x 4 when None.
+        max_calls: judge calls that reach the model (cached calls are free); when they run
+            out the run stops cleanly, status ``stopped``, and a rerun resumes.
+        max_chars, min_chars: chunk size limit, and the size below which a section joins the
+            next.
+        min_words: the shortest chunk a question is written from.
+        entities: pair chunks that share a named entity first (needs spaCy, the
+            ``attribution`` extra; without it, or False, pairs are made by embedding alone).
+        quality: the check thresholds (``QualityOptions``).
+        cache: the call cache: True for the user cache folder, a path, or False.
+        retries, repairs: further attempts after a failed call, and after an unusable reply.
+        judge_options, embedder_options: the providers' options when given by spec.
+        on_candidate: called with each judged candidate and the count accepted so far.
+
+    Raises:
+        ValueError: bad options, or documents that give no chunk to write from.
+    """
+    if n < 1:
+        raise ValueError("n must be at least 1")
+    if workers < 1:
+        raise ValueError("workers must be at least 1")
+    chosen_mix = parse_mix(mix if mix is not None else DEFAULT_MIX, KINDS, "question kind")
+    chosen_styles = parse_mix(
+        styles if styles is not None else DEFAULT_STYLES, STYLES, "question style"
+    )
+    checks = (
+        quality
+        if isinstance(quality, QualityOptions)
+        else QualityOptions.parse(quality, "the test-set checks")
+    )
+    clock = time.perf_counter()
+    meter = Meter(Budget(max_calls=max_calls), price_for(_name(judge))) if max_calls else None
+    judge_model, embed_model = resolve_models(
+        judge,
+        embedder,
+        cache=cache,
+        judge_options=judge_options,
+        embedder_options=embedder_options,
+        wrap_judge=lambda j: guard(j, meter, workers),
+    )
+    assert embed_model is not None
+    corpus = Corpus.read(documents, embed_model, max_chars, min_chars, min_words, entities)
+    wanted = quotas(chosen_mix, n)
+    limit = max_candidates if max_candidates is not None else n * CANDIDATES_PER_SAMPLE
+    paths = output_paths(Path(out)) if out is not None else None
+    log: RecordLog[CandidateRecord] | None = (
+        RecordLog(paths["candidates"], CandidateRecord) if paths else None
+    )
+    settings = _settings_key(judge_model, embed_model, checks, max_chars, min_chars)
+    run = _Run(wanted, checks, embed_model)
+    planned_order = plans(corpus, chosen_mix, chosen_styles, personas, seed, checks.duplicate)
+    stopped = False
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        while not run.full() and run.judged < limit and not stopped:
+            batch = run.next_plans(planned_order, min(workers, limit - run.judged))
+            if not batch:
+                break
+            todo = []
+            for plan in batch:
+                key = _candidate_key(settings, plan)
+                found = log.get(key) if log is not None else None
+                todo.append((plan, key, found))
+
+            def judged(item: tuple[Plan, str, CandidateRecord | None]) -> CandidateRecord | None:
+                plan, key, found = item
+                if found is not None:
+                    return found
+                try:
+                    return _judge_candidate(
+                        plan, key, judge_model, embed_model, checks, corpus, retries, repairs
+                    )
+                except BudgetExhausted:
+                    return None
+
+            for (plan, _, found), record in zip(todo, pool.map(judged, todo), strict=True):
+                if record is None:
+                    stopped = True
+                    continue
+                if found is None and log is not None:
+                    log.append(record)
+                run.take(plan, record, resumed=found is not None)
+                if on_candidate is not None:
+                    on_candidate(record, len(run.samples))
+            if paths is not None:  # a run killed later still leaves the set so far
+                _write_sets(paths, run)
+    status: Literal["complete", "short", "stopped"] = (
+        "complete" if len(run.samples) >= n else "stopped" if stopped else "short"
+    )
+    seconds = time.perf_counter() - clock
+    summary = GenerationSummary(
+        status=status,
+        requested=n,
+        accepted=len(run.samples),
+        candidates=run.judged,
+        resumed=run.resumed,
+        rejected=dict(Counter(r["reason"] for r in run.rejected).most_common()),
+        kinds={
+            kind: {
+                "quota": wanted[kind],
+                "candidates": run.tried[kind],
+                "accepted": run.accepted[kind],
+            }
+            for kind in wanted
+        },
+        documents=len(corpus.read_from.documents),
+        skipped_documents={s.name: s.reason for s in corpus.read_from.skipped},
+        chunks=len(corpus.chunks),
+        near_identical_chunks=len(corpus.dropped),
+        judge=judge_model.name,
+        usage=run.usage,
+        seconds=round(seconds, 2),
+        seconds_per_accepted=round(run.seconds / len(run.samples), 2) if run.samples else None,
+        settings={
+            "n": n,
+            "mix": chosen_mix,
+            "styles": chosen_styles,
+            "personas": list(personas),
+            "seed": seed,
+            "workers": workers,
+            "max_candidates": limit,
+            "max_calls": max_calls,
+            "max_chars": max_chars,
+            "min_chars": min_chars,
+            "min_words": min_words,
+            "entities": corpus.entities.available,
+            "checks": checks.model_dump(),
+        },
+    )
+    if paths is not None:
+        _write_sets(paths, run)
+        paths["summary"].write_text(summary.model_dump_json(indent=2))
+    return Generated(run.samples, run.rejected, summary)
+
+
+def _name(judge: str | Judge) -> str:
+    return judge if isinstance(judge, str) else judge.name
+
+
+class _Run:
+    """What a run has accepted so far, and the choice of the next candidates."""
+
+    def __init__(self, wanted: dict[str, int], quality: QualityOptions, embedder: Embedder):
+        self.wanted = wanted
+        self.quality = quality
+        self.embedder = embedder
+        self.accepted: Counter[str] = Counter()
+        self.tried: Counter[str] = Counter()
+        self.samples: list[dict[str, Any]] = []
+        self.rejected: list[dict[str, Any]] = []
+        self.vectors: list[np.ndarray] = []
+        self.judged = 0
+        self.resumed = 0
+        self.usage = Usage()
+        self.seconds = 0.0
+        self._exhausted: set[str] = set()
+
+    def full(self) -> bool:
+        return all(self.accepted[k] >= q or k in self._exhausted for k, q in self.wanted.items())
+
+    def next_plans(
+        self, plans: Iterator[tuple[str, Callable[[], Plan | None]]], size: int
+    ) -> list[Plan]:
+        """Up to ``size`` planned candidates of kinds still short of their quota (counting
+        the ones planned in this batch as if they passed)."""
+        batch: list[Plan] = []
+        pending: Counter[str] = Counter()
+        idle = 0
+        if size < 1 or self.full():
+            return batch
+        for kind, make in plans:
+            short = self.accepted[kind] + pending[kind] < self.wanted[kind]
+            if kind in self._exhausted or not short:
+                idle += 1
+                if idle > 10 * len(KINDS):  # every kind is full or out of chunks
+                    break
+                continue
+            idle = 0
+            plan = make()
+            if plan is None:
+                self._exhausted.add(kind)
+                continue
+            pending[kind] += 1
+            batch.append(plan)
+            if len(batch) >= size:  # stop before taking the schedule's next turn
+                break
+        return batch
+
+    def take(self, plan: Plan, record: CandidateRecord, *, resumed: bool) -> None:
+        """Count a judged candidate and accept it when it passed, its kind is short, and its
+        question is no near-copy of an accepted one."""
+        self.judged += 1
+        self.resumed += resumed
+        self.tried[record.kind] += 1
+        self.usage.add(record.usage)
+        self.seconds += record.seconds
+        status: Status = "rejected"
+        reason, detail = record.reason, record.detail
+        if record.outcome == "passed":
+            assert record.question is not None
+            vector = unit_rows(self.embedder.embed([record.question]))[0]
+            cosines = [float(v @ vector) for v in self.vectors]
+            closest = max(cosines, default=0.0)
+            record.checks["nearest_accepted_cosine"] = round(closest, 4)
+            if self.accepted[record.kind] >= self.wanted[record.kind]:
+                status, reason, detail = "surplus", "surplus", "its kind's quota was full"
+            elif closest >= self.quality.duplicate:
+                copy = self.samples[int(np.argmax(cosines))]["question"]
+                reason, detail = "near-duplicate", f"cosine {closest:.3f} to {copy!r}"
+            else:
+                status = "accepted"
+                self.vectors.append(vector)
+                self.accepted[record.kind] += 1
+                self.samples.append(_sample_row(record, [c.text for c in plan.chunks]))
+        if status != "accepted":
+            self.rejected.append(
+                {
+                    "status": status,
+                    "reason": reason,
+                    "detail": detail,
+                    **record.model_dump(exclude={"outcome", "reason", "detail"}),
+                }
+            )
+
+
+def estimate_testset(
+    documents: Any,
+    n: int,
+    *,
+    judge: str = "local",
+    embedder: str | Embedder | None = None,
+    mix: str | Mapping[str, float] | None = None,
+    styles: str | Mapping[str, float] | None = None,
+    personas: Sequence[str] = (),
+    seed: int = 0,
+    max_chars: int = MAX_CHARS,
+    min_chars: int = MIN_CHARS,
+    min_words: int = MIN_WORDS,
+    entities: bool = True,
+    quality: QualityOptions | Mapping[str, Any] | None = None,
+    embedder_options: Mapping[str, Any] | None = None,
+) -> Estimate:
+    """The judge calls, tokens and (for a judge with a known price) cost of
+    ``generate_testset`` with the same arguments, without calling the judge: the candidates
+    it would plan first, each taken through every check (see ``estimate.py``)."""
+    chosen_mix = parse_mix(mix if mix is not None else DEFAULT_MIX, KINDS, "question kind")
+    chosen_styles = parse_mix(
+        styles if styles is not None else DEFAULT_STYLES, STYLES, "question style"
+    )
+    checks = (
+        quality
+        if isinstance(quality, QualityOptions)
+        else QualityOptions.parse(quality, "the test-set checks")
+    )
+    embed_model = (
+        embedder
+        if embedder is not None and not isinstance(embedder, str)
+        else get_embedder(embedder or DEFAULT_EMBEDDER, **(embedder_options or {}))
+    )
+    corpus = Corpus.read(documents, embed_model, max_chars, min_chars, min_words, entities)
+    planned = candidates_needed(n)
+    run = _Run(quotas(chosen_mix, planned), checks, embed_model)
+    planned_order = plans(corpus, chosen_mix, chosen_styles, personas, seed, checks.duplicate)
+    batch = run.next_plans(planned_order, planned)
+    return estimate_candidates(
+        [(p.kind, p.style, [c.text for c in p.chunks]) for p in batch],
+        checks.search_k,
+        price_for(judge),
+    )
