@@ -264,3 +264,10 @@ def test_the_cost_estimate_plans_the_calls_the_metric_makes(name):
     planned = metric_by_name(name).planned_calls(SAMPLE)
     assert len(planned) == len(scored(name)[2].history)
     assert all(completion == 1 for _, completion in planned)  # one Yes/No token each
+
+
+def test_an_answer_without_claims_is_unscored_before_any_check():
+    headings_only = SAMPLE.model_copy(update={"answer": "# Paris\n---"})
+    value, explanation, judge = scored("answer_correctness", headings_only)
+    assert value is None and explanation == {"reason": "the answer yields no claims to check"}
+    assert judge.history == []

@@ -37,6 +37,7 @@ from ragmeter.prompts import (
     yes_no_call,
 )
 from ragmeter.sample import Sample
+from ragmeter.score import Unscorable
 from ragmeter.session import JudgeSession, Question
 from ragmeter.text import split_sentences
 
@@ -311,8 +312,9 @@ def claim_table(
     """The blocks ``parts`` of ``sample``'s table, all asked in one batch.
 
     Only the claims the parts need are made: the reference's are not written for a metric that
-    checks only the answer's. Raises ``Unscorable`` (through the session) when the judge cannot
-    answer a check after its retries."""
+    checks only the answer's. Raises ``Unscorable`` when a text whose claims are needed yields
+    none (before any check is asked), or, through the session, when the judge cannot answer a
+    check after its retries."""
     reference = sample.reference or ""
     needs = claims_needed(parts)
     asked = sample.asked()
@@ -320,6 +322,9 @@ def claim_table(
         side: claims_of(text, source, session, asked) if side in needs else []
         for side, text in (("answer", sample.answer), ("reference", reference))
     }
+    for side in sorted(needs):
+        if not claims[side]:
+            raise Unscorable(f"the {side} yields no claims to check")
     table = ClaimTable(claims["answer"], claims["reference"], list(sample.contexts))
     texts: dict[str, list[str]] = {
         "answer": [sample.answer],

@@ -221,10 +221,7 @@ def run_ragchecker(
         executor=executor,
     )
     scores = {s.sample_id: s for s in result.scores}
-    reasons: dict[str, int] = {}
-    for score in result.scores:
-        if not score.scored:
-            reasons[str(score.unscored_reason)] = reasons.get(str(score.unscored_reason), 0) + 1
+    (summary,) = result.summary()
     timed: dict[str, float] = {}
     calls = claims = 0
     for score in result.scores:
@@ -237,7 +234,7 @@ def run_ragchecker(
             )
     return RagcheckerReport(
         correlations=agreement(instances, scores),
-        unscored_reasons=reasons,
+        unscored_reasons=summary.unscored_reasons,
         seconds_per_instance=median(timed.values()) if timed else None,
         checks_per_claim=calls / claims if claims else None,
         judge=result.run.judge,

@@ -286,6 +286,25 @@ def _write_sets(paths: dict[str, Path], run: _Run) -> None:
     _write_jsonl(paths["rejected"], run.rejected)
 
 
+def _chosen(
+    mix: Mapping[str, float] | str | None,
+    styles: Mapping[str, float] | str | None,
+    quality: QualityOptions | Mapping[str, Any] | None,
+) -> tuple[dict[str, float], dict[str, float], QualityOptions]:
+    """The question kinds, styles and checks asked for, validated (defaults where None); what
+    ``generate_testset`` and ``estimate_testset`` both start from."""
+    chosen_mix = parse_mix(mix if mix is not None else DEFAULT_MIX, KINDS, "question kind")
+    chosen_styles = parse_mix(
+        styles if styles is not None else DEFAULT_STYLES, STYLES, "question style"
+    )
+    checks = (
+        quality
+        if isinstance(quality, QualityOptions)
+        else QualityOptions.parse(quality, "the test-set checks")
+    )
+    return chosen_mix, chosen_styles, checks
+
+
 def generate_testset(
     documents: Any,
     n: int,
@@ -351,15 +370,7 @@ def generate_testset(
         raise ValueError("n must be at least 1")
     if workers < 1:
         raise ValueError("workers must be at least 1")
-    chosen_mix = parse_mix(mix if mix is not None else DEFAULT_MIX, KINDS, "question kind")
-    chosen_styles = parse_mix(
-        styles if styles is not None else DEFAULT_STYLES, STYLES, "question style"
-    )
-    checks = (
-        quality
-        if isinstance(quality, QualityOptions)
-        else QualityOptions.parse(quality, "the test-set checks")
-    )
+    chosen_mix, chosen_styles, checks = _chosen(mix, styles, quality)
     clock = time.perf_counter()
     meter = Meter(Budget(max_calls=max_calls), price_for(_name(judge))) if max_calls else None
     judge_model, embed_model = resolve_models(
@@ -574,15 +585,7 @@ def estimate_testset(
     """The judge calls, tokens and (for a judge with a known price) cost of
     ``generate_testset`` with the same arguments, without calling the judge: the candidates
     it would plan first, each taken through every check (see ``estimate.py``)."""
-    chosen_mix = parse_mix(mix if mix is not None else DEFAULT_MIX, KINDS, "question kind")
-    chosen_styles = parse_mix(
-        styles if styles is not None else DEFAULT_STYLES, STYLES, "question style"
-    )
-    checks = (
-        quality
-        if isinstance(quality, QualityOptions)
-        else QualityOptions.parse(quality, "the test-set checks")
-    )
+    chosen_mix, chosen_styles, checks = _chosen(mix, styles, quality)
     embed_model = (
         embedder
         if embedder is not None and not isinstance(embedder, str)
