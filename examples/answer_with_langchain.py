@@ -1,7 +1,7 @@
 """Answer a generated test set with a LangChain retrieval chain, ready for ``ragmeter evaluate``.
 
-    ragmeter generate examples/handbook --n 6 --mix specific=3,abstract=2,multi_hop=1
-    python examples/answer_with_langchain.py testset.jsonl examples/handbook --out answered.jsonl
+    ragmeter generate examples/handbook --n 6 --mix specific=4,abstract=2 --out testset.jsonl
+    python examples/answer_with_langchain.py testset.jsonl examples/handbook   # answered.jsonl
     ragmeter evaluate answered.jsonl --metrics diagnosis --html report.html
 
 The chain here is a stand-in for yours, built from what runs offline: the retriever is the
@@ -10,7 +10,9 @@ LangChain's ``InMemoryVectorStore``; the generator is the bundled offline judge 
 LLM here without a network), wrapped as a LangChain runnable. It is a small model, so expect
 modest answers: what matters is that the evaluation says which part failed. To evaluate your
 own system, replace ``build_chain`` with your chain; reading the test set, the adapter
-(``sample_from_chain``) and writing the answered rows stay as they are.
+(``sample_from_chain``) and writing the answered rows stay as they are. A LlamaIndex query
+engine goes through its adapter the same way: ``sample_from_response(question,
+engine.query(question))`` gives the sample whose ``answer`` and ``contexts`` a row takes.
 
 Each row of the test set is asked as ``{"input": question, "chat_history": earlier turns}`` (a
 follow-up has its first turn in ``history``). The chain's output goes through ragmeter's
