@@ -183,12 +183,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--k", type=int, default=3, help="Chunks retrieved per question.")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    rows = read_testset(args.testset)
-    # Behind ragmeter's call cache: running this again answers from the cache.
-    judge, embedder = resolve_models(args.judge, args.embedder)
-    assert embedder is not None
-    chain = build_chain(build_retriever(args.docs, embedder, args.k), as_chat_model(judge))
-    answered = answer_rows(chain, rows)
+    try:
+        rows = read_testset(args.testset)
+        # Behind ragmeter's call cache: running this again answers from the cache.
+        judge, embedder = resolve_models(args.judge, args.embedder)
+        assert embedder is not None
+        chain = build_chain(build_retriever(args.docs, embedder, args.k), as_chat_model(judge))
+        answered = answer_rows(chain, rows)
+    except (DatasetError, FileNotFoundError) as error:
+        parser.exit(2, f"{args.testset}: {error}\n")
     with args.out.open("w", encoding="utf-8") as out:
         out.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in answered)
     seconds = time.perf_counter() - started

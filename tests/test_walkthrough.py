@@ -202,11 +202,15 @@ def test_a_follow_up_is_asked_after_its_conversation():
     assert request.messages[3].content.endswith("Question: And how long does that take?")
 
 
-def test_a_bad_row_is_named_by_its_line_and_field(tmp_path):
+def test_a_bad_row_is_named_by_its_line_and_field(tmp_path, capsys):
     testset = tmp_path / "testset.jsonl"
     testset.write_text('{"question": "Q?"}\n\n{"reference": "A."}\n')
     with pytest.raises(DatasetError, match=r"row 3, field 'question': missing"):
         walk.read_testset(testset)
+    with pytest.raises(SystemExit) as stopped:
+        walk.main([str(testset), str(HANDBOOK), "--judge", "fake", "--embedder", "fake"])
+    assert stopped.value.code == 2
+    assert "row 3, field 'question': missing" in capsys.readouterr().err
     chain = walk.RunnableLambda(lambda inputs: {"context": [], "reply": "A."})
     with pytest.raises(DatasetError, match=r"row 7, field 'answer': the chain's output has none"):
         walk.answer_rows(chain, [(7, {"question": "Q?"})])
