@@ -1,0 +1,125 @@
+"""``generate`` spread over a real Ray cluster (a head node started here, as ``test_ray`` starts
+one): two workers, each with its own scripted judge, must write the set a run in one process
+writes with the same batch (two candidates at once), ask the judge as often, share one budget,
+and on a rerun ask nothing.
+
+The workers' judges live in other processes, so each writes a line per request to a file: the
+count over every worker."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ragmeter.judges.base import ChatRequest, ChatResponse
+from ragmeter.judges.fake import FakeJudge
+
+from .test_testset import FACTS, _generate, reader
+
+ray = pytest.importorskip("ray", reason="needs the 'ray' extra")
+
+from ragmeter.cluster import RayExecutor  # noqa: E402
+
+from .ray_cluster import local_head  # noqa: E402
+
+MIX = "specific=1,multi_hop=1,follow_up=1,unanswerable=1"
+PERSONA = "A mineral collector who wants to know where rare stones come from and what they do."
+
+
+@dataclass
+class Logged:
+    """The scripted reader of ``test_testset``, writing ``PERSONA`` when asked for personas,
+    and a line to ``calls`` for every request (from whichever process it runs in)."""
+
+    calls: Path | None = None
+
+    def __call__(self, request: ChatRequest) -> str | ChatResponse:
+        if self.calls is not None:
+            with self.calls.open("a") as log:
+                log.write(request.messages[0].content[:40].replace("\n", " ") + "\n")
+        if "describe the people" in request.messages[0].content:
+            return json.dumps({"personas": [PERSONA]})
+        return reader(request)
+
+
+def asked(calls: Path) -> int:
+    return len(calls.read_text().splitlines()) if calls.exists() else 0
+
+
+@pytest.fixture(scope="module")
+def cluster() -> str:
+    with local_head(cpus=2) as address:
+        yield address
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    (tmp_path / "docs").mkdir()
+    for name, text in FACTS.items():
+        (tmp_path / "docs" / name).write_text(text)
+    return tmp_path / "docs"
+
+
+def on_ray(cluster: str, docs: Path, out: Path, calls: Path, **kwargs):
+    judge = FakeJudge(responder=Logged(calls), model="reader")
+    return _generate(
+        docs, 4, out, judge, mix=MIX, executor=RayExecutor(address=cluster, actors=2), **kwargs
+    )
+
+
+def test_ray_writes_the_set_of_a_thread_run_and_a_rerun_asks_nothing(cluster, docs, tmp_path):
+    here = FakeJudge(responder=Logged(), model="reader")
+    threads = _generate(
+        docs, 4, tmp_path / "threads.jsonl", here, mix=MIX, styles="full=1,misspelt=1",
+        workers=2, derive_personas=1,
+    )  # fmt: skip
+    calls, out = tmp_path / "calls.log", tmp_path / "ray.jsonl"
+    spread = on_ray(cluster, docs, out, calls, styles="full=1,misspelt=1", derive_personas=1)
+    assert spread.samples == threads.samples  # ids, questions, references, sources, checks
+    fields = ("status", "reason", "detail", "kind", "style", "persona", "question")
+    assert [{f: r[f] for f in fields} for r in spread.rejected] == [
+        {f: r[f] for f in fields} for r in threads.rejected
+    ]
+    mine, theirs = spread.summary, threads.summary
+    # One of each kind accepted; two specific questions drawn "misspelt" lost a word of
+    # their subject to the typo ("glwos", "mlets"), so the scripted judge found them
+    # unanswerable from their chunks.
+    assert (mine.accepted, mine.candidates, mine.rejected) == (
+        4,
+        6,
+        {"not answerable from its chunks": 2},
+    )
+    assert (mine.candidates, mine.rejected, mine.kinds) == (
+        theirs.candidates,
+        theirs.rejected,
+        theirs.kinds,
+    )
+    assert mine.derived_personas.personas == theirs.derived_personas.personas == [PERSONA]
+    assert asked(calls) == len(here.history) == mine.usage.model_calls
+    assert mine.settings["executor"] == {
+        "ray": cluster,
+        "actors": 2,
+        "actor_cpus": 1.0,
+        "workers": 1,
+    }
+    logged = out.with_name("ray.candidates.jsonl").read_text().splitlines()
+    assert len(logged) == mine.candidates  # written by this process, one line each
+
+    before = asked(calls)
+    again = on_ray(cluster, docs, out, calls, styles="full=1,misspelt=1", derive_personas=1)
+    assert asked(calls) == before  # no worker was asked anything
+    assert again.summary.resumed == again.summary.candidates == mine.candidates
+    assert again.summary.derived_personas.resumed
+    assert again.samples == spread.samples
+
+
+def test_every_worker_draws_on_one_budget(cluster, docs, tmp_path):
+    calls = tmp_path / "calls.log"
+    stopped = on_ray(cluster, docs, tmp_path / "ts.jsonl", calls, max_calls=8).summary
+    # Two candidates judged at once want 6 calls or more each; the one budget lets 8 through
+    # in all (a budget per worker would let 12).
+    assert asked(calls) == 8
+    assert stopped.status == "stopped"
