@@ -9,11 +9,15 @@ count over every worker."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from ragmeter.cli.main import app
 from ragmeter.judges.base import ChatRequest, ChatResponse
 from ragmeter.judges.fake import FakeJudge
 
@@ -21,7 +25,7 @@ from .test_testset import FACTS, _generate, reader
 
 ray = pytest.importorskip("ray", reason="needs the 'ray' extra")
 
-from ragmeter.cluster import RayExecutor  # noqa: E402
+from ragmeter.cluster import WORKER_DIED, RayExecutor  # noqa: E402
 
 from .ray_cluster import local_head  # noqa: E402
 
@@ -123,3 +127,61 @@ def test_every_worker_draws_on_one_budget(cluster, docs, tmp_path):
     # in all (a budget per worker would let 12).
     assert asked(calls) == 8
     assert stopped.status == "stopped"
+
+
+@dataclass
+class Dying:
+    """The scripted reader, but asked anything about Brastone it kills its worker (SIGKILL,
+    as the kernel's OOM killer would), counting the deaths in ``marker``."""
+
+    marker: Path
+
+    def __call__(self, request: ChatRequest) -> str | ChatResponse:
+        if "Brastone" in request.messages[-1].content:
+            deaths = int(self.marker.read_text()) if self.marker.exists() else 0
+            self.marker.write_text(str(deaths + 1))
+            os.kill(os.getpid(), signal.SIGKILL)
+        return reader(request)
+
+
+def test_a_candidate_that_kills_every_worker_is_rejected_and_left_for_a_rerun(
+    cluster, docs, tmp_path
+):
+    marker, out = tmp_path / "deaths", tmp_path / "ts.jsonl"
+    judge = FakeJudge(responder=Dying(marker), model="reader")
+    generated = _generate(
+        docs, 3, out, judge, mix="specific=1", executor=RayExecutor(address=cluster, actors=2)
+    )
+    assert marker.read_text() == "3"  # sent to a fresh worker twice, then given up
+    [lost] = generated.rejected
+    assert (lost["reason"], lost["sources"][0]["document"]) == (WORKER_DIED, "brastone.html")
+    assert lost["detail"].startswith("the Ray worker judging it died 3 times")
+    summary = generated.summary
+    assert (summary.status, summary.accepted, summary.candidates) == ("short", 2, 3)
+    logged = [json.loads(line) for line in out.with_name("ts.candidates.jsonl").open()]
+    assert [r["sources"][0]["document"] for r in logged] == ["quellite.txt", "zorbium.md"]
+
+
+def test_the_command_judges_on_the_ray_workers_it_is_given(cluster, docs, tmp_path):
+    script = tmp_path / "script.jsonl"  # each worker replays it: one candidate, accepted
+    replies = [
+        json.dumps({"question": "Where was Zorbium first found?", "answer": "In Patagonia."}),
+        "Yes",  # the chunk answers it
+        "Yes",  # it stands alone
+        "Yes",  # the one claim is supported
+        json.dumps({"answer": "I do not know."}),
+        "No",  # the closed-book answer does not support the claim
+    ]
+    script.write_text("".join(json.dumps(r) + "\n" for r in replies))
+    out = tmp_path / "ts.jsonl"
+    command = ["generate", str(docs / "zorbium.md"), "--n", "1", "--mix", "specific=1"]
+    command += ["--judge", f"fake:{script}", "--embedder", "fake", "--no-entities", "--no-cache"]
+    command += ["--out", str(out), "--ray", cluster, "--ray-actors", "1"]
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["question"] == "Where was Zorbium first found?"
+    executor = json.loads(out.with_name("ts.summary.json").read_text())["settings"]["executor"]
+    assert executor == {"ray": cluster, "actors": 1, "actor_cpus": 1.0, "workers": 1}
+
+    alone = CliRunner().invoke(app, [*command[:-4], "--ray-actors", "2"])
+    assert alone.exit_code == 2 and "--ray-actors needs --ray ADDRESS" in alone.output
