@@ -5,6 +5,7 @@ keys, on the scripted judge of ``test_testset`` (its writing and checks read the
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -195,3 +196,12 @@ def test_the_command_refuses_more_personas_than_a_prompt_writes(docs, no_user_ca
 def test_a_persona_count_out_of_bounds_is_a_clear_error(docs):
     with pytest.raises(ValueError, match="derive_personas must be 0 to 8, not -1"):
         _generate(docs, 1, None, derive_personas=-1)
+
+
+def test_the_dry_run_counts_the_call_that_writes_the_personas(docs, no_user_cache):
+    command = ["generate", str(docs), "--n", "2", "--mix", "specific=1", "--embedder", "fake"]
+    result = CliRunner().invoke(app, [*command, "--no-entities", "--dry-run", "--personas", "2"])
+    assert result.exit_code == 0, result.output
+    # One call, two personas of 30 tokens each; the candidates' 24 calls as without personas.
+    assert re.search(r"personas\s+│\s+1\s+│\s+1\s+│\s+[\d,]+\s+│\s+60\s+│", result.output)
+    assert re.search(r"total\s+│\s+│\s+25\s+│", result.output)

@@ -34,11 +34,11 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError, create_model
 
-from ragmeter.budget import BudgetExhausted
+from ragmeter.budget import BudgetExhausted, MetricEstimate
 from ragmeter.cluster import WorkerDied
 from ragmeter.judges import Embedder, Judge
 from ragmeter.judges.base import identity_of
-from ragmeter.prompts import Prompt
+from ragmeter.prompts import Prompt, rendered_tokens
 from ragmeter.records import digest
 from ragmeter.score import Unscorable, Usage
 from ragmeter.session import JudgeSession
@@ -54,7 +54,9 @@ EXCERPT_CHARS = 600
 MIN_WORDS = 4
 MAX_WORDS = 40
 WRITE_TOKENS = 120
-"""Reply tokens per persona asked for."""
+"""Reply tokens per persona asked for (a bound)."""
+EXPECTED_TOKENS = 30
+"""Reply tokens a persona takes, as a dry run counts them (a sentence of about 20 words)."""
 
 
 class WrittenPersonas(BaseModel):
@@ -129,6 +131,20 @@ def _cut(text: str, limit: int = EXCERPT_CHARS) -> str:
         return text
     head = text[:limit]
     return (head.rsplit(maxsplit=1)[0] if " " in head else head) + " ..."
+
+
+def shown(corpus: Corpus, seed: int) -> tuple[list[int], tuple[str, ...]]:
+    """The excerpts the judge is shown: their chunks' positions and their texts, cut."""
+    chosen = excerpts(corpus, seed)
+    return chosen, tuple(_cut(corpus.chunks[i].text) for i in chosen)
+
+
+def estimate_personas(corpus: Corpus, n: int, seed: int) -> MetricEstimate:
+    """The one call that writes ``n`` personas, as ``--dry-run`` counts it."""
+    row = MetricEstimate("personas", items=1)
+    prompt = personas_prompt(n).render({"excerpts": list(shown(corpus, seed)[1])})
+    row.add([(rendered_tokens(prompt), EXPECTED_TOKENS * n)])
+    return row
 
 
 class DerivedPersonas(BaseModel):
@@ -245,8 +261,7 @@ def derive_personas(
     budget ran out first."""
     job = PersonaJob(n, tuple(given), duplicate, retries, repairs)
     prompt = personas_prompt(n)
-    chosen = excerpts(corpus, seed)
-    texts = tuple(_cut(corpus.chunks[i].text) for i in chosen)
+    chosen, texts = shown(corpus, seed)
     key = digest(
         identity_of(where.judge).digest,
         identity_of(where.embedder).digest,

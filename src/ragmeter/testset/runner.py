@@ -51,7 +51,7 @@ from ragmeter.testset.chunking import (
     unit_rows,
 )
 from ragmeter.testset.estimate import candidates_needed, estimate_candidates
-from ragmeter.testset.personas import MAX_PERSONAS, DerivedPersonas
+from ragmeter.testset.personas import MAX_PERSONAS, DerivedPersonas, estimate_personas
 from ragmeter.testset.personas import derive_personas as derive_personas_of
 from ragmeter.testset.planning import Corpus, Plan, plans
 from ragmeter.testset.quality import (
@@ -605,6 +605,7 @@ def estimate_testset(
     mix: str | Mapping[str, float] | None = None,
     styles: str | Mapping[str, float] | None = None,
     personas: Sequence[str] = (),
+    derive_personas: int = 0,
     seed: int = 0,
     max_chars: int = MAX_CHARS,
     min_chars: int = MIN_CHARS,
@@ -627,8 +628,11 @@ def estimate_testset(
     run = _Run(quotas(chosen_mix, planned), checks, embed_model)
     planned_order = plans(corpus, chosen_mix, chosen_styles, personas, seed, checks.duplicate)
     batch = run.next_plans(planned_order, planned)
-    return estimate_candidates(
+    expected = estimate_candidates(
         [(p.kind, p.style, [c.text for c in p.chunks]) for p in batch],
         checks.search_k,
         price_for(judge),
     )
+    if derive_personas:
+        expected.metrics.insert(0, estimate_personas(corpus, derive_personas, seed))
+    return expected
