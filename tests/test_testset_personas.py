@@ -23,13 +23,17 @@ DEALER = "A mineral dealer who wants to know which stones sell for high prices a
 BUILDER = "a bridge builder who wants stones that do not crack in frost"
 
 
-@pytest.fixture
-def docs(tmp_path: Path) -> Path:
-    """The three documents of ``test_testset``, one source chunk each."""
+def facts_folder(tmp_path: Path) -> Path:
+    """The three documents of ``test_testset``, one source chunk each, in ``tmp_path/docs``."""
     (tmp_path / "docs").mkdir()
     for name, text in FACTS.items():
         (tmp_path / "docs" / name).write_text(text)
     return tmp_path / "docs"
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    return facts_folder(tmp_path)
 
 
 def writing(*replies: list[str]):

@@ -21,7 +21,8 @@ from ragmeter.cli.main import app
 from ragmeter.judges.base import ChatRequest, ChatResponse
 from ragmeter.judges.fake import FakeJudge
 
-from .test_testset import FACTS, _generate, reader
+from .test_testset import ONE_ACCEPTED, _generate, reader
+from .test_testset_personas import facts_folder
 
 ray = pytest.importorskip("ray", reason="needs the 'ray' extra")
 
@@ -61,10 +62,7 @@ def cluster() -> str:
 
 @pytest.fixture
 def docs(tmp_path: Path) -> Path:
-    (tmp_path / "docs").mkdir()
-    for name, text in FACTS.items():
-        (tmp_path / "docs" / name).write_text(text)
-    return tmp_path / "docs"
+    return facts_folder(tmp_path)
 
 
 def on_ray(cluster: str, docs: Path, out: Path, calls: Path, **kwargs):
@@ -159,20 +157,13 @@ def test_a_candidate_that_kills_every_worker_is_rejected_and_left_for_a_rerun(
     summary = generated.summary
     assert (summary.status, summary.accepted, summary.candidates) == ("short", 2, 3)
     logged = [json.loads(line) for line in out.with_name("ts.candidates.jsonl").open()]
-    assert [r["sources"][0]["document"] for r in logged] == ["quellite.txt", "zorbium.md"]
+    # Logged as they came back (in either order), the lost one left out.
+    assert sorted(r["sources"][0]["document"] for r in logged) == ["quellite.txt", "zorbium.md"]
 
 
 def test_the_command_judges_on_the_ray_workers_it_is_given(cluster, docs, tmp_path):
     script = tmp_path / "script.jsonl"  # each worker replays it: one candidate, accepted
-    replies = [
-        json.dumps({"question": "Where was Zorbium first found?", "answer": "In Patagonia."}),
-        "Yes",  # the chunk answers it
-        "Yes",  # it stands alone
-        "Yes",  # the one claim is supported
-        json.dumps({"answer": "I do not know."}),
-        "No",  # the closed-book answer does not support the claim
-    ]
-    script.write_text("".join(json.dumps(r) + "\n" for r in replies))
+    script.write_text("".join(json.dumps(r) + "\n" for r in ONE_ACCEPTED))
     out = tmp_path / "ts.jsonl"
     command = ["generate", str(docs / "zorbium.md"), "--n", "1", "--mix", "specific=1"]
     command += ["--judge", f"fake:{script}", "--embedder", "fake", "--no-entities", "--no-cache"]

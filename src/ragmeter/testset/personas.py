@@ -32,13 +32,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field, ValidationError, create_model
+from pydantic import BaseModel, Field, ValidationError
 
 from ragmeter.budget import BudgetExhausted, MetricEstimate
 from ragmeter.cluster import WorkerDied
 from ragmeter.judges import Embedder, Judge
 from ragmeter.judges.base import identity_of
-from ragmeter.prompts import Prompt, rendered_tokens
+from ragmeter.prompts import Prompt, exactly, rendered_tokens
 from ragmeter.records import digest
 from ragmeter.score import Unscorable, Usage
 from ragmeter.session import JudgeSession
@@ -86,12 +86,7 @@ def personas_prompt(n: int) -> Prompt[WrittenPersonas]:
     """The prompt that writes exactly ``n`` personas from excerpts of the documents."""
     if not 1 <= n <= MAX_PERSONAS:
         raise ValueError(f"personas to derive must be 1 to {MAX_PERSONAS}, not {n}")
-    # Exactly n items in the schema: a grammar-constrained judge cannot write more or fewer.
-    output = create_model(
-        "WrittenPersonas",
-        __base__=WrittenPersonas,
-        personas=(list[str], Field(min_length=n, max_length=n)),
-    )
+    output = exactly(WrittenPersonas, "personas", n)
     return Prompt(
         name="testset.personas",
         instruction=(

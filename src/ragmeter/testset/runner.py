@@ -109,6 +109,18 @@ class CandidateRecord(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     seconds: float = 0.0
 
+    @classmethod
+    def of(cls, plan: Plan, key: str) -> CandidateRecord:
+        """The record of ``plan`` before it is judged: what was asked for, passed so far."""
+        return cls(
+            key=key,
+            kind=plan.kind,
+            style=plan.style,
+            persona=plan.persona,
+            sources=[{**c.citation(), "heading": c.heading} for c in plan.chunks],
+            outcome="passed",
+        )
+
 
 class GenerationSummary(BaseModel):
     """What a run made and why it kept or dropped each candidate (``<out>.summary.json``)."""
@@ -191,14 +203,7 @@ def _judge_candidate(
 ) -> CandidateRecord:
     started = time.perf_counter()
     session = JudgeSession(judge, embedder, retries=retries, repairs=repairs)
-    record = CandidateRecord(
-        key=key,
-        kind=plan.kind,
-        style=plan.style,
-        persona=plan.persona,
-        sources=[{**c.citation(), "heading": c.heading} for c in plan.chunks],
-        outcome="passed",
-    )
+    record = CandidateRecord.of(plan, key)
     if plan.pairing:
         record.checks["pairing"] = plan.pairing
     try:

@@ -90,15 +90,8 @@ def lost_candidate(plan: Plan, key: str, died: WorkerDied) -> CandidateRecord:
     again)."""
     from ragmeter.testset.runner import CandidateRecord  # the runner imports this module
 
-    return CandidateRecord(
-        key=key,
-        kind=plan.kind,
-        style=plan.style,
-        persona=plan.persona,
-        sources=[{**c.citation(), "heading": c.heading} for c in plan.chunks],
-        outcome="rejected",
-        reason=WORKER_DIED,
-        detail=died.reason,
+    return CandidateRecord.of(plan, key).model_copy(
+        update={"outcome": "rejected", "reason": WORKER_DIED, "detail": died.reason}
     )
 
 
