@@ -25,6 +25,7 @@ candidate's key, since a candidate's key holds its persona.
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -155,6 +156,7 @@ class DerivedPersonas(BaseModel):
     excerpts: list[dict[str, Any]] = Field(default_factory=list)
     """The chunks shown to the judge: document and offsets."""
     usage: Usage = Field(default_factory=Usage)
+    seconds: float = 0.0
     resumed: bool = False
 
 
@@ -208,6 +210,7 @@ class PersonaJob:
         assert embedder is not None, "personas are compared by embedding"
 
         def derive(key: str, texts: tuple[str, ...]) -> DerivedPersonas | None:
+            started = time.perf_counter()
             session = JudgeSession(judge, embedder, retries=self.retries, repairs=self.repairs)
             derived = DerivedPersonas(key=key, asked=self.n)
 
@@ -234,6 +237,7 @@ class PersonaJob:
                     reply.personas, self.given, embedder, self.duplicate
                 )
             derived.usage = session.usage
+            derived.seconds = round(time.perf_counter() - started, 3)
             return derived
 
         return derive
