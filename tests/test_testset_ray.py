@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,14 +20,14 @@ from typer.testing import CliRunner
 
 from ragmeter.cli.main import app
 from ragmeter.judges.base import ChatRequest, ChatResponse
-from ragmeter.judges.fake import FakeJudge
+from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 
 from .test_testset import ONE_ACCEPTED, _generate, reader
 from .test_testset_personas import facts_folder
 
 ray = pytest.importorskip("ray", reason="needs the 'ray' extra")
 
-from ragmeter.cluster import WORKER_DIED, RayExecutor  # noqa: E402
+from ragmeter.cluster import WORKER_DIED, ModelRecipe, RayExecutor  # noqa: E402
 
 from .ray_cluster import local_head  # noqa: E402
 
@@ -176,3 +177,27 @@ def test_the_command_judges_on_the_ray_workers_it_is_given(cluster, docs, tmp_pa
 
     alone = CliRunner().invoke(app, [*command[:-4], "--ray-actors", "2"])
     assert alone.exit_code == 2 and "--ray-actors needs --ray ADDRESS" in alone.output
+
+
+@dataclass(frozen=True)
+class Begun:
+    """A job that writes a line to ``begun`` whenever a worker makes it from its models."""
+
+    begun: Path
+
+    def __call__(self, judge: object, embedder: object) -> Callable[[int], int]:
+        with self.begun.open("a") as log:
+            log.write("begun\n")
+        return lambda x: 2 * x
+
+
+def test_a_job_mapped_batch_after_batch_is_sent_and_begun_once(cluster, tmp_path):
+    recipe = ModelRecipe(FakeJudge(model="idle"), HashingEmbedder(), cache=False)
+    begun = tmp_path / "begun"
+    job = Begun(begun)
+    with RayExecutor(address=cluster, actors=2).open(recipe) as pool:
+        first, second = sorted(pool.map(job, [(1,), (2,)])), list(pool.map(job, [(3,)]))
+        assert (first, second) == ([(0, 2), (1, 4)], [(0, 6)])
+        assert asked(begun) == 2  # once on each worker, not once a batch
+        assert list(pool.map(Begun(begun), [(4,)])) == [(0, 8)]
+        assert asked(begun) == 4  # another job is begun on each worker
