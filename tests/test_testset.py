@@ -578,22 +578,25 @@ def test_the_command_estimates_without_calling_a_judge(docs, no_user_cache):
     assert "No judge was called" in result.output
 
 
+ONE_ACCEPTED = [
+    json.dumps(
+        {
+            "question": "Where was Zorbium first found?",
+            "answer": "Zorbium was first found in Patagonia.",
+        }
+    ),
+    "Yes",  # the chunk answers it
+    "Yes",  # it stands alone
+    "Yes",  # the one claim is supported
+    json.dumps({"answer": "I do not know."}),
+    "No",  # the closed-book answer does not support the claim
+]
+"""A ``fake:FILE`` script (one reply a line) that writes one candidate and accepts it."""
+
+
 def test_the_command_writes_a_set_from_a_scripted_judge(docs, tmp_path, no_user_cache):
     script = tmp_path / "script.jsonl"
-    replies = [
-        json.dumps(
-            {
-                "question": "Where was Zorbium first found?",
-                "answer": "Zorbium was first found in Patagonia.",
-            }
-        ),
-        "Yes",  # the chunk answers it
-        "Yes",  # it stands alone
-        "Yes",  # the one claim is supported
-        json.dumps({"answer": "I do not know."}),
-        "No",  # the closed-book answer does not support the claim
-    ]
-    script.write_text("".join(json.dumps(r) + "\n" for r in replies))
+    script.write_text("".join(json.dumps(r) + "\n" for r in ONE_ACCEPTED))
     out = tmp_path / "ts.jsonl"
     result = CliRunner().invoke(
         app,

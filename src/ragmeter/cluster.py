@@ -331,6 +331,8 @@ class RayPool:
         ray = import_ray()
         self._ray = ray
         self.executor = executor
+        self._job: Job | None = None
+        self._job_ref: Any = None
         self._started_ray = not ray.is_initialized()
         if self._started_ray:
             # A cluster started here reports nothing anywhere; one joined keeps its own setting.
@@ -438,8 +440,7 @@ class RayPool:
         deaths its result is ``WorkerDied``. On an interrupt no further item is sent, those in
         flight are waited for and yielded, and the interrupt is raised again."""
         ray = self._ray
-        job_ref = self._put(job, "the job")
-        self._get_all([s.actor.begin.remote(job_ref) for s in self._slots], "starting")
+        job_ref = self._begin(job)
         todo = list(items)
         queue: deque[int] = deque(range(len(todo)))
         deaths = [0] * len(todo)
@@ -481,6 +482,16 @@ class RayPool:
                 yield flight.index, result
         if interrupted is not None:
             raise interrupted
+
+    def _begin(self, job: Job) -> Any:
+        """Send ``job`` to every worker and begin it there, unless it is the job they hold:
+        a run that maps batch after batch (``generate``) ships its job, and what the job
+        carries (a corpus to search), once."""
+        if job is not self._job:
+            job_ref = self._put(job, "the job")
+            self._get_all([s.actor.begin.remote(job_ref) for s in self._slots], "starting")
+            self._job, self._job_ref = job, job_ref
+        return self._job_ref
 
     def _replace(self, slot: _Slot, job_ref: Any) -> None:
         """Start a new worker in a dead one's place."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError, create_model
 
 from ragmeter.judges.base import Message
 
@@ -87,6 +87,13 @@ def extract_json(text: str) -> str:
     if start == -1 or end < start:
         raise ReplyError("no JSON object in the reply")
     return text[start : end + 1]
+
+
+def exactly(model: type[Out], field_name: str, n: int) -> type[Out]:
+    """``model`` with its list of texts ``field_name`` holding exactly ``n`` items in the
+    schema, so that a grammar-constrained judge can neither stop short nor loop on the list."""
+    counted = (list[str], Field(min_length=n, max_length=n))
+    return create_model(model.__name__, __base__=model, **{field_name: counted})
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,9 @@ MetricOptions = Annotated[
     list[str] | None,
     typer.Option(help="Metric option METRIC.PARAM=VALUE (repeat), e.g. faithfulness.soft=false."),
 ]
-Workers = Annotated[int, typer.Option(min=1, help="Items judged at once.")]
+Workers = Annotated[
+    int, typer.Option(min=1, help="Items judged at once (with --ray: by each worker).")
+]
 LabelsFiles = Annotated[
     list[Path] | None,
     typer.Option(

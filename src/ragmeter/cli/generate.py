@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ragmeter.budget import price_for
@@ -20,8 +21,12 @@ from ragmeter.cli.common import (
     EmbedderSpec,
     JudgeOptions,
     JudgeSpec,
+    RayActorCpus,
+    RayActors,
+    RayAddress,
     Retries,
     Workers,
+    executor_for,
     parse_options,
     progress_bar,
     user_errors,
@@ -29,6 +34,7 @@ from ragmeter.cli.common import (
 from ragmeter.report import estimate_table
 from ragmeter.testset import DEFAULT_MIX, GenerationSummary, generate_testset
 from ragmeter.testset.chunking import MAX_CHARS
+from ragmeter.testset.personas import MAX_PERSONAS
 from ragmeter.testset.runner import CandidateRecord, estimate_testset, output_paths
 
 EXIT_STOPPED = 3
@@ -60,8 +66,20 @@ def generate_command(
         list[str] | None,
         typer.Option(help="Who asks, e.g. 'a new employee' (repeat; one drawn per question)."),
     ] = None,
+    personas: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=MAX_PERSONAS,
+            help="Personas for the judge to write from excerpts of the documents (drawn like "
+            "--persona ones).",
+        ),
+    ] = 0,
     seed: Annotated[int, typer.Option(help="Fixes which chunks, kinds and styles, in order.")] = 0,
     workers: Workers = 1,
+    ray: RayAddress = None,
+    ray_actors: RayActors = None,
+    ray_actor_cpus: RayActorCpus = 1.0,
     max_candidates: Annotated[
         int | None, typer.Option(help="Candidates judged at most. \\[default: 4 x N]")
     ] = None,
@@ -95,10 +113,12 @@ def generate_command(
     """
     console = Console()
     sources = [str(p) for p in docs]
+    executor = executor_for(ray, ray_actors, ray_actor_cpus, workers)
     common = {
         "mix": mix,
         "styles": styles,
         "personas": persona or (),
+        "derive_personas": personas,
         "seed": seed,
         "max_chars": max_chars,
         "entities": entities,
@@ -127,6 +147,7 @@ def generate_command(
             judge=judge,
             embedder=embedder,
             workers=workers,
+            executor=executor,
             max_candidates=max_candidates,
             max_calls=max_calls,
             cache=cache,
@@ -138,6 +159,7 @@ def generate_command(
         )
     summary = generated.summary
     console.print(summary_table(summary))
+    print_personas(console, summary)
     for reason, count in summary.rejected.items():
         console.print(f"[yellow]rejected {count}[/yellow] — {reason}")
     for name, reason in summary.skipped_documents.items():
@@ -170,3 +192,22 @@ def summary_table(summary: GenerationSummary) -> Table:
     for kind, row in summary.kinds.items():
         table.add_row(kind, str(row["quota"]), str(row["candidates"]), str(row["accepted"]))
     return table
+
+
+def print_personas(console: Console, summary: GenerationSummary) -> None:
+    """The personas the judge derived, and those it wrote that were dropped, with why."""
+    derived = summary.derived_personas
+    if derived is None:
+        return
+    for persona in derived.personas:
+        console.print(f"persona: {escape(persona)}", highlight=False)
+    for dropped in derived.dropped:
+        console.print(
+            f"[yellow]persona dropped[/yellow] — {escape(dropped['reason'])}: "
+            f"{escape(dropped['persona'])}",
+            highlight=False,
+        )
+    if derived.failed:
+        console.print(
+            f"[yellow]no persona derived[/yellow] — {escape(derived.failed)}", highlight=False
+        )

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, Field, create_model, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from ragmeter.judges.base import cosine_similarity
 from ragmeter.metrics.base import Metric
@@ -45,7 +45,14 @@ from ragmeter.metrics.commitment import (
     scored_without_context,
 )
 from ragmeter.options import Options
-from ragmeter.prompts import PlannedCalls, Prompt, YesNoPrompt, rendered_tokens, yes_no_call
+from ragmeter.prompts import (
+    PlannedCalls,
+    Prompt,
+    YesNoPrompt,
+    exactly,
+    rendered_tokens,
+    yes_no_call,
+)
 from ragmeter.sample import Sample
 from ragmeter.score import Unscorable
 from ragmeter.session import JudgeSession
@@ -62,12 +69,7 @@ def _n_questions(n: int, *questions: str, more: str) -> list[str]:
 
 
 def questions_prompt(n: int) -> Prompt[GeneratedQuestions]:
-    # Exactly n items in the schema: a grammar-constrained judge then cannot loop on the list.
-    output = create_model(
-        "GeneratedQuestions",
-        __base__=GeneratedQuestions,
-        questions=(list[str], Field(min_length=n, max_length=n)),
-    )
+    output = exactly(GeneratedQuestions, "questions", n)
     return Prompt(
         name="answer_relevance.questions",
         instruction=(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,22 @@ def schedule(mix: Mapping[str, float]) -> Iterator[str]:
         best = max(mix, key=lambda k: credit[k])
         credit[best] -= 1.0
         yield best
+
+
+@dataclass(frozen=True)
+class ChunkIndex:
+    """The chunks' texts and unit vectors, searched by a question's embedding: what the
+    unanswerable check looks up. Kept apart from ``Corpus`` (which holds the driver's
+    embedder) so that it can be sent to Ray workers, each embedding with its own."""
+
+    texts: tuple[str, ...]
+    vectors: np.ndarray
+
+    def nearest(self, embedder: Embedder, question: str, k: int) -> list[str]:
+        """The ``k`` chunks closest to ``question``, closest first (ties in chunk order)."""
+        vector = unit_rows(embedder.embed([question]))[0]
+        order = np.argsort(-(self.vectors @ vector), kind="stable")[:k]
+        return [self.texts[int(i)] for i in order]
 
 
 class Corpus:
@@ -87,10 +104,12 @@ class Corpus:
         self.read_from = Read([], [])
         self.dropped: list[tuple[Chunk, Chunk]] = []
 
+    @cached_property
+    def index(self) -> ChunkIndex:
+        return ChunkIndex(tuple(c.text for c in self.chunks), self.vectors)
+
     def nearest(self, question: str, k: int) -> list[str]:
-        vector = unit_rows(self.embedder.embed([question]))[0]
-        order = np.argsort(-(self.vectors @ vector), kind="stable")[:k]
-        return [self.chunks[int(i)].text for i in order]
+        return self.index.nearest(self.embedder, question, k)
 
     def partner(self, source: int, duplicate: float) -> tuple[int, dict[str, Any]] | None:
         """The chunk a paired question joins to ``source``: among its ten nearest source

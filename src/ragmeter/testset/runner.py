@@ -19,6 +19,10 @@ Every judged candidate is appended to ``<out>.candidates.jsonl`` (a ``RecordLog`
 key made of everything that shapes it (its chunks, kind, style, persona, the prompts, the
 judge's identity and the check thresholds), so a rerun after a kill asks nothing twice: judged
 candidates come from the log, and the calls of the one in progress from the call cache.
+
+Candidates are judged by this process's threads or by Ray workers (``spread.py``); the plan,
+the log and the acceptance stay here. Personas may be written by the judge from the documents
+first (``personas.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +30,6 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -34,8 +37,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ragmeter.budget import Budget, BudgetExhausted, Estimate, Meter, guard, price_for
-from ragmeter.judges import Embedder, Judge, resolve_models
+from ragmeter.budget import Estimate, price_for
+from ragmeter.cluster import Executor, ModelRecipe, RayExecutor, WorkerDied
+from ragmeter.judges import Embedder, Judge
 from ragmeter.judges.base import identity_of
 from ragmeter.judges.registry import DEFAULT_EMBEDDER, get_embedder
 from ragmeter.records import RecordLog, digest
@@ -47,6 +51,8 @@ from ragmeter.testset.chunking import (
     unit_rows,
 )
 from ragmeter.testset.estimate import candidates_needed, estimate_candidates
+from ragmeter.testset.personas import MAX_PERSONAS, DerivedPersonas, estimate_personas
+from ragmeter.testset.personas import derive_personas as derive_personas_of
 from ragmeter.testset.planning import Corpus, Plan, plans
 from ragmeter.testset.quality import (
     ANSWERS,
@@ -72,6 +78,7 @@ from ragmeter.testset.queries import (
     quotas,
     writing_prompt,
 )
+from ragmeter.testset.spread import CandidateJob, Search, judging, lost_candidate
 
 MIN_WORDS = 25
 """A chunk shorter than this (a heading, a table's header) is not a question's source."""
@@ -102,6 +109,18 @@ class CandidateRecord(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     seconds: float = 0.0
 
+    @classmethod
+    def of(cls, plan: Plan, key: str) -> CandidateRecord:
+        """The record of ``plan`` before it is judged: what was asked for, passed so far."""
+        return cls(
+            key=key,
+            kind=plan.kind,
+            style=plan.style,
+            persona=plan.persona,
+            sources=[{**c.citation(), "heading": c.heading} for c in plan.chunks],
+            outcome="passed",
+        )
+
 
 class GenerationSummary(BaseModel):
     """What a run made and why it kept or dropped each candidate (``<out>.summary.json``)."""
@@ -126,6 +145,8 @@ class GenerationSummary(BaseModel):
     seconds: float
     seconds_per_accepted: float | None
     settings: dict[str, Any]
+    derived_personas: DerivedPersonas | None = None
+    """What ``derive_personas`` gave: the personas kept, those dropped and why."""
 
 
 @dataclass
@@ -176,20 +197,13 @@ def _judge_candidate(
     judge: Judge,
     embedder: Embedder,
     quality: QualityOptions,
-    corpus: Corpus,
+    search: Search,
     retries: int,
     repairs: int,
 ) -> CandidateRecord:
     started = time.perf_counter()
     session = JudgeSession(judge, embedder, retries=retries, repairs=repairs)
-    record = CandidateRecord(
-        key=key,
-        kind=plan.kind,
-        style=plan.style,
-        persona=plan.persona,
-        sources=[{**c.citation(), "heading": c.heading} for c in plan.chunks],
-        outcome="passed",
-    )
+    record = CandidateRecord.of(plan, key)
     if plan.pairing:
         record.checks["pairing"] = plan.pairing
     try:
@@ -199,7 +213,7 @@ def _judge_candidate(
             draft.reference,
             draft.history,
         )
-        check(draft, session, quality, corpus.nearest, record.checks)
+        check(draft, session, quality, search, record.checks)
     except Rejected as exc:
         record.outcome, record.reason, record.detail = "rejected", exc.reason, exc.detail
     except Unscorable as exc:
@@ -269,6 +283,7 @@ def output_paths(out: Path) -> dict[str, Path]:
         "candidates": stem.with_name(stem.name + ".candidates.jsonl"),
         "rejected": stem.with_name(stem.name + ".rejected.jsonl"),
         "summary": stem.with_name(stem.name + ".summary.json"),
+        "personas": stem.with_name(stem.name + ".personas.json"),
     }
 
 
@@ -315,8 +330,10 @@ def generate_testset(
     mix: str | Mapping[str, float] | None = None,
     styles: str | Mapping[str, float] | None = None,
     personas: Sequence[str] = (),
+    derive_personas: int = 0,
     seed: int = 0,
     workers: int = 1,
+    executor: Executor | RayExecutor = "threads",
     max_candidates: int | None = None,
     max_calls: int | None = None,
     max_chars: int = MAX_CHARS,
@@ -345,10 +362,16 @@ def generate_testset(
         mix: kind shares, ``"specific=0.3,abstract=0.2,..."``; ``DEFAULT_MIX`` when None.
         styles: style shares (``full``, ``keywords``, ``misspelt``); all ``full`` when None.
         personas: who asks (one drawn per candidate); none by default.
+        derive_personas: personas for the judge to write from excerpts of the documents
+            (1 to 8, see ``personas.py``), drawn from beside the given ones; 0 for none.
         seed: fixes the plan: which chunks, kinds, styles and personas, in which order.
-        workers: candidates judged at once; with more than one, a kind can get a passed
-            candidate past its quota (kept as ``surplus``), so the set depends on the seed and
-            the number of workers.
+        workers: candidates judged at once (with Ray: by each worker). A batch of candidates
+            is planned before it is judged, so with more than one at once a kind can get a
+            passed candidate past its quota (kept as ``surplus``), and the set depends on the
+            seed and the batch's size: ``workers``, or on Ray ``workers`` times the workers.
+        executor: "threads" (this process), "ray" (the cluster ``RAY_ADDRESS`` names, or a
+            new one here) or a ``RayExecutor``: each Ray worker loads its own judge and
+            embedder; the plan, the candidates log and the acceptance stay in this process.
         max_candidates: candidates judged at most; ``n`` x 4 when None.
         max_calls: judge calls that reach the model (cached calls are free); when they run
             out the run stops cleanly, status ``stopped``, and a rerun resumes.
@@ -370,66 +393,80 @@ def generate_testset(
         raise ValueError("n must be at least 1")
     if workers < 1:
         raise ValueError("workers must be at least 1")
+    if not 0 <= derive_personas <= MAX_PERSONAS:
+        raise ValueError(f"derive_personas must be 0 to {MAX_PERSONAS}, not {derive_personas}")
     chosen_mix, chosen_styles, checks = _chosen(mix, styles, quality)
     clock = time.perf_counter()
-    meter = Meter(Budget(max_calls=max_calls), price_for(_name(judge))) if max_calls else None
-    judge_model, embed_model = resolve_models(
+    recipe = ModelRecipe(
         judge,
         embedder,
         cache=cache,
         judge_options=judge_options,
         embedder_options=embedder_options,
-        wrap_judge=lambda j: guard(j, meter, workers),
     )
-    assert embed_model is not None
-    corpus = Corpus.read(documents, embed_model, max_chars, min_chars, min_words, entities)
-    wanted = quotas(chosen_mix, n)
-    limit = max_candidates if max_candidates is not None else n * CANDIDATES_PER_SAMPLE
     paths = output_paths(Path(out)) if out is not None else None
-    log: RecordLog[CandidateRecord] | None = (
-        RecordLog(paths["candidates"], CandidateRecord) if paths else None
-    )
-    settings = _settings_key(judge_model, embed_model, checks, max_chars, min_chars)
-    run = _Run(wanted, checks, embed_model)
-    planned_order = plans(corpus, chosen_mix, chosen_styles, personas, seed, checks.duplicate)
-    stopped = False
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with judging(executor, workers, recipe, max_calls) as where:
+        judge_model, embed_model = where.judge, where.embedder
+        corpus = Corpus.read(documents, embed_model, max_chars, min_chars, min_words, entities)
+        derived: DerivedPersonas | None = None
+        stopped = False
+        if derive_personas:
+            derived = derive_personas_of(
+                corpus,
+                derive_personas,
+                seed=seed,
+                given=personas,
+                duplicate=checks.duplicate,
+                where=where,
+                retries=retries,
+                repairs=repairs,
+                saved=paths["personas"] if paths else None,
+            )
+            stopped = derived is None
+        drawn = [*personas, *(derived.personas if derived else [])]
+        wanted = quotas(chosen_mix, n)
+        limit = max_candidates if max_candidates is not None else n * CANDIDATES_PER_SAMPLE
+        log: RecordLog[CandidateRecord] | None = (
+            RecordLog(paths["candidates"], CandidateRecord) if paths else None
+        )
+        settings = _settings_key(judge_model, embed_model, checks, max_chars, min_chars)
+        run = _Run(wanted, checks, embed_model)
+        planned_order = plans(corpus, chosen_mix, chosen_styles, drawn, seed, checks.duplicate)
+        job = CandidateJob(_judge_candidate, corpus.index, checks, retries, repairs)
         while not run.full() and run.judged < limit and not stopped:
-            batch = run.next_plans(planned_order, min(workers, limit - run.judged))
+            batch = run.next_plans(planned_order, min(where.at_once, limit - run.judged))
             if not batch:
                 break
-            todo = []
-            for plan in batch:
-                key = _candidate_key(settings, plan)
-                found = log.get(key) if log is not None else None
-                todo.append((plan, key, found))
-
-            def judged(item: tuple[Plan, str, CandidateRecord | None]) -> CandidateRecord | None:
-                plan, key, found = item
-                if found is not None:
-                    return found
-                try:
-                    return _judge_candidate(
-                        plan, key, judge_model, embed_model, checks, corpus, retries, repairs
-                    )
-                except BudgetExhausted:
-                    return None
-
-            for (plan, _, found), record in zip(todo, pool.map(judged, todo), strict=True):
-                if record is None:
+            keyed = [(plan, _candidate_key(settings, plan)) for plan in batch]
+            decided = {key: log.get(key) for _, key in keyed} if log is not None else {}
+            resumed = {key for key, record in decided.items() if record is not None}
+            fresh = [(plan, key) for plan, key in keyed if key not in resumed]
+            for position, outcome in where.map(job, fresh):  # logged as they come back
+                plan, key = fresh[position]
+                if outcome is None:  # the budget ran out before it was decided
                     stopped = True
                     continue
-                if found is None and log is not None:
-                    log.append(record)
-                run.take(plan, record, resumed=found is not None)
-                if on_candidate is not None:
-                    on_candidate(record, len(run.samples))
+                if isinstance(outcome, WorkerDied):
+                    outcome = lost_candidate(plan, key, outcome)
+                elif log is not None:
+                    log.append(outcome)
+                decided[key] = outcome
+            for plan, key in keyed:  # taken in plan order, wherever they were judged
+                record = decided.get(key)
+                if record is not None:
+                    run.take(plan, record, resumed=key in resumed)
+                    if on_candidate is not None:
+                        on_candidate(record, len(run.samples))
             if paths is not None:  # a run killed later still leaves the set so far
                 _write_sets(paths, run)
+        executed = where.describe()
     status: Literal["complete", "short", "stopped"] = (
         "complete" if len(run.samples) >= n else "stopped" if stopped else "short"
     )
     seconds = time.perf_counter() - clock
+    usage = run.usage.model_copy()
+    if derived is not None:
+        usage.add(derived.usage)
     summary = GenerationSummary(
         status=status,
         requested=n,
@@ -450,7 +487,7 @@ def generate_testset(
         chunks=len(corpus.chunks),
         near_identical_chunks=len(corpus.dropped),
         judge=judge_model.name,
-        usage=run.usage,
+        usage=usage,
         seconds=round(seconds, 2),
         seconds_per_accepted=round(run.seconds / len(run.samples), 2) if run.samples else None,
         settings={
@@ -458,8 +495,10 @@ def generate_testset(
             "mix": chosen_mix,
             "styles": chosen_styles,
             "personas": list(personas),
+            "derive_personas": derive_personas,
             "seed": seed,
             "workers": workers,
+            "executor": executed,
             "max_candidates": limit,
             "max_calls": max_calls,
             "max_chars": max_chars,
@@ -468,15 +507,12 @@ def generate_testset(
             "entities": corpus.entities.available,
             "checks": checks.model_dump(),
         },
+        derived_personas=derived,
     )
     if paths is not None:
         _write_sets(paths, run)
         paths["summary"].write_text(summary.model_dump_json(indent=2))
     return Generated(run.samples, run.rejected, summary)
-
-
-def _name(judge: str | Judge) -> str:
-    return judge if isinstance(judge, str) else judge.name
 
 
 class _Run:
@@ -574,6 +610,7 @@ def estimate_testset(
     mix: str | Mapping[str, float] | None = None,
     styles: str | Mapping[str, float] | None = None,
     personas: Sequence[str] = (),
+    derive_personas: int = 0,
     seed: int = 0,
     max_chars: int = MAX_CHARS,
     min_chars: int = MIN_CHARS,
@@ -596,8 +633,11 @@ def estimate_testset(
     run = _Run(quotas(chosen_mix, planned), checks, embed_model)
     planned_order = plans(corpus, chosen_mix, chosen_styles, personas, seed, checks.duplicate)
     batch = run.next_plans(planned_order, planned)
-    return estimate_candidates(
+    expected = estimate_candidates(
         [(p.kind, p.style, [c.text for c in p.chunks]) for p in batch],
         checks.search_k,
         price_for(judge),
     )
+    if derive_personas:
+        expected.metrics.insert(0, estimate_personas(corpus, derive_personas, seed))
+    return expected
