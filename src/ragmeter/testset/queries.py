@@ -123,7 +123,8 @@ class Unanswered(BaseModel):
 
 _STANDALONE = (
     "The question must make sense to someone who has never seen the passage: name what it is "
-    "about, and never write 'the passage', 'the text', 'the document' or 'according to'."
+    "about (the passage's title, when given, says what that is), and never write 'the "
+    "passage', 'the text', 'the document' or 'according to'."
 )
 _ANSWER = (
     "The answer must be complete and correct, use only what the passage says, and be one to "
@@ -138,6 +139,8 @@ _STYLE_RULES = {
     "misspelt": "Write the question as one complete sentence.",
 }
 
+_EXAMPLE_TITLE = "Hubble Space Telescope"
+_EXAMPLE_OTHER_TITLE = "James Webb Space Telescope"
 _EXAMPLE_PASSAGE = (
     "The Hubble Space Telescope was launched in 1990 aboard the Space Shuttle Discovery. Its "
     "main mirror is 2.4 metres across. Because it orbits above the atmosphere, its images are "
@@ -171,11 +174,9 @@ _INSTRUCTIONS = {
     ),
     "follow_up": (
         "You write test conversations for a search system from a passage of its documents. "
-        "Write a first question answered by the passage and its answer, then a follow-up "
-        "question that refers back to the first one (with 'it', 'that' or 'they', so it cannot "
-        "be understood without the first question) and asks for another fact of the passage, "
-        "and the follow-up's answer. The first question must make sense to someone who has "
-        "never seen the passage."
+        "Write a first question answered by the passage and its answer, then a second "
+        "question about the same subject, naming that subject again in the same words, that "
+        "asks for another fact of the passage, and the second question's answer."
     ),
     "unanswerable": (
         "You write test questions for a search system from a passage of its documents. Write "
@@ -187,7 +188,7 @@ _INSTRUCTIONS = {
 _EXAMPLES: dict[str, list[tuple[dict[str, str], BaseModel]]] = {
     "specific": [
         (
-            {"passage": _EXAMPLE_PASSAGE},
+            {"title": _EXAMPLE_TITLE, "passage": _EXAMPLE_PASSAGE},
             Written(
                 question="How wide is the main mirror of the Hubble Space Telescope?",
                 answer="The main mirror of the Hubble Space Telescope is 2.4 metres across.",
@@ -196,7 +197,7 @@ _EXAMPLES: dict[str, list[tuple[dict[str, str], BaseModel]]] = {
     ],
     "abstract": [
         (
-            {"passage": _EXAMPLE_PASSAGE},
+            {"title": _EXAMPLE_TITLE, "passage": _EXAMPLE_PASSAGE},
             Written(
                 question="Why are the Hubble Space Telescope's images not blurred by the air?",
                 answer="Because Hubble orbits above the atmosphere, so air turbulence does not "
@@ -206,7 +207,12 @@ _EXAMPLES: dict[str, list[tuple[dict[str, str], BaseModel]]] = {
     ],
     "multi_hop": [
         (
-            {"passage 1": _EXAMPLE_PASSAGE, "passage 2": _EXAMPLE_OTHER},
+            {
+                "title 1": _EXAMPLE_TITLE,
+                "passage 1": _EXAMPLE_PASSAGE,
+                "title 2": _EXAMPLE_OTHER_TITLE,
+                "passage 2": _EXAMPLE_OTHER,
+            },
             Written(
                 question="How many years after the Hubble Space Telescope was the James Webb "
                 "Space Telescope launched?",
@@ -216,7 +222,12 @@ _EXAMPLES: dict[str, list[tuple[dict[str, str], BaseModel]]] = {
     ],
     "comparison": [
         (
-            {"passage 1": _EXAMPLE_PASSAGE, "passage 2": _EXAMPLE_OTHER},
+            {
+                "title 1": _EXAMPLE_TITLE,
+                "passage 1": _EXAMPLE_PASSAGE,
+                "title 2": _EXAMPLE_OTHER_TITLE,
+                "passage 2": _EXAMPLE_OTHER,
+            },
             Written(
                 question="Which has the larger main mirror, the Hubble Space Telescope or the "
                 "James Webb Space Telescope?",
@@ -227,18 +238,19 @@ _EXAMPLES: dict[str, list[tuple[dict[str, str], BaseModel]]] = {
     ],
     "follow_up": [
         (
-            {"passage": _EXAMPLE_PASSAGE},
+            {"title": _EXAMPLE_TITLE, "passage": _EXAMPLE_PASSAGE},
             FollowUp(
                 first_question="When was the Hubble Space Telescope launched?",
                 first_answer="The Hubble Space Telescope was launched in 1990.",
-                question="And which shuttle carried it?",
-                answer="It was launched aboard the Space Shuttle Discovery.",
+                question="Which shuttle carried the Hubble Space Telescope into orbit?",
+                answer="The Hubble Space Telescope was launched aboard the Space Shuttle "
+                "Discovery.",
             ),
         )
     ],
     "unanswerable": [
         (
-            {"passage": _EXAMPLE_PASSAGE},
+            {"title": _EXAMPLE_TITLE, "passage": _EXAMPLE_PASSAGE},
             Unanswered(question="How much did it cost to build the Hubble Space Telescope?"),
         )
     ],
