@@ -32,7 +32,7 @@ from ragmeter.testset import (
 from ragmeter.testset.chunking import Chunk, document_title
 from ragmeter.testset.follow_ups import as_follow_up
 from ragmeter.testset.quality import REFERS_TO_SOURCE, Draft, Rejected, check
-from ragmeter.testset.queries import misspell, parse_mix, quotas, writing_prompt
+from ragmeter.testset.queries import fact_sentence, misspell, parse_mix, quotas, writing_prompt
 from ragmeter.testset.runner import output_paths
 
 from .conftest import yes_no
@@ -462,6 +462,27 @@ def test_an_unanswerable_question_the_corpus_answers_is_rejected():
 )  # fmt: skip
 def test_a_second_question_becomes_a_follow_up_by_its_shared_subject(first, second, follow_up):
     assert as_follow_up(first, second) == follow_up
+
+
+def test_a_specific_question_asks_about_a_statement_with_a_name_or_number():
+    passage = (
+        "# Zorbium\n"
+        "Zorbium is a soft grey metal that miners prize.\n"  # no name or number after word 1
+        "Zorbium was found in Patagonia by miners in the winter of 1931.\n"
+        "Where else was it found by the miners of that winter season?\n"  # a question
+        "See https://example.org/zorbium for the full list of known deposits today.\n"
+        "Zorbium melts."  # too short
+    )
+    assert fact_sentence(passage) == (
+        "Zorbium was found in Patagonia by miners in the winter of 1931."
+    )
+    # Without a name or number, any statement of the right length; none: None.
+    assert fact_sentence("Zorbium is a soft grey metal that miners prize.") == (
+        "Zorbium is a soft grey metal that miners prize."
+    )
+    assert (
+        fact_sentence("# Zorbium\nZorbium melts.\nWhere is it found by the miners today?") is None
+    )
 
 
 def test_a_document_title_is_its_metadata_heading_or_short_first_line():

@@ -2,7 +2,8 @@
 
 Six kinds, mixed by ``--mix``:
 
-- ``specific``: a fact stated in one chunk (single-hop, specific);
+- ``specific``: a fact stated in one chunk (single-hop, specific): the chunk's sentence it asks
+  about is chosen here (``fact_sentence``), the judge writes the question and restates the fact;
 - ``abstract``: a summary, "why" or "how" over one chunk (single-hop, abstract);
 - ``multi_hop``: a question that needs a fact from each of two related chunks;
 - ``comparison``: how two things described in two chunks differ or compare;
@@ -18,6 +19,7 @@ request, and this way the typo is certain and repeatable).
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
 from collections.abc import Mapping
@@ -27,6 +29,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel
 
 from ragmeter.prompts import Prompt
+from ragmeter.text import split_sentences
 
 KINDS = ("specific", "abstract", "multi_hop", "comparison", "follow_up", "unanswerable")
 PAIRED = frozenset({"multi_hop", "comparison"})
@@ -153,8 +156,10 @@ _EXAMPLE_OTHER = (
 
 _INSTRUCTIONS = {
     "specific": (
-        "You write test questions for a search system from a passage of its documents. Write "
-        "one question that asks for a specific fact stated in the passage, and its answer."
+        "You write test questions for a search system from a passage of its documents. You "
+        "are given the passage and one of its sentences, the fact to ask about. Write one "
+        "question that this fact answers, completely and exactly, and its answer: the fact "
+        "restated so that it makes sense on its own, adding nothing the passage does not say."
     ),
     "abstract": (
         "You write test questions for a search system from a passage of its documents. Write "
@@ -188,7 +193,11 @@ _INSTRUCTIONS = {
 _EXAMPLES: dict[str, list[tuple[dict[str, str], BaseModel]]] = {
     "specific": [
         (
-            {"title": _EXAMPLE_TITLE, "passage": _EXAMPLE_PASSAGE},
+            {
+                "title": _EXAMPLE_TITLE,
+                "passage": _EXAMPLE_PASSAGE,
+                "fact": "Its main mirror is 2.4 metres across.",
+            },
             Written(
                 question="How wide is the main mirror of the Hubble Space Telescope?",
                 answer="The main mirror of the Hubble Space Telescope is 2.4 metres across.",
@@ -284,6 +293,35 @@ def writing_prompt(kind: str, style: str = "full") -> Prompt[BaseModel]:
         output=_OUTPUTS[kind],
         examples=examples,  # type: ignore[arg-type]
     )
+
+
+_FACT_WORDS = (8, 45)
+_NAME_OR_NUMBER = re.compile(r"\d|(?<=\w )[A-Z]")
+_ENDS_A_STATEMENT = re.compile(r"[.!][\"')\u201d]*$")
+
+
+def fact_sentence(passage: str) -> str | None:
+    """The sentence of ``passage`` a ``specific`` question asks about: a statement of 8 to 45
+    words ending with a full stop (not a title, a list item, a question or a link), preferring
+    one that holds a number or a name (a fact someone would look up); chosen by a hash of the
+    passage, so a passage always gives the same one. None when no sentence qualifies.
+
+    A small judge left to choose a fact picks vague ones and writes references that restate
+    the question ("the default namespace is the default namespace", docs/testsets.md); given the
+    sentence, it has only to turn it into a question.
+    """
+    eligible = [
+        sentence
+        for sentence in split_sentences(passage)
+        if _FACT_WORDS[0] <= len(sentence.split()) <= _FACT_WORDS[1]
+        and "http" not in sentence
+        and _ENDS_A_STATEMENT.search(sentence)
+    ]
+    preferred = [s for s in eligible if _NAME_OR_NUMBER.search(s)] or eligible
+    if not preferred:
+        return None
+    pick = int(hashlib.sha256(passage.encode()).hexdigest()[:8], 16)
+    return preferred[pick % len(preferred)]
 
 
 _LONG_WORD = re.compile(r"\b[^\W\d_]{5,}\b")

@@ -69,6 +69,7 @@ from ragmeter.testset.queries import (
     FollowUp,
     Unanswered,
     Written,
+    fact_sentence,
     misspell,
     parse_mix,
     quotas,
@@ -152,6 +153,11 @@ def _write(plan: Plan, session: JudgeSession) -> Draft:
         if chunk.title:
             inputs[f"title{suffix}"] = chunk.title
         inputs[f"passage{suffix}"] = chunk.text
+    if plan.kind == "specific":
+        fact = fact_sentence(plan.chunks[0].text)
+        if fact is None:
+            raise Rejected("no fact sentence in its chunk", "no sentence of 8 to 45 words")
+        inputs["fact"] = fact
     if plan.persona:
         inputs["persona"] = plan.persona
     reply = session.ask(prompt, inputs, max_tokens=WRITE_TOKENS)
