@@ -6,7 +6,8 @@ Six kinds, mixed by ``--mix``:
   about is chosen here (``fact_sentence``), the judge writes the question and restates the fact;
 - ``abstract``: a summary, "why" or "how" over one chunk (single-hop, abstract);
 - ``multi_hop``: a question that needs a fact from each of two related chunks;
-- ``comparison``: how two things described in two chunks differ or compare;
+- ``comparison``: how two things described in two chunks differ or compare (for both, a
+  statement of each chunk is chosen by ``fact_sentence`` and given to the judge);
 - ``follow_up``: the second turn of a conversation, which needs the first to be understood;
 - ``unanswerable``: a plausible question on a chunk's topic that the documents do not answer;
   its reference is the decline a good system gives (``DECLINE``).
@@ -34,6 +35,8 @@ from ragmeter.text import split_sentences
 KINDS = ("specific", "abstract", "multi_hop", "comparison", "follow_up", "unanswerable")
 PAIRED = frozenset({"multi_hop", "comparison"})
 """Kinds written from two chunks."""
+FACT_KINDS = frozenset({"specific", "multi_hop", "comparison"})
+"""Kinds written about a statement of each chunk chosen by rule (``fact_sentence``)."""
 
 DEFAULT_MIX: dict[str, float] = {
     "specific": 0.30,
@@ -149,10 +152,11 @@ _EXAMPLE_PASSAGE = (
     "main mirror is 2.4 metres across. Because it orbits above the atmosphere, its images are "
     "not blurred by air turbulence."
 )
-_EXAMPLE_OTHER = (
+_EXAMPLE_OTHER_FACT = (
     "The James Webb Space Telescope, launched in December 2021, has a main mirror 6.5 metres "
-    "across made of 18 gold-coated segments. It observes mainly in the infrared."
+    "across made of 18 gold-coated segments."
 )
+_EXAMPLE_OTHER = f"{_EXAMPLE_OTHER_FACT} It observes mainly in the infrared."
 
 _INSTRUCTIONS = {
     "specific": (
@@ -167,15 +171,16 @@ _INSTRUCTIONS = {
         "passage's main point, and its answer."
     ),
     "multi_hop": (
-        "You write test questions for a search system from two passages of its documents. "
-        "Write one question that can only be answered by combining a fact from passage 1 with "
-        "a fact from passage 2, and its answer, which states both facts."
+        "You write test questions for a search system from two passages of its documents. You "
+        "are given the passages and one sentence of each, fact 1 and fact 2. Write one "
+        "question that can only be answered by combining fact 1 with fact 2, and its answer, "
+        "which states both facts."
     ),
     "comparison": (
-        "You write test questions for a search system from two passages of its documents. "
-        "Write one question that compares something described in passage 1 with something "
-        "described in passage 2 (which is larger, older, how they differ), and its answer, "
-        "which states what each passage says."
+        "You write test questions for a search system from two passages of its documents. You "
+        "are given the passages and one sentence of each, fact 1 and fact 2. Write one "
+        "question that compares what fact 1 says with what fact 2 says (which is larger, "
+        "older, how they differ), and its answer, which states both facts."
     ),
     "follow_up": (
         "You write test conversations for a search system from a passage of its documents. "
@@ -221,6 +226,9 @@ _EXAMPLES: dict[str, list[tuple[dict[str, str], BaseModel]]] = {
                 "passage 1": _EXAMPLE_PASSAGE,
                 "title 2": _EXAMPLE_OTHER_TITLE,
                 "passage 2": _EXAMPLE_OTHER,
+                "fact 1": "The Hubble Space Telescope was launched in 1990 aboard the Space "
+                "Shuttle Discovery.",
+                "fact 2": _EXAMPLE_OTHER_FACT,
             },
             Written(
                 question="How many years after the Hubble Space Telescope was the James Webb "
@@ -236,6 +244,8 @@ _EXAMPLES: dict[str, list[tuple[dict[str, str], BaseModel]]] = {
                 "passage 1": _EXAMPLE_PASSAGE,
                 "title 2": _EXAMPLE_OTHER_TITLE,
                 "passage 2": _EXAMPLE_OTHER,
+                "fact 1": "Its main mirror is 2.4 metres across.",
+                "fact 2": _EXAMPLE_OTHER_FACT,
             },
             Written(
                 question="Which has the larger main mirror, the Hubble Space Telescope or the "

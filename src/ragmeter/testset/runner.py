@@ -64,6 +64,7 @@ from ragmeter.testset.queries import (
     DECLINE,
     DEFAULT_MIX,
     DEFAULT_STYLES,
+    FACT_KINDS,
     KINDS,
     STYLES,
     FollowUp,
@@ -153,11 +154,12 @@ def _write(plan: Plan, session: JudgeSession) -> Draft:
         if chunk.title:
             inputs[f"title{suffix}"] = chunk.title
         inputs[f"passage{suffix}"] = chunk.text
-    if plan.kind == "specific":
-        fact = fact_sentence(plan.chunks[0].text)
-        if fact is None:
-            raise Rejected("no fact sentence in its chunk", "no sentence of 8 to 45 words")
-        inputs["fact"] = fact
+    if plan.kind in FACT_KINDS:
+        for number, chunk in enumerate(plan.chunks, 1):
+            fact = fact_sentence(chunk.text)
+            if fact is None:
+                raise Rejected("no fact sentence in its chunk", f"chunk {number}")
+            inputs[f"fact{f' {number}' if len(plan.chunks) == 2 else ''}"] = fact
     if plan.persona:
         inputs["persona"] = plan.persona
     reply = session.ask(prompt, inputs, max_tokens=WRITE_TOKENS)
