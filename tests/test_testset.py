@@ -29,9 +29,10 @@ from ragmeter.testset import (
     generate_testset,
     read_documents,
 )
-from ragmeter.testset.chunking import Chunk
+from ragmeter.testset.chunking import Chunk, document_title
+from ragmeter.testset.follow_ups import as_follow_up
 from ragmeter.testset.quality import REFERS_TO_SOURCE, Draft, Rejected, check
-from ragmeter.testset.queries import misspell, parse_mix, quotas, writing_prompt
+from ragmeter.testset.queries import fact_sentence, misspell, parse_mix, quotas, writing_prompt
 from ragmeter.testset.runner import output_paths
 
 from .conftest import yes_no
@@ -90,7 +91,8 @@ def reader(request: ChatRequest) -> str | ChatResponse:
     "What is true of Zorbium melts?") and answers Yes/No by word overlap: supported when every
     word of the statement is in the context, answered when the question's words are in the
     passages (its words of five letters or more); a question with "it" is not understood
-    alone. It knows nothing closed-book."""
+    alone. A conversation's second question is "Where is Zorbium melts found?", which the run
+    turns into "Where are they found?". It knows nothing closed-book."""
     system, user = request.messages[0].content, request.messages[-1].content
     if request.max_tokens == 1 or request.max_tokens == 3:
         if "supported by a context" in system:
@@ -106,12 +108,12 @@ def reader(request: ChatRequest) -> str | ChatResponse:
         return json.dumps({"answer": "I do not know."})
     first = _first_sentence(_tag(user, "passage") or _tag(user, "passage 1"))
     subject = " ".join(first.split()[:2]).strip(".")
-    if "follow-up" in system:
+    if "test conversations" in system:
         return json.dumps(
             {
                 "first_question": f"What is true of {subject}?",
                 "first_answer": first,
-                "question": "And what else is true of it?",
+                "question": f"Where is {subject} found?",
                 "answer": first,
             }
         )
@@ -326,10 +328,10 @@ def test_questions_that_point_at_their_source_are_found(question, points):
     assert bool(REFERS_TO_SOURCE.search(question)) is points
 
 
-def _check(draft: Draft, search=lambda q, k: []) -> dict:
+def _check(draft: Draft, search=lambda q, k: [], **options: float) -> dict:
     session = JudgeSession(FakeJudge(responder=reader, model="reader"))
     checks: dict = {}
-    check(draft, session, QualityOptions(), search, checks)
+    check(draft, session, QualityOptions(**options), search, checks)
     return checks
 
 
@@ -407,8 +409,12 @@ def test_a_follow_up_understood_alone_and_a_pointing_question_are_rejected():
         [ZORB],
         history,
     )
+    # The judge is asked only when the option is below 1 (off by default).
+    assert "understood_alone" not in _check(alone)
     with pytest.raises(Rejected, match="follow-up does not need the first turn"):
-        _check(alone)
+        _check(alone, understood_alone=0.5)
+    needs = Draft("follow_up", "At what heat does it melt?", alone.reference, [ZORB], history)
+    assert _check(needs, understood_alone=0.5)["understood_alone"] == 0.1
     pointing = Draft("specific", "According to the passage, where was Zorbium found?", "x", [])
     with pytest.raises(Rejected, match="refers to its source"):
         _check(pointing)
@@ -420,6 +426,77 @@ def test_an_unanswerable_question_the_corpus_answers_is_rejected():
         _check(answered, search=lambda q, k: [QUELL, ZORB][:k])
     unanswered = Draft("unanswerable", "Who sells Zorbium in Antarctica?", DECLINE, [])
     assert _check(unanswered, search=lambda q, k: [QUELL, ZORB][:k])["answered_by_documents"] == 0.1
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "follow_up"),
+    [
+        # The shared name becomes "it"; the determiner goes with it.
+        (
+            "When was the Hubble Space Telescope launched?",
+            "Which shuttle carried the Hubble Space Telescope into orbit?",
+            "Which shuttle carried it into orbit?",
+        ),
+        # A plural after an auxiliary is "they"; the shared "are" is not part of the subject.
+        ("What are contingency fees?", "How are contingency fees calculated?",
+         "How are they calculated?"),
+        # "is" agrees with a plural subject.
+        ("How many sprites does Relay use?", "Why is the sprites stored?",
+         "Why are they stored?"),
+        # Part of a longer name: no follow-up, rather than "Why is it folder large?".
+        ("How many sprites does Relay use?", "Why is the sprites folder large?", None),
+        ("What is a Kubernetes namespace?", "Who owns the new Kubernetes namespace?", None),
+        # A possessive becomes "its"; a name ending in s is singular.
+        ("What is the Hubble Space Telescope?", "How wide is the Hubble Space Telescope's mirror?",
+         "How wide is its mirror?"),
+        ("What does Kubernetes schedule?", "Which regions does Kubernetes support?",
+         "Which regions does it support?"),
+        # After a preposition, the object form.
+        ("Who can use the law libraries?", "What are the opening hours of the law libraries?",
+         "What are the opening hours of them?"),
+        # Only a generic word in common ("purpose"): no shared subject.
+        ("What is the purpose of Relay?", "What is the purpose of Hubble?", None),
+        # Nothing but the subject would be left.
+        ("What is a Roth IRA?", "What is the Roth IRA?", None),
+    ],
+)  # fmt: skip
+def test_a_second_question_becomes_a_follow_up_by_its_shared_subject(first, second, follow_up):
+    assert as_follow_up(first, second) == follow_up
+
+
+def test_a_specific_question_asks_about_a_statement_with_a_name_or_number():
+    passage = (
+        "# Zorbium\n"
+        "Zorbium is a soft grey metal that miners prize.\n"  # no name or number after word 1
+        "Zorbium was found in Patagonia by miners in the winter of 1931.\n"
+        "Where else was it found by the miners of that winter season?\n"  # a question
+        "See https://example.org/zorbium for the full list of known deposits today.\n"
+        "Zorbium melts."  # too short
+    )
+    assert fact_sentence(passage) == (
+        "Zorbium was found in Patagonia by miners in the winter of 1931."
+    )
+    # Without a name or number, any statement of the right length; none: None.
+    assert fact_sentence("Zorbium is a soft grey metal that miners prize.") == (
+        "Zorbium is a soft grey metal that miners prize."
+    )
+    assert (
+        fact_sentence("# Zorbium\nZorbium melts.\nWhere is it found by the miners today?") is None
+    )
+
+
+def test_a_document_title_is_its_metadata_heading_or_short_first_line():
+    assert document_title(Document("a.md", "# Zorbium\n\nZorbium melts.")) == "Zorbium"
+    assert document_title(Document("b.txt", "\nRelay: A Laser Game | NASA\n\nIn this game")) == (
+        "Relay: A Laser Game | NASA"
+    )
+    # A first line that is a sentence, or too long, is no title; a file name is never used.
+    assert document_title(Document("c.txt", "Zorbium melts at forty degrees.\nMore.")) is None
+    assert document_title(Document("d.txt", " ".join(["word"] * 21))) is None
+    given = Document("e.pdf", "Zorbium melts.", {"title": "The  Zorbium\nGuide"})
+    assert document_title(given) == "The Zorbium Guide"
+    chunks = chunk_document(Document("a.md", "# Zorbium\n\n" + "Zorbium melts. " * 20))
+    assert {c.title for c in chunks} == {"Zorbium"}
 
 
 # --- whole runs --------------------------------------------------------------------------------

@@ -40,6 +40,9 @@ class Chunk:
     text: str
     heading: str | None = None
     """The last heading above the chunk, when the document has headings."""
+    title: str | None = None
+    """What the document calls itself (``document_title``): a question written from the
+    chunk names its subject from it."""
 
     @property
     def id(self) -> str:
@@ -133,6 +136,26 @@ def _trimmed(text: str, start: int, end: int) -> Span:
     return start, end
 
 
+TITLE_WORDS = 20
+
+
+def document_title(document: Document) -> str | None:
+    """The document's title: a ``title`` in its metadata, else its first line when that line
+    reads as a title (a Markdown heading, or a line of at most ``TITLE_WORDS`` words that does
+    not end a sentence), else None. A file name is not used: it is often an id."""
+    given = document.metadata.get("title")
+    if isinstance(given, str) and given.strip():
+        return " ".join(given.split())
+    first = next((line.strip() for line in document.text.splitlines() if line.strip()), "")
+    heading = _HEADING.match(first)
+    if heading:
+        return first.lstrip("#").strip()
+    words = first.split()
+    if 0 < len(words) <= TITLE_WORDS and not first.endswith((".", ":", ",", ";")):
+        return " ".join(words)
+    return None
+
+
 def chunk_document(
     document: Document, max_chars: int = MAX_CHARS, min_chars: int = MIN_CHARS
 ) -> list[Chunk]:
@@ -142,6 +165,7 @@ def chunk_document(
     if max_chars < 50:
         raise ValueError("max_chars must be at least 50")
     text = document.text
+    title = document_title(document)
     chunks: list[Chunk] = []
     current: Span | None = None
     heading: str | None = None
@@ -152,7 +176,9 @@ def chunk_document(
         if current is not None:
             start, end = _trimmed(text, *current)
             if _WORD.search(text[start:end]):
-                chunks.append(Chunk(document.name, start, end, text[start:end], current_heading))
+                chunks.append(
+                    Chunk(document.name, start, end, text[start:end], current_heading, title)
+                )
         current = None
 
     for start, end, title in _sections(text):

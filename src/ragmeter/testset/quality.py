@@ -8,8 +8,11 @@ ones first, so a bad candidate costs few calls):
    by a pattern: it would mean nothing to a user who never saw the chunk.
 2. ``answerable``: P(the chunks answer the question), at least ``answerable`` (0.5).
 3. ``stands_alone``: P(the question makes sense without the chunks), at least ``stands_alone``;
-   a follow-up is read after its conversation, and must NOT be understood without it
-   (``understood_alone`` below ``stands_alone``).
+   a follow-up is read after its conversation. A follow-up needs its first turn by
+   construction (``follow_ups``: the subject both name becomes a pronoun); the judge is asked
+   whether it is understood alone only when ``understood_alone`` is below 1, and rejects it
+   at or above that. Off by default: the offline judge gave every question 0.84-0.90,
+   standalone or not (docs/testsets.md).
 4. ``supported``: every claim (sentence) of the reference is supported by the chunks with
    P >= ``supported`` (0.7): one invented claim is enough to make a reference wrong, so the
    rule is "all claims", not a mean. 0.7, not 0.5: with the offline judge, the claims read as
@@ -103,6 +106,13 @@ CLOSED_BOOK = Prompt(
 class QualityOptions(Options):
     answerable: float = Field(0.5, ge=0, le=1, description="P(the chunks answer) to pass.")
     stands_alone: float = Field(0.5, ge=0, le=1, description="P(makes sense alone) to pass.")
+    understood_alone: float = Field(
+        1.0,
+        ge=0,
+        le=1,
+        description="P(a follow-up is understood without its conversation) that rejects it; "
+        "1 does not ask.",
+    )
     supported: float = Field(
         0.7, ge=0, le=1, description="P(supported) every reference claim needs."
     )
@@ -192,16 +202,16 @@ def _check_answerable(
         (ANSWERS, {"passages": draft.chunks, **asked}, {}),
         (STANDS_ALONE, asked, {}),
     ]
-    if draft.history:
+    if draft.history and options.understood_alone < 1:
         questions.append((UNDERSTOOD_ALONE, {"question": draft.question}, {}))
     answers = session.ask_yes_no_all(questions)
     if _fail_below(checks, "answerable", answers[0], options.answerable):
         raise Rejected("not answerable from its chunks", f"P(answered) {answers[0]:.2f}")
     if _fail_below(checks, "stands_alone", answers[1], options.stands_alone):
         raise Rejected("does not stand alone", f"P(makes sense alone) {answers[1]:.2f}")
-    if draft.history:
+    if len(answers) > 2:
         checks["understood_alone"] = round(answers[2], 4)
-        if answers[2] >= options.stands_alone:
+        if answers[2] >= options.understood_alone:
             raise Rejected(
                 "follow-up does not need the first turn", f"P(understood alone) {answers[2]:.2f}"
             )

@@ -2,10 +2,12 @@
 
 Six kinds, mixed by ``--mix``:
 
-- ``specific``: a fact stated in one chunk (single-hop, specific);
+- ``specific``: a fact stated in one chunk (single-hop, specific): the chunk's sentence it asks
+  about is chosen here (``fact_sentence``), the judge writes the question and restates the fact;
 - ``abstract``: a summary, "why" or "how" over one chunk (single-hop, abstract);
 - ``multi_hop``: a question that needs a fact from each of two related chunks;
-- ``comparison``: how two things described in two chunks differ or compare;
+- ``comparison``: how two things described in two chunks differ or compare (for both, a
+  statement of each chunk is chosen by ``fact_sentence`` and given to the judge);
 - ``follow_up``: the second turn of a conversation, which needs the first to be understood;
 - ``unanswerable``: a plausible question on a chunk's topic that the documents do not answer;
   its reference is the decline a good system gives (``DECLINE``).
@@ -18,6 +20,7 @@ request, and this way the typo is certain and repeatable).
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
 from collections.abc import Mapping
@@ -27,10 +30,13 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel
 
 from ragmeter.prompts import Prompt
+from ragmeter.text import split_sentences
 
 KINDS = ("specific", "abstract", "multi_hop", "comparison", "follow_up", "unanswerable")
 PAIRED = frozenset({"multi_hop", "comparison"})
 """Kinds written from two chunks."""
+FACT_KINDS = frozenset({"specific", "multi_hop", "comparison"})
+"""Kinds written about a statement of each chunk chosen by rule (``fact_sentence``)."""
 
 DEFAULT_MIX: dict[str, float] = {
     "specific": 0.30,
@@ -123,7 +129,8 @@ class Unanswered(BaseModel):
 
 _STANDALONE = (
     "The question must make sense to someone who has never seen the passage: name what it is "
-    "about, and never write 'the passage', 'the text', 'the document' or 'according to'."
+    "about (the passage's title, when given, says what that is), and never write 'the "
+    "passage', 'the text', 'the document' or 'according to'."
 )
 _ANSWER = (
     "The answer must be complete and correct, use only what the passage says, and be one to "
@@ -138,20 +145,25 @@ _STYLE_RULES = {
     "misspelt": "Write the question as one complete sentence.",
 }
 
+_EXAMPLE_TITLE = "Hubble Space Telescope"
+_EXAMPLE_OTHER_TITLE = "James Webb Space Telescope"
 _EXAMPLE_PASSAGE = (
     "The Hubble Space Telescope was launched in 1990 aboard the Space Shuttle Discovery. Its "
     "main mirror is 2.4 metres across. Because it orbits above the atmosphere, its images are "
     "not blurred by air turbulence."
 )
-_EXAMPLE_OTHER = (
+_EXAMPLE_OTHER_FACT = (
     "The James Webb Space Telescope, launched in December 2021, has a main mirror 6.5 metres "
-    "across made of 18 gold-coated segments. It observes mainly in the infrared."
+    "across made of 18 gold-coated segments."
 )
+_EXAMPLE_OTHER = f"{_EXAMPLE_OTHER_FACT} It observes mainly in the infrared."
 
 _INSTRUCTIONS = {
     "specific": (
-        "You write test questions for a search system from a passage of its documents. Write "
-        "one question that asks for a specific fact stated in the passage, and its answer."
+        "You write test questions for a search system from a passage of its documents. You "
+        "are given the passage and one of its sentences, the fact to ask about. Write one "
+        "question that this fact answers, completely and exactly, and its answer: the fact "
+        "restated so that it makes sense on its own, adding nothing the passage does not say."
     ),
     "abstract": (
         "You write test questions for a search system from a passage of its documents. Write "
@@ -159,23 +171,22 @@ _INSTRUCTIONS = {
         "passage's main point, and its answer."
     ),
     "multi_hop": (
-        "You write test questions for a search system from two passages of its documents. "
-        "Write one question that can only be answered by combining a fact from passage 1 with "
-        "a fact from passage 2, and its answer, which states both facts."
+        "You write test questions for a search system from two passages of its documents. You "
+        "are given the passages and one sentence of each, fact 1 and fact 2. Write one "
+        "question that can only be answered by combining fact 1 with fact 2, and its answer, "
+        "which states both facts."
     ),
     "comparison": (
-        "You write test questions for a search system from two passages of its documents. "
-        "Write one question that compares something described in passage 1 with something "
-        "described in passage 2 (which is larger, older, how they differ), and its answer, "
-        "which states what each passage says."
+        "You write test questions for a search system from two passages of its documents. You "
+        "are given the passages and one sentence of each, fact 1 and fact 2. Write one "
+        "question that compares what fact 1 says with what fact 2 says (which is larger, "
+        "older, how they differ), and its answer, which states both facts."
     ),
     "follow_up": (
         "You write test conversations for a search system from a passage of its documents. "
-        "Write a first question answered by the passage and its answer, then a follow-up "
-        "question that refers back to the first one (with 'it', 'that' or 'they', so it cannot "
-        "be understood without the first question) and asks for another fact of the passage, "
-        "and the follow-up's answer. The first question must make sense to someone who has "
-        "never seen the passage."
+        "Write a first question answered by the passage and its answer, then a second "
+        "question about the same subject, naming that subject again in the same words, that "
+        "asks for another fact of the passage, and the second question's answer."
     ),
     "unanswerable": (
         "You write test questions for a search system from a passage of its documents. Write "
@@ -187,7 +198,11 @@ _INSTRUCTIONS = {
 _EXAMPLES: dict[str, list[tuple[dict[str, str], BaseModel]]] = {
     "specific": [
         (
-            {"passage": _EXAMPLE_PASSAGE},
+            {
+                "title": _EXAMPLE_TITLE,
+                "passage": _EXAMPLE_PASSAGE,
+                "fact": "Its main mirror is 2.4 metres across.",
+            },
             Written(
                 question="How wide is the main mirror of the Hubble Space Telescope?",
                 answer="The main mirror of the Hubble Space Telescope is 2.4 metres across.",
@@ -196,7 +211,7 @@ _EXAMPLES: dict[str, list[tuple[dict[str, str], BaseModel]]] = {
     ],
     "abstract": [
         (
-            {"passage": _EXAMPLE_PASSAGE},
+            {"title": _EXAMPLE_TITLE, "passage": _EXAMPLE_PASSAGE},
             Written(
                 question="Why are the Hubble Space Telescope's images not blurred by the air?",
                 answer="Because Hubble orbits above the atmosphere, so air turbulence does not "
@@ -206,7 +221,15 @@ _EXAMPLES: dict[str, list[tuple[dict[str, str], BaseModel]]] = {
     ],
     "multi_hop": [
         (
-            {"passage 1": _EXAMPLE_PASSAGE, "passage 2": _EXAMPLE_OTHER},
+            {
+                "title 1": _EXAMPLE_TITLE,
+                "passage 1": _EXAMPLE_PASSAGE,
+                "title 2": _EXAMPLE_OTHER_TITLE,
+                "passage 2": _EXAMPLE_OTHER,
+                "fact 1": "The Hubble Space Telescope was launched in 1990 aboard the Space "
+                "Shuttle Discovery.",
+                "fact 2": _EXAMPLE_OTHER_FACT,
+            },
             Written(
                 question="How many years after the Hubble Space Telescope was the James Webb "
                 "Space Telescope launched?",
@@ -216,7 +239,14 @@ _EXAMPLES: dict[str, list[tuple[dict[str, str], BaseModel]]] = {
     ],
     "comparison": [
         (
-            {"passage 1": _EXAMPLE_PASSAGE, "passage 2": _EXAMPLE_OTHER},
+            {
+                "title 1": _EXAMPLE_TITLE,
+                "passage 1": _EXAMPLE_PASSAGE,
+                "title 2": _EXAMPLE_OTHER_TITLE,
+                "passage 2": _EXAMPLE_OTHER,
+                "fact 1": "Its main mirror is 2.4 metres across.",
+                "fact 2": _EXAMPLE_OTHER_FACT,
+            },
             Written(
                 question="Which has the larger main mirror, the Hubble Space Telescope or the "
                 "James Webb Space Telescope?",
@@ -227,18 +257,19 @@ _EXAMPLES: dict[str, list[tuple[dict[str, str], BaseModel]]] = {
     ],
     "follow_up": [
         (
-            {"passage": _EXAMPLE_PASSAGE},
+            {"title": _EXAMPLE_TITLE, "passage": _EXAMPLE_PASSAGE},
             FollowUp(
                 first_question="When was the Hubble Space Telescope launched?",
                 first_answer="The Hubble Space Telescope was launched in 1990.",
-                question="And which shuttle carried it?",
-                answer="It was launched aboard the Space Shuttle Discovery.",
+                question="Which shuttle carried the Hubble Space Telescope into orbit?",
+                answer="The Hubble Space Telescope was launched aboard the Space Shuttle "
+                "Discovery.",
             ),
         )
     ],
     "unanswerable": [
         (
-            {"passage": _EXAMPLE_PASSAGE},
+            {"title": _EXAMPLE_TITLE, "passage": _EXAMPLE_PASSAGE},
             Unanswered(question="How much did it cost to build the Hubble Space Telescope?"),
         )
     ],
@@ -272,6 +303,35 @@ def writing_prompt(kind: str, style: str = "full") -> Prompt[BaseModel]:
         output=_OUTPUTS[kind],
         examples=examples,  # type: ignore[arg-type]
     )
+
+
+_FACT_WORDS = (8, 45)
+_NAME_OR_NUMBER = re.compile(r"\d|(?<=\w )[A-Z]")
+_ENDS_A_STATEMENT = re.compile(r"[.!][\"')\u201d]*$")
+
+
+def fact_sentence(passage: str) -> str | None:
+    """The sentence of ``passage`` a ``specific`` question asks about: a statement of 8 to 45
+    words ending with a full stop (not a title, a list item, a question or a link), preferring
+    one that holds a number or a name (a fact someone would look up); chosen by a hash of the
+    passage, so a passage always gives the same one. None when no sentence qualifies.
+
+    A small judge left to choose a fact picks vague ones and writes references that restate
+    the question ("the default namespace is the default namespace", docs/testsets.md); given the
+    sentence, it has only to turn it into a question.
+    """
+    eligible = [
+        sentence
+        for sentence in split_sentences(passage)
+        if _FACT_WORDS[0] <= len(sentence.split()) <= _FACT_WORDS[1]
+        and "http" not in sentence
+        and _ENDS_A_STATEMENT.search(sentence)
+    ]
+    preferred = [s for s in eligible if _NAME_OR_NUMBER.search(s)] or eligible
+    if not preferred:
+        return None
+    pick = int(hashlib.sha256(passage.encode()).hexdigest()[:8], 16)
+    return preferred[pick % len(preferred)]
 
 
 _LONG_WORD = re.compile(r"\b[^\W\d_]{5,}\b")

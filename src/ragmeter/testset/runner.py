@@ -51,6 +51,8 @@ from ragmeter.testset.chunking import (
     unit_rows,
 )
 from ragmeter.testset.estimate import candidates_needed, estimate_candidates
+from ragmeter.testset.follow_ups import RULE as FOLLOW_UP_RULE
+from ragmeter.testset.follow_ups import as_follow_up
 from ragmeter.testset.personas import MAX_PERSONAS, DerivedPersonas, estimate_personas
 from ragmeter.testset.personas import derive_personas as derive_personas_of
 from ragmeter.testset.planning import Corpus, Plan, plans
@@ -68,11 +70,13 @@ from ragmeter.testset.queries import (
     DECLINE,
     DEFAULT_MIX,
     DEFAULT_STYLES,
+    FACT_KINDS,
     KINDS,
     STYLES,
     FollowUp,
     Unanswered,
     Written,
+    fact_sentence,
     misspell,
     parse_mix,
     quotas,
@@ -165,23 +169,35 @@ OnCandidate = Callable[[CandidateRecord, int], None]
 def _write(plan: Plan, session: JudgeSession) -> Draft:
     """The judge's question and reference for ``plan`` (``Unscorable`` when unusable)."""
     prompt = writing_prompt(plan.kind, plan.style)
-    if len(plan.chunks) == 2:
-        inputs: dict[str, str] = {
-            "passage 1": plan.chunks[0].text,
-            "passage 2": plan.chunks[1].text,
-        }
-    else:
-        inputs = {"passage": plan.chunks[0].text}
+    inputs: dict[str, str] = {}
+    for number, chunk in enumerate(plan.chunks, 1):
+        suffix = f" {number}" if len(plan.chunks) == 2 else ""
+        if chunk.title:
+            inputs[f"title{suffix}"] = chunk.title
+        inputs[f"passage{suffix}"] = chunk.text
+    if plan.kind in FACT_KINDS:
+        for number, chunk in enumerate(plan.chunks, 1):
+            fact = fact_sentence(chunk.text)
+            if fact is None:
+                raise Rejected("no fact sentence in its chunk", f"chunk {number}")
+            inputs[f"fact{f' {number}' if len(plan.chunks) == 2 else ''}"] = fact
     if plan.persona:
         inputs["persona"] = plan.persona
     reply = session.ask(prompt, inputs, max_tokens=WRITE_TOKENS)
     texts = [c.text for c in plan.chunks]
     if isinstance(reply, FollowUp):
+        first, second = reply.first_question.strip(), reply.question.strip()
+        follow_up = as_follow_up(first, second)
+        if follow_up is None:
+            raise Rejected(
+                "follow-up shares no subject with its first turn",
+                f"first {first!r}, second {second!r}",
+            )
         history = [
-            {"role": "user", "content": reply.first_question.strip()},
+            {"role": "user", "content": first},
             {"role": "assistant", "content": reply.first_answer.strip()},
         ]
-        return Draft(plan.kind, reply.question.strip(), reply.answer.strip(), texts, history)
+        return Draft(plan.kind, follow_up, reply.answer.strip(), texts, history)
     if isinstance(reply, Unanswered):
         return Draft(plan.kind, reply.question.strip(), DECLINE, [])
     assert isinstance(reply, Written)
@@ -264,6 +280,7 @@ def _settings_key(
         prompts,
         checks,
         DECLINE,
+        FOLLOW_UP_RULE,
         max_chars,
         min_chars,
     )
@@ -271,7 +288,11 @@ def _settings_key(
 
 def _candidate_key(settings: str, plan: Plan) -> str:
     return digest(
-        settings, plan.kind, plan.style, plan.persona, [(c.id, c.text) for c in plan.chunks]
+        settings,
+        plan.kind,
+        plan.style,
+        plan.persona,
+        [(c.id, c.text, c.title) for c in plan.chunks],
     )
 
 
