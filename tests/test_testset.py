@@ -322,6 +322,9 @@ def test_keyword_prompts_ask_for_a_query_and_full_ones_for_a_sentence():
         ("What is the difference between the two passages?", True),
         ("Which documents are needed in the application?", False),
         ("What is the text of Article 5 of the treaty?", False),
+        ("How did the queries in the previous part differ from the exercise?", True),
+        ("What does the next section of the Tax Code cover?", True),
+        ("Which part of the engine wears first?", False),
     ],
 )
 def test_questions_that_point_at_their_source_are_found(question, points):

@@ -52,7 +52,9 @@ REFERS_TO_SOURCE = re.compile(
     r"|\b(?:the|this|these|both)\s+(?:two\s+|first\s+|second\s+|given\s+|provided\s+|above\s+)?"
     r"(?:passage|excerpt|snippet)s?\b"
     r"|\b(?:the|this)\s+(?:given|provided|above)\s+(?:text|document|context|article)s?\b"
-    r"|\b(?:mentioned|described|stated)\s+above\b",
+    r"|\b(?:mentioned|described|stated)\s+above\b"
+    r"|\b(?:the|this)\s+(?:previous|next|following|preceding|current)\s+"
+    r"(?:part|section|chapter|page|video|slide|step)s?\b",
     re.IGNORECASE,
 )
 """Words that point a reader at the text a question was written from."""
