@@ -6,8 +6,9 @@ measured, and seconds per accepted sample.
         --n 3 --ragas-python .ragas-venv/bin/python
 
 (set up that virtualenv as ``bench/ragas_peer.py`` says). ``--mtrag`` writes the 30 MTRAG dev
-passages of docs/testsets.md to a temporary folder, one ``.txt`` each; ``--docs FOLDER`` takes
-any folder of ``.txt`` files instead. Measured one after another:
+passages of docs/testsets.md to a temporary folder, one ``.txt`` each (``--documents K``: the
+first K of them); ``--docs FOLDER`` takes any folder of ``.txt`` files instead.
+Measured one after another:
 
 - ``ragas``: ``bench/ragas_testset_peer.py`` in ragas's virtualenv, against the local judge's
   GGUF served by llama-cpp-python's OpenAI-compatible server (``ragmeter.judges.serve``, needs
@@ -162,6 +163,9 @@ def main() -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--mtrag", type=Path, help="mtrag_dev.jsonl: its 30 passages")
     source.add_argument("--docs", type=Path, help="a folder of .txt documents")
+    parser.add_argument(
+        "--documents", type=int, default=MTRAG_DOCUMENTS, help="with --mtrag: the first K of the 30"
+    )
     parser.add_argument("--n", type=int, default=3, help="samples asked of each system")
     parser.add_argument("--ragas-python", required=True, help="python of ragas's virtualenv")
     parser.add_argument("--ragas-timeout", type=float, default=1800.0, help="seconds")
@@ -172,7 +176,7 @@ def main() -> None:
         docs = args.docs
         if args.mtrag is not None:
             docs = scratch / "mtrag30"
-            write_mtrag_documents(args.mtrag, docs)
+            write_mtrag_documents(args.mtrag, docs, args.documents)
         documents = len(list(docs.glob("*.txt")))
         # ragas first: a broken peer virtualenv shows before the long part.
         clock = time.perf_counter()
