@@ -89,6 +89,7 @@ def ragas_outcomes(python: str, docs: Path, n: int, url: str, timeout: float) ->
     except subprocess.TimeoutExpired as exc:
         stdout = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
         reply = subprocess.CompletedProcess(command, -1, stdout, f"timed out after {timeout:g}s")
+    print(reply.stderr[-4000:], file=sys.stderr, flush=True)  # ragas's own log of the run
     records = [json.loads(line) for line in reply.stdout.splitlines() if line.startswith("{")]
     outcomes = [_peer_outcome(record) for record in records]
     if reply.returncode != 0:
