@@ -80,10 +80,13 @@ def write_mtrag_documents(mtrag: Path, folder: Path, count: int = MTRAG_DOCUMENT
     return ids[:count]
 
 
-def ragas_outcomes(python: str, docs: Path, n: int, url: str, timeout: float) -> list[Outcome]:
+def ragas_outcomes(
+    python: str, docs: Path, n: int, url: str, timeout: float, configs: list[str]
+) -> list[Outcome]:
     """The peer's graph line and one outcome per configuration; the graph's seconds and calls
     are added to each, since every configuration needs the graph."""
     command = [python, str(PEER), str(docs), "--n", str(n), "--base-url", url]
+    command += [f"--config={config}" for config in configs]
     try:
         reply = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
@@ -170,6 +173,12 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=3, help="samples asked of each system")
     parser.add_argument("--ragas-python", required=True, help="python of ragas's virtualenv")
     parser.add_argument("--ragas-timeout", type=float, default=1800.0, help="seconds")
+    parser.add_argument(
+        "--ragas-config", action="append", default=[],
+        help="the peer's configurations, in order (repeat; all by default); the first builds "
+        "the knowledge graph",
+    )  # fmt: skip
+    parser.add_argument("--no-ragmeter", action="store_true", help="measure ragas only")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as folder:
@@ -182,9 +191,12 @@ def main() -> None:
         # ragas first: a broken peer virtualenv shows before the long part.
         clock = time.perf_counter()
         with served(log=scratch / "server.log") as url:
-            outcomes = ragas_outcomes(args.ragas_python, docs, args.n, url, args.ragas_timeout)
+            outcomes = ragas_outcomes(
+                args.ragas_python, docs, args.n, url, args.ragas_timeout, args.ragas_config
+            )
         print(f"ragas: {time.perf_counter() - clock:.0f} s", file=sys.stderr, flush=True)
-        outcomes.append(ragmeter_outcome(docs, args.n, scratch))
+        if not args.no_ragmeter:
+            outcomes.append(ragmeter_outcome(docs, args.n, scratch))
     report(outcomes, documents)
 
 
