@@ -171,7 +171,7 @@ def main() -> None:
         "--documents", type=int, default=MTRAG_DOCUMENTS, help="with --mtrag: the first K of the 30"
     )
     parser.add_argument("--n", type=int, default=3, help="samples asked of each system")
-    parser.add_argument("--ragas-python", required=True, help="python of ragas's virtualenv")
+    parser.add_argument("--ragas-python", help="python of ragas's virtualenv")
     parser.add_argument("--ragas-timeout", type=float, default=1800.0, help="seconds")
     parser.add_argument(
         "--ragas-config", action="append", default=[],
@@ -179,7 +179,10 @@ def main() -> None:
         "the knowledge graph",
     )  # fmt: skip
     parser.add_argument("--no-ragmeter", action="store_true", help="measure ragas only")
+    parser.add_argument("--no-ragas", action="store_true", help="measure ragmeter only")
     args = parser.parse_args()
+    if not args.no_ragas and args.ragas_python is None:
+        parser.error("--ragas-python is required unless --no-ragas is given")
 
     with tempfile.TemporaryDirectory() as folder:
         scratch = Path(folder)
@@ -188,13 +191,15 @@ def main() -> None:
             docs = scratch / "mtrag30"
             write_mtrag_documents(args.mtrag, docs, args.documents)
         documents = len(list(docs.glob("*.txt")))
-        # ragas first: a broken peer virtualenv shows before the long part.
-        clock = time.perf_counter()
-        with served(log=scratch / "server.log") as url:
-            outcomes = ragas_outcomes(
-                args.ragas_python, docs, args.n, url, args.ragas_timeout, args.ragas_config
-            )
-        print(f"ragas: {time.perf_counter() - clock:.0f} s", file=sys.stderr, flush=True)
+        outcomes = []
+        if not args.no_ragas:
+            # ragas first: a broken peer virtualenv shows before the long part.
+            clock = time.perf_counter()
+            with served(log=scratch / "server.log") as url:
+                outcomes = ragas_outcomes(
+                    args.ragas_python, docs, args.n, url, args.ragas_timeout, args.ragas_config
+                )
+            print(f"ragas: {time.perf_counter() - clock:.0f} s", file=sys.stderr, flush=True)
         if not args.no_ragmeter:
             outcomes.append(ragmeter_outcome(docs, args.n, scratch))
     report(outcomes, documents)
