@@ -52,6 +52,12 @@ AUXILIARIES = _word_set(
     "is are was were do does did can could will would should has have had may might must"
 )
 _PLURAL_VERB = {"is": "are", "was": "were", "does": "do", "has": "have"}
+_BARE_VERB_BEFORE = _word_set("do does did can could will would should may might must")
+"""Auxiliaries after whose subject a bare verb comes ("does Kubernetes support")."""
+_IRREGULAR_PARTICIPLES = _word_set(
+    "found made built sold held kept paid set shown done put sent read cut run given taken "
+    "chosen written driven grown"
+)
 
 
 @dataclass(frozen=True)
@@ -125,15 +131,6 @@ def _plural(word: _Word) -> bool:
     if base[:1].isupper() and not base[:-1].isupper():
         return False  # a name ("Kubernetes", "Discovery")
     return base.endswith("s") and not base.endswith(("ss", "us", "is")) and len(base) > 3
-
-
-_BARE_VERB_BEFORE = _word_set("do does did can could will would should may might must")
-
-
-_IRREGULAR_PARTICIPLES = _word_set(
-    "found made built sold held kept paid set shown done put sent read cut run given taken "
-    "chosen written driven grown"
-)
 
 
 def _participle(word: str) -> bool:
