@@ -449,6 +449,7 @@ def test_an_unanswerable_question_the_corpus_answers_is_rejected():
         # Part of a longer name: no follow-up, rather than "Why is it folder large?".
         ("How many sprites does Relay use?", "Why is the sprites folder large?", None),
         ("What is a Kubernetes namespace?", "Who owns the new Kubernetes namespace?", None),
+        ("What hazards can delay a mission?", "What are some hazards on Mars?", None),
         # A possessive becomes "its"; a name ending in s is singular.
         ("What is the Hubble Space Telescope?", "How wide is the Hubble Space Telescope's mirror?",
          "How wide is its mirror?"),

@@ -51,6 +51,7 @@ DETERMINERS = _word_set("the a an this that these those your my our")
 AUXILIARIES = _word_set(
     "is are was were do does did can could will would should has have had may might must"
 )
+QUANTIFIERS = _word_set("some any many much all each every few several more most no")
 _PLURAL_VERB = {"is": "are", "was": "were", "does": "do", "has": "have"}
 _BARE_VERB_BEFORE = _word_set("do does did can could will would should may might must")
 """Auxiliaries after whose subject a bare verb comes ("does Kubernetes support")."""
@@ -143,7 +144,9 @@ def _inside_a_longer_name(before: list[_Word], inside: list[_Word], after: list[
     asked. A word right after it is allowed where a question puts the verb after its subject
     ("does Kubernetes support", "are contingency fees calculated"); elsewhere ("is the
     sprites folder large") the rule stays on the safe side and gives up."""
-    if before and inside[0].base not in DETERMINERS and _names_a_thing(before[-1].base):
+    # "the new Kubernetes namespace"; "some hazards" would become "some it".
+    modified = before and (_names_a_thing(before[-1].base) or before[-1].base in QUANTIFIERS)
+    if modified and inside[0].base not in DETERMINERS:
         return True
     if not after or not _names_a_thing(after[0].base) or inside[-1].possessive:
         return False

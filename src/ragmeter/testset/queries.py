@@ -132,10 +132,6 @@ _STANDALONE = (
     "about (the passage's title, when given, says what that is), and never write 'the "
     "passage', 'the text', 'the document' or 'according to'."
 )
-_OWN_WORDS = (
-    "Ask in your own words, as a user who has not read the passage would: do not copy a run "
-    "of five or more words from it."
-)
 _ANSWER = (
     "The answer must be complete and correct, use only what the passage says, and be one to "
     "three sentences."
@@ -296,7 +292,7 @@ def writing_prompt(kind: str, style: str = "full") -> Prompt[BaseModel]:
         raise ValueError(f"unknown question kind {kind!r}: choose from {', '.join(KINDS)}")
     if style not in _STYLE_RULES:
         raise ValueError(f"unknown question style {style!r}: choose from {', '.join(STYLES)}")
-    rules = [_STYLE_RULES[style] if kind != "follow_up" else "", _STANDALONE, _OWN_WORDS]
+    rules = [_STYLE_RULES[style] if kind != "follow_up" else "", _STANDALONE]
     if kind != "unanswerable":
         rules.append(_ANSWER)
     instruction = " ".join(r for r in [_INSTRUCTIONS[kind], *rules] if r) + _PERSONA
