@@ -423,6 +423,20 @@ def test_a_follow_up_understood_alone_and_a_pointing_question_are_rejected():
         _check(pointing)
 
 
+def test_a_question_that_copies_five_words_of_its_chunk_is_rejected_unless_allowed():
+    copied = Draft(
+        "specific",
+        "Is it true that Zorbium was found in Patagonia?",
+        "Zorbium was found in Patagonia.",
+        [ZORB],
+    )
+    with pytest.raises(Rejected, match="copies its source"):
+        _check(copied)  # "zorbium was found in patagonia": 5 words of ZORB in a row
+    assert _check(copied, copy_run=0)["copies_source"] is False
+    four = Draft("specific", "Where was Zorbium found, in Patagonia?", "x", [ZORB])
+    assert not copies(four.question, four.chunks)  # "found in patagonia": three in a row
+
+
 def test_an_unanswerable_question_the_corpus_answers_is_rejected():
     answered = Draft("unanswerable", "Where was Zorbium found?", DECLINE, [])
     with pytest.raises(Rejected, match="answered by the documents"):

@@ -47,9 +47,10 @@ from ragmeter.meta.mtrag import METRICS as MTRAG_METRICS
 from ragmeter.meta.mtrag import Interval, chosen_metrics, load_mtrag, run_mtrag
 from ragmeter.meta.ragchecker import FIGURES as RAGCHECKER_FIGURES
 from ragmeter.meta.ragchecker import load_ragchecker, run_ragchecker
-from ragmeter.meta.testset import COPY_RUN, K, TestsetReport, testset_report
+from ragmeter.meta.testset import K, TestsetReport, testset_report
 from ragmeter.meta.wikieval import DIMENSIONS, METHODS, PAPER_TABLE_4, load_wikieval, run_wikieval
 from ragmeter.metrics import metric_by_name
+from ragmeter.testset.quality import COPY_RUN
 
 T = TypeVar("T")
 

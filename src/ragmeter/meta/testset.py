@@ -7,9 +7,10 @@ The figures:
   their chunks (recorded by the run's check, so 100 % by construction for accepted samples;
   the share among all candidates that reached the check says how often the judge wrote an
   unsupported reference);
-- copying: the share of questions that repeat a run of ``COPY_RUN`` (5) or more consecutive
-  words of their source text (case and punctuation ignored): a question written by lifting a
-  phrase from its chunk is easy for a lexical retriever and unlike what users type;
+- copying: the share of questions that repeat a run of 5 (``testset.quality.COPY_RUN``) or
+  more consecutive words of their source text (case and punctuation ignored): a question
+  written by lifting a phrase from its chunk is easy for a lexical retriever and unlike what
+  users type;
 - duplicates: questions with a near-copy (MiniLM cosine >= 0.92) among the others;
 - the mix: the share of each kind accepted, beside the share asked for;
 - retrieval: BM25 (bm25s) and MiniLM recall@5 of the source over the whole corpus, chunked as
@@ -24,7 +25,6 @@ The figures:
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,14 +39,11 @@ from ragmeter.arena.retrieval import BM25Retriever
 from ragmeter.judges.base import Embedder
 from ragmeter.testset.chunking import MAX_CHARS, MIN_CHARS, Chunk, chunk_corpus, unit_rows
 from ragmeter.testset.documents import Document, read_documents
+from ragmeter.testset.quality import copies
 from ragmeter.testset.runner import GenerationSummary, output_paths
 
-COPY_RUN = 5
-"""Consecutive words a question must share with its source to count as copied."""
 K = 5
 DUPLICATE = 0.92
-
-_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -81,19 +78,6 @@ class TestsetReport(BaseModel):
     recall: dict[str, Recall]
     corpus_chunks: int
     people_corpus_chunks: int | None
-
-
-def copies(question: str, sources: Sequence[str], run: int = COPY_RUN) -> bool:
-    """True when ``question`` repeats ``run`` consecutive words of one of ``sources``."""
-    words = [w.casefold() for w in _WORD.findall(question)]
-    grams = {tuple(words[i : i + run]) for i in range(len(words) - run + 1)}
-    if not grams:
-        return False
-    for source in sources:
-        text = [w.casefold() for w in _WORD.findall(source)]
-        if grams & {tuple(text[i : i + run]) for i in range(len(text) - run + 1)}:
-            return True
-    return False
 
 
 def _overlaps(chunk: Chunk, spans: Sequence[tuple[str, int, int]]) -> bool:

@@ -6,6 +6,10 @@ ones first, so a bad candidate costs few calls):
 
 1. ``refers_to_source``: the question points at its source ("according to the passage"), found
    by a pattern: it would mean nothing to a user who never saw the chunk.
+   Then ``copies_source``: the question repeats ``copy_run`` (5) consecutive words of its
+   chunks. People rarely ask in their answer's words (9 % of MTRAG's questions do); a set of
+   copied questions flatters a lexical retriever. Asking the offline judge for its own words
+   did not stop it (docs/testsets.md), so copies are rejected.
 2. ``answerable``: P(the chunks answer the question), at least ``answerable`` (0.5).
 3. ``stands_alone``: P(the question makes sense without the chunks), at least ``stands_alone``;
    a follow-up is read after its conversation. A follow-up needs its first turn by
@@ -58,6 +62,24 @@ REFERS_TO_SOURCE = re.compile(
     re.IGNORECASE,
 )
 """Words that point a reader at the text a question was written from."""
+
+COPY_RUN = 5
+"""Consecutive words of its source that make a question a copy (``copies``)."""
+_WORD = re.compile(r"\w+")
+
+
+def copies(question: str, sources: Sequence[str], run: int = COPY_RUN) -> bool:
+    """True when ``question`` repeats ``run`` consecutive words of one of ``sources``."""
+    words = [w.casefold() for w in _WORD.findall(question)]
+    grams = {tuple(words[i : i + run]) for i in range(len(words) - run + 1)}
+    if not grams:
+        return False
+    for source in sources:
+        text = [w.casefold() for w in _WORD.findall(source)]
+        if grams & {tuple(text[i : i + run]) for i in range(len(text) - run + 1)}:
+            return True
+    return False
+
 
 ANSWERS = YesNoPrompt(
     name="testset.answers",
@@ -127,6 +149,13 @@ class QualityOptions(Options):
     duplicate: float = Field(
         0.92, ge=0, le=1, description="Question cosine to an accepted one that rejects."
     )
+    copy_run: int = Field(
+        COPY_RUN,
+        ge=0,
+        le=50,
+        description="A question repeating this many consecutive words of its chunks is "
+        "rejected; 0 allows any.",
+    )
     search_k: int = Field(
         3, ge=1, le=20, description="Chunks an unanswerable question is checked against."
     )
@@ -188,6 +217,13 @@ def check(
     if any(pointed):
         found = next(m for m in pointed if m)
         raise Rejected("refers to its source", f"the question says {found.group(0)!r}")
+    checks["copies_source"] = bool(options.copy_run) and copies(
+        draft.question, draft.chunks, options.copy_run
+    )
+    if checks["copies_source"]:
+        raise Rejected(
+            "copies its source", f"the question repeats {options.copy_run}+ words of its chunk"
+        )
     if draft.kind == "unanswerable":
         _check_unanswerable(draft, session, options, search, checks)
         return
