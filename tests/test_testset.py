@@ -423,7 +423,7 @@ def test_a_follow_up_understood_alone_and_a_pointing_question_are_rejected():
         _check(pointing)
 
 
-def test_a_question_that_copies_five_words_of_its_chunk_is_rejected_unless_allowed():
+def test_a_question_that_copies_five_words_of_its_chunk_is_rejected_when_asked():
     copied = Draft(
         "specific",
         "Is it true that Zorbium was found in Patagonia?",
@@ -431,8 +431,8 @@ def test_a_question_that_copies_five_words_of_its_chunk_is_rejected_unless_allow
         [ZORB],
     )
     with pytest.raises(Rejected, match="copies its source"):
-        _check(copied)  # "zorbium was found in patagonia": 5 words of ZORB in a row
-    assert _check(copied, copy_run=0)["copies_source"] is False
+        _check(copied, copy_run=5)  # "zorbium was found in patagonia": 5 words of ZORB in a row
+    assert _check(copied)["copies_source"] is False  # off by default
     four = Draft("specific", "Where was Zorbium found, in Patagonia?", "x", [ZORB])
     assert not copies(four.question, four.chunks)  # "found in patagonia": three in a row
 
