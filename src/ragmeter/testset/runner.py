@@ -169,18 +169,19 @@ OnCandidate = Callable[[CandidateRecord, int], None]
 def _write(plan: Plan, session: JudgeSession) -> Draft:
     """The judge's question and reference for ``plan`` (``Unscorable`` when unusable)."""
     prompt = writing_prompt(plan.kind, plan.style)
+    # One chunk's inputs are "title", "passage", "fact"; two chunks' are numbered.
+    numbered = [f" {n}" if len(plan.chunks) == 2 else "" for n in range(1, len(plan.chunks) + 1)]
     inputs: dict[str, str] = {}
-    for number, chunk in enumerate(plan.chunks, 1):
-        suffix = f" {number}" if len(plan.chunks) == 2 else ""
+    for suffix, chunk in zip(numbered, plan.chunks, strict=True):
         if chunk.title:
             inputs[f"title{suffix}"] = chunk.title
         inputs[f"passage{suffix}"] = chunk.text
-    if plan.kind in FACT_KINDS:
-        for number, chunk in enumerate(plan.chunks, 1):
+    if plan.kind in FACT_KINDS:  # after the passages, as the prompts' examples show them
+        for suffix, chunk in zip(numbered, plan.chunks, strict=True):
             fact = fact_sentence(chunk.text)
             if fact is None:
-                raise Rejected("no fact sentence in its chunk", f"chunk {number}")
-            inputs[f"fact{f' {number}' if len(plan.chunks) == 2 else ''}"] = fact
+                raise Rejected("no fact sentence in its chunk", f"chunk{suffix or ' 1'}")
+            inputs[f"fact{suffix}"] = fact
     if plan.persona:
         inputs["persona"] = plan.persona
     reply = session.ask(prompt, inputs, max_tokens=WRITE_TOKENS)
