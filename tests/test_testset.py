@@ -515,6 +515,16 @@ def test_a_document_title_is_its_metadata_heading_or_short_first_line():
     assert document_title(given) == "The Zorbium Guide"
     chunks = chunk_document(Document("a.md", "# Zorbium\n\n" + "Zorbium melts. " * 20))
     assert {c.title for c in chunks} == {"Zorbium"}
+    # Every chunk carries the document's title, not its own section's heading, with or
+    # without headings.
+    sections = "# Zorbium\n\n" + "Zorbium melts. " * 20 + "\n\n## Uses\n\n" + "It glows. " * 30
+    chunks = chunk_document(Document("b.md", sections))
+    assert [c.heading for c in chunks] == ["Zorbium", "Uses"]
+    assert [c.title for c in chunks] == ["Zorbium", "Zorbium"]
+    plain = "Relay: A Laser Game | NASA\n\n" + "In this game you send data home. " * 10
+    assert {c.title for c in chunk_document(Document("c.txt", plain))} == {
+        "Relay: A Laser Game | NASA"
+    }
 
 
 # --- whole runs --------------------------------------------------------------------------------

@@ -181,10 +181,10 @@ def chunk_document(
                 )
         current = None
 
-    for start, end, title in _sections(text):
+    for start, end, section in _sections(text):
         if current is not None and current[1] - current[0] >= min_chars:
             flush()
-        heading = title or heading
+        heading = section or heading
         for unit in _units(text, start, end, max_chars):
             if current is not None and unit[1] - current[0] > max_chars:
                 flush()
