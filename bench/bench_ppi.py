@@ -1,7 +1,8 @@
 """Are the PPI++ intervals of ``ragmeter calibrate`` honest, and how much narrower are they?
 
     python bench/bench_ppi.py [--rounds 1000] [--sizes 25,50,100] [--json FILE]
-    python bench/bench_ppi.py --mtrag-run runs/meta-mtrag --attribution-run runs/meta-attribution
+    python bench/bench_ppi.py --mtrag-run runs/meta-mtrag --ragchecker-run runs/meta-ragchecker \
+        --attribution-run runs/meta-attribution
 
 On each human-rated dev set, ``n`` samples are drawn as the "rated" ones ``--rounds`` times;
 every other sample is judged only. Each draw gives the PPI++ 95 % interval of the people's mean
@@ -20,6 +21,13 @@ Sets and judges:
 - The same answers paired by conversation: Llama-3.1-405B's faithfulness minus GPT-4o's (60
   pairs), the difference ``compare --labels A --labels B`` estimates; the judges are the
   differences of the automatic scores.
+- RAGChecker (``../shared/data/ragchecker/ragchecker_dev.jsonl``, 80 questions, each with two
+  systems' answers): per question, the mean of two annotators' -2..2 labels of whether the
+  second answer is more correct, more complete and better overall than the first; the people's
+  mean preference is estimated. Judges: the second answer's precision, recall and F1 minus the
+  first's, from RAGChecker's own run (in each row) and, with ``--ragchecker-run``, from a
+  ragmeter run (``ragmeter meta ragchecker ... --out FOLDER``: ``answer_correctness``; an
+  unscored answer leaves its question out).
 - AttributionBench (``../shared/data/attributionbench/dev_all_subset_balanced.jsonl``, 1,198
   claims, binary human attribution labels). Judges: the share of the claim's words found in its
   references (lexical, no model) and, with ``--attribution-run``, a ragmeter run (``ragmeter
@@ -42,11 +50,14 @@ import numpy as np
 
 from ragmeter.calibration import human_mean
 from ragmeter.labels import Scale
+from ragmeter.meta.ragchecker import FIGURES, load_ragchecker
+from ragmeter.score import Score
 from ragmeter.viewer.folders import read_scores
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 MTRAG = DATA / "mtrag" / "mtrag_dev.jsonl"
 ATTRIBUTION = DATA / "attributionbench" / "dev_all_subset_balanced.jsonl"
+RAGCHECKER = DATA / "ragchecker" / "ragchecker_dev.jsonl"
 MTRAG_METRICS = {"faithfulness": "faithfulness", "completeness": "answer_relevance"}
 """Each MTRAG rating, and the ragmeter metric of a run that judges it."""
 WORD = re.compile(r"\w+")
@@ -75,8 +86,9 @@ def mtrag_cases(path: Path, run: Path | None) -> Iterator[Case]:
             name: {i: float(row["auto"][name]) for i, row in zip(ids, rows, strict=True)}
             for name in ("rl_f", "rb_llm")
         }
-        if run is not None:
-            judges[f"ragmeter {metric}"] = from_run(run, metric, ids)
+        # a run of some of the metrics judges some of the ratings
+        if run is not None and (found := from_run(run, metric, ids)):
+            judges[f"ragmeter {metric}"] = found
         yield Case(
             name=f"MTRAG {rating}",
             ids=ids,
@@ -86,10 +98,12 @@ def mtrag_cases(path: Path, run: Path | None) -> Iterator[Case]:
         )
 
 
-def mtrag_difference(path: Path, rating: str, first: str, second: str) -> Case:
+def mtrag_difference(
+    path: Path, rating: str, first: str, second: str, run: Path | None = None
+) -> Case:
     """Two responders' answers to the same conversations: the people's mean difference of
     ``rating`` (``second`` minus ``first``), as ``compare --labels`` estimates it, with the
-    difference of the automatic scores as the judge."""
+    difference of the automatic scores, and of a ragmeter run's, as the judges."""
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     by = {(row["task_id"], row["model_id"]): row for row in rows}
     tasks = [t for t, model in by if model == first and (t, second) in by]
@@ -99,6 +113,13 @@ def mtrag_difference(path: Path, rating: str, first: str, second: str) -> Case:
         }
         for name in ("rl_f", "rb_llm")
     }
+    metric = MTRAG_METRICS[rating]
+    if run is not None and (found := run_scores(run, metric)):
+        judges[f"ragmeter {metric} difference"] = {
+            t: found[f"{t}/{second}"] - found[f"{t}/{first}"]
+            for t in tasks
+            if f"{t}/{second}" in found and f"{t}/{first}" in found
+        }
     ratings = [
         by[t, second]["human_mean"][rating] - by[t, first]["human_mean"][rating] for t in tasks
     ]
@@ -112,6 +133,45 @@ def mtrag_difference(path: Path, rating: str, first: str, second: str) -> Case:
     )
 
 
+def ragchecker_cases(path: Path, run: Path | None) -> Iterator[Case]:
+    """Per label, the annotators' mean preference for the second answer, with differences of
+    the second answer's figure minus the first's as the judges (the authors' pairing of figures
+    and labels, ``meta ragchecker``'s)."""
+    instances = load_ragchecker(path)
+    ids = [i.instance for i in instances]
+    scores = {s.sample_id: s for s in read_scores(run)[0]} if run is not None else {}
+    if run is not None:
+        print(f"judge 'ragmeter answer_correctness': {run}, {len(scores)} answers scored")
+    for dimension, figure in FIGURES.items():
+        theirs = {
+            i.instance: second - first
+            for i in instances
+            for first, second in [i.theirs[dimension]]
+            if first is not None and second is not None
+        }
+        judges = {f"RAGChecker's {figure} difference": theirs}
+        if run is not None:
+            judges[f"ragmeter {figure} difference"] = {
+                i.instance: figures[1] - figures[0]
+                for i in instances
+                for figures in [[_explained(scores.get(s.id), figure) for s in i.samples]]
+                if None not in figures
+            }
+        yield Case(
+            name=f"RAGChecker {dimension}, 2nd - 1st",
+            ids=ids,
+            ratings=np.array([np.mean(i.labels[dimension]) for i in instances]),
+            scale=Scale(low=-2, high=2, stated=True),
+            judges=judges,
+            judge_range=(-1.0, 1.0),
+        )
+
+
+def _explained(score: Score | None, figure: str) -> float | None:
+    """One figure of an answer-correctness score's explanation; None when it is unscored."""
+    return float(score.explanation[figure]) if score is not None and score.scored else None
+
+
 def attribution_case(path: Path, run: Path | None) -> Case:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     ids = [str(row["id"]) for row in rows]
@@ -121,8 +181,8 @@ def attribution_case(path: Path, run: Path | None) -> Case:
             for i, row in zip(ids, rows, strict=True)
         }
     }
-    if run is not None:
-        judges["ragmeter P(supported)"] = from_run(run, "supported", ids)
+    if run is not None and (found := from_run(run, "supported", ids)):
+        judges["ragmeter P(supported)"] = found
     return Case(
         name="AttributionBench attributable",
         ids=ids,
@@ -159,10 +219,7 @@ def run_scores(folder: Path, metric: str) -> dict[str, float]:
     for note in notes:
         if not note.startswith("no scores.jsonl"):  # meta mtrag keeps its scores in the database
             print(f"{folder}: {note}")
-    found = {s.sample_id: s.value for s in scores if s.metric == metric and s.value is not None}
-    if not found:
-        raise SystemExit(f"{folder}: no {metric} score")
-    return found
+    return {s.sample_id: s.value for s in scores if s.metric == metric and s.value is not None}
 
 
 SHUFFLED = "first judge shuffled (uninformative)"
@@ -228,6 +285,12 @@ def main() -> None:
     parser.add_argument(
         "--mtrag-run", type=Path, help="A 'ragmeter meta mtrag' results folder as a judge."
     )
+    parser.add_argument("--ragchecker", type=Path, default=RAGCHECKER)
+    parser.add_argument(
+        "--ragchecker-run",
+        type=Path,
+        help="A 'ragmeter meta ragchecker' results folder as a judge.",
+    )
     parser.add_argument(
         "--attribution-run",
         type=Path,
@@ -242,14 +305,18 @@ def main() -> None:
 
     cases = [
         *mtrag_cases(args.mtrag, args.mtrag_run),
-        mtrag_difference(args.mtrag, "faithfulness", "gpt-4o", "llama-3.1-405b-instruct"),
+        mtrag_difference(
+            args.mtrag, "faithfulness", "gpt-4o", "llama-3.1-405b-instruct", args.mtrag_run
+        ),
+        *ragchecker_cases(args.ragchecker, args.ragchecker_run),
         attribution_case(args.attributionbench, args.attribution_run),
     ]
-    if args.mtrag_run is None or args.attribution_run is None:
+    if None in (args.mtrag_run, args.ragchecker_run, args.attribution_run):
         print(
             "judges: the sets' own automatic scores; for a ragmeter judge, run e.g. "
             "'ragmeter meta mtrag ../shared/data/mtrag/mtrag_dev.jsonl --out runs/meta-mtrag' "
-            "and pass --mtrag-run runs/meta-mtrag (--attribution-run for 'meta attribution')"
+            "and pass --mtrag-run runs/meta-mtrag (--ragchecker-run for 'meta ragchecker', "
+            "--attribution-run for 'meta attribution')"
         )
     print(
         f"{args.rounds} draws per row; coverage of the mean of all ratings by the 95 % interval; "

@@ -432,7 +432,8 @@ def test_a_question_that_copies_five_words_of_its_chunk_is_rejected_when_asked()
     )
     with pytest.raises(Rejected, match="copies its source"):
         _check(copied, copy_run=5)  # "zorbium was found in patagonia": 5 words of ZORB in a row
-    assert _check(copied)["copies_source"] is False  # off by default
+    assert "copies_source" not in _check(copied)  # off by default: not checked, not recorded
+    assert _check(copied, copy_run=6)["copies_source"] is False  # the question holds no 6 in a row
     four = Draft("specific", "Where was Zorbium found, in Patagonia?", "x", [ZORB])
     assert not copies(four.question, four.chunks)  # "found in patagonia": three in a row
 

@@ -218,13 +218,12 @@ def check(
     if any(pointed):
         found = next(m for m in pointed if m)
         raise Rejected("refers to its source", f"the question says {found.group(0)!r}")
-    checks["copies_source"] = bool(options.copy_run) and copies(
-        draft.question, draft.chunks, options.copy_run
-    )
-    if checks["copies_source"]:
-        raise Rejected(
-            "copies its source", f"the question repeats {options.copy_run}+ words of its chunk"
-        )
+    if options.copy_run:  # unchecked is not "does not copy": record nothing when off
+        checks["copies_source"] = copies(draft.question, draft.chunks, options.copy_run)
+        if checks["copies_source"]:
+            raise Rejected(
+                "copies its source", f"the question repeats {options.copy_run}+ words of its chunk"
+            )
     if draft.kind == "unanswerable":
         _check_unanswerable(draft, session, options, search, checks)
         return
