@@ -20,7 +20,7 @@ Sets and judges:
   (``task_id/model_id``).
 - The same answers paired by conversation: Llama-3.1-405B's faithfulness minus GPT-4o's (60
   pairs), the difference ``compare --labels A --labels B`` estimates; the judges are the
-  differences of the automatic scores.
+  differences of the automatic scores and, with ``--mtrag-run``, of the run's faithfulness.
 - RAGChecker (``../shared/data/ragchecker/ragchecker_dev.jsonl``, 80 questions, each with two
   systems' answers): per question, the mean of two annotators' -2..2 labels of whether the
   second answer is more correct, more complete and better overall than the first; the people's
