@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.judges.serve import served
+from ragmeter.meta.testset import people_questions
 from ragmeter.testset import generate_testset
 
 PEER = Path(__file__).with_name("ragas_testset_peer.py")
@@ -68,10 +69,8 @@ def write_mtrag_documents(mtrag: Path, folder: Path, count: int = MTRAG_DOCUMENT
     Returns:
         The ids written, in shuffled order.
     """
-    passages: dict[str, str] = {}
-    for line in mtrag.read_text().splitlines():
-        for context in json.loads(line)["contexts"]:
-            passages.setdefault(context["document_id"], context["text"])
+    corpus, _, _ = people_questions(mtrag)  # its passages, named ``<document_id>.txt``
+    passages = {document.name.removesuffix(".txt"): document.text for document in corpus}
     ids = sorted(passages)
     random.Random(0).shuffle(ids)
     folder.mkdir(parents=True, exist_ok=True)

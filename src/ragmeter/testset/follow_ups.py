@@ -170,6 +170,8 @@ def as_follow_up(first: str, second: str) -> str | None:
     after = [w for w in words if w.start >= span[1]]
     if _inside_a_longer_name(before, inside, after):
         return None
+    if not any(_names_a_thing(w.base) for w in before + after):
+        return None
     plural = _plural(inside[-1])
     if inside[-1].possessive:
         pronoun = "their" if plural else "its"
@@ -177,8 +179,6 @@ def as_follow_up(first: str, second: str) -> str | None:
         pronoun = "they" if plural else "it"
     else:
         pronoun = "them" if plural else "it"
-    if not any(_names_a_thing(w.base) for w in before + after):
-        return None
     head = second[: span[0]]
     if plural and pronoun == "they" and before and before[-1].base in _PLURAL_VERB:
         verb = before[-1]

@@ -240,14 +240,15 @@ def _check_answerable(
         (ANSWERS, {"passages": draft.chunks, **asked}, {}),
         (STANDS_ALONE, asked, {}),
     ]
-    if draft.history and options.understood_alone < 1:
+    asks_understood = bool(draft.history) and options.understood_alone < 1
+    if asks_understood:
         questions.append((UNDERSTOOD_ALONE, {"question": draft.question}, {}))
     answers = session.ask_yes_no_all(questions)
     if _fail_below(checks, "answerable", answers[0], options.answerable):
         raise Rejected("not answerable from its chunks", f"P(answered) {answers[0]:.2f}")
     if _fail_below(checks, "stands_alone", answers[1], options.stands_alone):
         raise Rejected("does not stand alone", f"P(makes sense alone) {answers[1]:.2f}")
-    if len(answers) > 2:
+    if asks_understood:
         checks["understood_alone"] = round(answers[2], 4)
         if answers[2] >= options.understood_alone:
             raise Rejected(
