@@ -38,6 +38,7 @@ from ragmeter.arena.judge import (
     COMBINE_RULES,
     MAX_TOKENS,
     Combine,
+    Method,
     Orders,
     combine,
     judge_pairs,
@@ -239,9 +240,11 @@ def measure_agreement(
     cache: bool | str | Path = True,
     on_battle: Callable[[Battle], None] | None = None,
     judge_options: Mapping[str, Any] | None = None,
+    method: Method = "generative",
 ) -> AgreementReport:
-    """Judge the first ``limit`` pairs of a labelled pairs file (resumably, in ``out_dir``) and
-    report the agreement with the labels; the report is also written to ``agreement.json``."""
+    """Judge the first ``limit`` pairs of a labelled pairs file (resumably, in ``out_dir``) with
+    ``method`` and report the agreement with the labels; the report is also written to
+    ``agreement.json``."""
     pairs = load_pairs(pairs_path)
     if limit is not None:
         pairs = pairs[:limit]
@@ -259,6 +262,7 @@ def measure_agreement(
         cache=cache,
         on_battle=on_battle,
         judge_options=judge_options,
+        method=method,
     )
     report = agreement_report(battles, seed=seed)
     (Path(out_dir) / AGREEMENT_FILE).write_text(report.model_dump_json(indent=2))
@@ -266,6 +270,24 @@ def measure_agreement(
 
 
 def agreement_table(report: AgreementReport, title: str = "judge vs human labels") -> Table:
+    names = {
+        "agree": "both orders, a disagreement is a tie",
+        "sum": "both orders, summed (not sure defers)",
+        "confidence": "both orders, summed; opposite picks by confidence",
+        "random order": "one random order",
+    }
+    rows = [("verdict", report.verdict)]
+    rows += [(names[key], stats) for key, stats in report.by_combination.items()]
+    if report.first_order.pairs:  # none when the pairs were decided from claims
+        first = "first order alone (A first)" if report.by_combination else "the order judged"
+        rows.append((first, report.first_order))
+    if report.longer_answer is not None:
+        rows.append(("baseline: the longer answer", report.longer_answer))
+    return stats_table(rows, title)
+
+
+def stats_table(rows: Sequence[tuple[str, AgreementStats]], title: str) -> Table:
+    """A row of agreement statistics per way of deciding the pairs."""
     table = Table(title=title)
     table.add_column("judge label")
     for column in (
@@ -277,18 +299,6 @@ def agreement_table(report: AgreementReport, title: str = "judge vs human labels
         "judge ties",
     ):
         table.add_column(column, justify="right")
-    names = {
-        "agree": "both orders, a disagreement is a tie",
-        "sum": "both orders, summed (not sure defers)",
-        "confidence": "both orders, summed; opposite picks by confidence",
-        "random order": "one random order",
-    }
-    rows = [("verdict", report.verdict)]
-    rows += [(names[key], stats) for key, stats in report.by_combination.items()]
-    first = "first order alone (A first)" if report.by_combination else "the order judged"
-    rows.append((first, report.first_order))
-    if report.longer_answer is not None:
-        rows.append(("baseline: the longer answer", report.longer_answer))
     for name, stats in rows:
         table.add_row(
             name,

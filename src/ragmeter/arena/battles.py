@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ragmeter.arena.data import Label
+from ragmeter.arena.data import Label, Pair, is_no_answer
 from ragmeter.score import Usage
 
 SCHEMA_VERSION = 1
@@ -47,8 +47,41 @@ class OrderVerdict(BaseModel):
     """What this judgement cost when it was made (calls and tokens, retries included)."""
 
 
+class AnswerClaims(BaseModel):
+    """One answer's figures in a decision from claims (see ``arena.claim_judge``)."""
+
+    precision: float
+    """The share of the answer's claims the reference supports (correct)."""
+    recall: float
+    """The share of the reference's claims the answer states (complete)."""
+    f1: float
+    unsupported: float | None
+    """The share of the answer's claims that neither the reference nor any passage supports;
+    None when the pair has no passages (then nothing tells an invented claim from a true one
+    the reference leaves out)."""
+    score: float
+    """F1, minus the unsupported share when there is one."""
+    standard_error: float
+    """Of the score, were each check a Yes with its probability (see ``claim_judge``)."""
+    answer_claims: int
+    reference_claims: int
+
+
+class ClaimDecision(BaseModel):
+    """How the claims method decided a pair: both answers' figures, and the margin the
+    difference of their scores had to clear."""
+
+    a: AnswerClaims
+    b: AnswerClaims
+    difference: float
+    """B's score minus A's."""
+    margin: float
+    """Within it (inclusive) the pair is a tie: the difference's standard error."""
+
+
 class Battle(BaseModel):
-    """A judged pair: the verdict that counts, and every presentation behind it."""
+    """A judged pair: the verdict that counts, and every presentation behind it (none when the
+    pair was decided from claims: then ``claims`` says how)."""
 
     schema_version: int = SCHEMA_VERSION
     pair_id: str
@@ -74,10 +107,31 @@ class Battle(BaseModel):
     """Answer A's length in words (None in battles files written before it was recorded): the
     agreement report compares the judge with simply preferring the longer answer."""
     words_b: int | None = None
+    claims: ClaimDecision | None = None
+    """The claims method's figures; None for the generative judge, or when unscored."""
 
     @property
     def scored(self) -> bool:
         return self.verdict is not None
+
+
+def battle(pair: Pair, **outcome: Any) -> Battle:
+    """A pair's battle: what the pair is (its systems, label and answers' lengths) with how it
+    was decided (``outcome``: the verdict and what it came from)."""
+    return Battle(
+        pair_id=pair.id,
+        question_id=pair.question_id,
+        domain=pair.domain,
+        design=pair.design,
+        system_a=pair.system_a,
+        system_b=pair.system_b,
+        label=pair.label,
+        no_answer_a=is_no_answer(pair.answer_a),
+        no_answer_b=is_no_answer(pair.answer_b),
+        words_a=len(pair.answer_a.split()),
+        words_b=len(pair.answer_b.split()),
+        **outcome,
+    )
 
 
 def write_battles(battles: Iterable[Battle], out_dir: Path) -> Path:

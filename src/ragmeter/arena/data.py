@@ -11,9 +11,11 @@ Formats:
   ``annotations_<domain>_with_citation.jsonl`` (a file or the folder holding them);
 * corpus: ``{id, text, title?}`` rows, or a folder of ``.txt`` / ``.md`` files (one document each);
 * system answers: ``{id, answer, system?}`` rows, ``answer`` null where generation failed;
-* pairs: ``{question, answer_a, answer_b, label?, domain?, id?, system_a?, system_b?}`` with
-  ``label`` -1 (A preferred), 0 (tie) or 1 (B preferred); ``overall_preference`` and
-  ``answer_a_type`` / ``answer_b_type`` (the LFQA expert file's names) are recognised.
+* pairs: ``{question, answer_a, answer_b, label?, domain?, id?, system_a?, system_b?,
+  reference?, contexts?}`` with ``label`` -1 (A preferred), 0 (tie) or 1 (B preferred);
+  ``overall_preference`` and ``answer_a_type`` / ``answer_b_type`` (the LFQA expert file's
+  names) are recognised. ``reference`` (a reference answer) and ``contexts`` (the passages the
+  answers were written from) are what the claims method checks the answers against.
 """
 
 from __future__ import annotations
@@ -83,6 +85,12 @@ class Pair(BaseModel):
     design: str = "pairs"
     """How the pair was made: ``reference`` (a system against the reference answer),
     ``complete`` (two systems), or ``pairs`` (read from a pairs file)."""
+    reference: str | None = None
+    """A reference answer to the question, neither of the two: what the claims method checks
+    the answers' correctness and completeness against."""
+    contexts: tuple[str, ...] = ()
+    """The passages the answers were written from: a claim that neither these nor the reference
+    support is unsupported (the claims method)."""
 
 
 def is_no_answer(text: str | None) -> bool:
@@ -245,6 +253,12 @@ def _to_pair(row: int, record: Mapping[str, Any]) -> Pair:
             label = raw_label
         if label not in (-1, 0, 1) or isinstance(raw_label, bool):
             raise DatasetError(row, "label", f"expected -1, 0 or 1, got {raw_label!r}")
+    reference = record.get("reference")
+    if reference is not None:
+        reference = _text(row, record, "reference", reference)
+    contexts = record.get("contexts") or []
+    if not isinstance(contexts, list) or not all(isinstance(c, str) for c in contexts):
+        raise DatasetError(row, "contexts", "expected a list of passages (text)")
     raw_id = record.get("id")
     return Pair(
         id=str(raw_id) if raw_id is not None else _content_id(question, answer_a, answer_b),
@@ -256,6 +270,8 @@ def _to_pair(row: int, record: Mapping[str, Any]) -> Pair:
         question_id=_optional(record.get("question_id")),
         domain=_optional(record.get("domain")),
         label=label,
+        reference=reference,
+        contexts=tuple(contexts),
     )
 
 

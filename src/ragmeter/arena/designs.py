@@ -135,6 +135,7 @@ def _pair(
         question_id=question.id,
         domain=question.domain,
         design=design,
+        reference=question.reference,
     )
 
 

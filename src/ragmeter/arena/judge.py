@@ -45,9 +45,17 @@ from ragmeter.arena.battles import (
     Battle,
     Order,
     OrderVerdict,
+    battle,
     write_battles,
 )
-from ragmeter.arena.data import Label, Pair, is_no_answer
+from ragmeter.arena.claim_judge import NAME as CLAIMS_NAME
+from ragmeter.arena.claim_judge import (
+    check_pairs,
+    judge_by_claims,
+    judge_by_claims_on_cluster,
+)
+from ragmeter.arena.claim_judge import version as claims_version
+from ragmeter.arena.data import Label, Pair
 from ragmeter.cluster import (
     Executor,
     ModelRecipe,
@@ -69,11 +77,20 @@ from ragmeter.version import __version__
 Orders = Literal["both", "random"]
 Combine = Literal["agree", "sum", "confidence"]
 COMBINE_RULES: tuple[Combine, ...] = ("agree", "sum", "confidence")
+Method = Literal["generative", "claims"]
+"""How a pair is decided: the judge's verdict on the two answers (this module), or the
+answers' claim tables against the reference and the passages (``claim_judge``)."""
+METHODS: tuple[Method, ...] = ("generative", "claims")
 
 
 def check_combine(rule: str) -> None:
     if rule not in COMBINE_RULES:
         raise ValueError(f"combine must be 'agree', 'sum' or 'confidence', not {rule!r}")
+
+
+def check_method(method: str) -> None:
+    if method not in METHODS:
+        raise ValueError(f"method must be 'generative' or 'claims', not {method!r}")
 
 
 MAX_TOKENS = 200
@@ -271,13 +288,14 @@ def combine(
         return verdicts[0].preference, False, None
     weighed = all(v.probabilities is not None for v in verdicts)
     if rule == "confidence" and preferences == {-1, 1} and weighed:
-        return _sign(sum(expected_preference(v) or 0.0 for v in verdicts)), True, None
+        return sign(sum(expected_preference(v) or 0.0 for v in verdicts)), True, None
     if rule in ("sum", "confidence"):
-        return _sign(sum(v.preference or 0 for v in verdicts)), True, None
+        return sign(sum(v.preference or 0 for v in verdicts)), True, None
     return 0, True, None
 
 
-def _sign(value: float) -> Label:
+def sign(value: float) -> Label:
+    """-1, 0 or 1: the preference a signed difference (B minus A) stands for."""
     return (value > 0) - (value < 0)  # type: ignore[return-value]
 
 
@@ -410,23 +428,7 @@ class OrderJudge:
 def battle_of(pair: Pair, verdicts: list[OrderVerdict], combine_rule: Combine) -> Battle:
     """The pair's verdict from its presentations' verdicts."""
     verdict, flipped, reason = combine(verdicts, combine_rule)
-    return Battle(
-        pair_id=pair.id,
-        question_id=pair.question_id,
-        domain=pair.domain,
-        design=pair.design,
-        system_a=pair.system_a,
-        system_b=pair.system_b,
-        verdict=verdict,
-        unscored_reason=reason,
-        flipped=flipped,
-        orders=verdicts,
-        label=pair.label,
-        no_answer_a=is_no_answer(pair.answer_a),
-        no_answer_b=is_no_answer(pair.answer_b),
-        words_a=len(pair.answer_a.split()),
-        words_b=len(pair.answer_b.split()),
-    )
+    return battle(pair, verdict=verdict, unscored_reason=reason, flipped=flipped, orders=verdicts)
 
 
 def judge_pair(
@@ -473,6 +475,7 @@ def judge_pairs(
     on_battle: Callable[[Battle], None] | None = None,
     judge_options: Mapping[str, Any] | None = None,
     executor: Executor | RayExecutor = "threads",
+    method: Method = "generative",
 ) -> list[Battle]:
     """Judge every pair, resumably, and write ``battles.jsonl`` and ``arena_run.json``.
 
@@ -485,6 +488,9 @@ def judge_pairs(
         combine_rule: how both orders make the verdict: ``"agree"`` (a disagreement is a tie),
             ``"sum"`` (a "not sure" defers to the other order's pick) or ``"confidence"`` (the
             sum, with opposite picks settled by the judge's probabilities of its ratings).
+        method: ``"generative"`` (the judge's verdict on the two answers, the paper's) or
+            ``"claims"`` (each answer's claims checked against the pair's reference and
+            passages; ``orders`` and ``combine_rule`` then play no part: see ``claim_judge``).
         seed: picks the random orders.
         retries: further attempts after a failed call or an unreadable reply.
         max_tokens: the judge's budget per call.
@@ -497,12 +503,16 @@ def judge_pairs(
             its own judge, and judgements are committed here as they come back.
     """
     check_combine(combine_rule)
+    check_method(method)
     ids = [p.id for p in pairs]
     if len(set(ids)) != len(ids):
         raise ValueError("pair ids must be unique within a run")
+    if method == "claims":
+        check_pairs(pairs)
     spread = ray_executor(executor, workers)
     out = Path(out_dir)
     started, clock = datetime.now(UTC), time.perf_counter()
+    spent = Usage()  # what the calls made in this run cost, the claims method's
     config: dict[str, Any] = {
         "orders": orders,
         "combine": combine_rule,
@@ -513,37 +523,76 @@ def judge_pairs(
     if spread is None:
         model = open_judge(judge, cache, judge_options)
         store = ScoreStore(out / JUDGEMENTS_DB)
-
-        def run_one(pair: Pair) -> Battle:
-            battle = judge_pair(
-                pair,
-                model,
-                store,
-                orders=orders,
-                combine_rule=combine_rule,
-                seed=seed,
-                retries=retries,
-                max_tokens=max_tokens,
-            )
-            if on_battle:
-                on_battle(battle)
-            return battle
-
         try:
-            with ThreadPoolExecutor(max_workers=max(1, workers)) as threads:
-                battles = list(threads.map(run_one, pairs))
+            if method == "claims":
+                battles = judge_by_claims(
+                    pairs,
+                    model,
+                    store,
+                    retries=retries,
+                    workers=workers,
+                    on_battle=on_battle,
+                    spent=spent,
+                )
+            else:
+                battles = _judge_in_threads(pairs, model, store, workers, on_battle, **config)
         finally:
             store.close()
         config["executor"] = "threads"
     else:
         recipe = ModelRecipe(judge, cache=cache, needs_embedder=False, judge_options=judge_options)
         with spread.open(recipe) as cluster:
-            battles = _judge_on_cluster(cluster, pairs, out, on_battle, **config)
+            if method == "claims":
+                store = ScoreStore(out / JUDGEMENTS_DB)
+                try:
+                    battles = judge_by_claims_on_cluster(
+                        cluster, pairs, store, retries=retries, on_battle=on_battle, spent=spent
+                    )
+                finally:
+                    store.close()
+            else:
+                battles = _judge_on_cluster(cluster, pairs, out, on_battle, **config)
             model = cluster.judge
         config["executor"] = describe_executor(spread, cluster)
+    for order in (o for b in battles for o in b.orders if not o.cached):
+        spent.add(order.usage)  # the generative method's
     write_battles(battles, out)
-    _write_run(out, battles, model, started, time.perf_counter() - clock, **config)
+    _write_run(out, battles, model, started, time.perf_counter() - clock, method, spent, **config)
     return battles
+
+
+def _judge_in_threads(
+    pairs: Sequence[Pair],
+    judge: Judge,
+    store: ScoreStore,
+    workers: int,
+    on_battle: Callable[[Battle], None] | None,
+    *,
+    orders: Orders,
+    combine: Combine,
+    seed: int,
+    retries: int,
+    max_tokens: int,
+) -> list[Battle]:
+    """The generative judge on every pair, ``workers`` pairs at once, in this process."""
+
+    def run_one(pair: Pair) -> Battle:
+        judged = judge_pair(
+            pair,
+            judge,
+            store,
+            orders=orders,
+            combine_rule=combine,
+            seed=seed,
+            retries=retries,
+            max_tokens=max_tokens,
+        )
+        if on_battle:
+            on_battle(judged)
+        return judged
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as threads:
+        return list(threads.map(run_one, pairs))
 
 
 def _judge_on_cluster(
@@ -594,22 +643,29 @@ def _write_run(
     judge: Judge,
     started: datetime,
     seconds: float,
+    method: Method,
+    spent: Usage,
     **config: Any,
 ) -> None:
-    fresh = Usage()
-    for order in (o for b in battles for o in b.orders if not o.cached):
-        fresh.add(order.usage)
     record = model_record(judge)  # its identity: what the judgements' keys hash
+    prompt = (
+        {"name": CLAIMS_NAME, "version": claims_version()}
+        if method == "claims"
+        else {"name": PAIRWISE.name, "version": PAIRWISE.version}
+    )
+    if method == "claims":  # the generative settings played no part
+        config = {k: v for k, v in config.items() if k not in ("orders", "combine", "max_tokens")}
     run = {
         "ragmeter_version": __version__,
         "judge": judge.name,
         "judge_model": record.model_dump(mode="json") if record else None,
-        "prompt": {"name": PAIRWISE.name, "version": PAIRWISE.version},
+        "method": method,
+        "prompt": prompt,
         **config,
         "pairs": len(battles),
         "scored": sum(b.scored for b in battles),
         "unscored": sum(not b.scored for b in battles),
-        "usage_this_run": fresh.model_dump(),
+        "usage_this_run": spent.model_dump(),
         "started": started.isoformat(),
         "seconds": round(seconds, 3),
     }

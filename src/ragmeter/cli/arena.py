@@ -19,7 +19,7 @@ from ragmeter.arena.data import (
 )
 from ragmeter.arena.designs import REFERENCE, design_pairs
 from ragmeter.arena.generate import generate_answers
-from ragmeter.arena.judge import MAX_TOKENS, Combine, Orders, judge_pairs
+from ragmeter.arena.judge import MAX_TOKENS, Combine, Method, Orders, judge_pairs
 from ragmeter.arena.leaderboard import (
     DEFAULT_PRIOR,
     Leaderboard,
@@ -63,6 +63,16 @@ CombineOption = Annotated[
         help="Both orders' verdict: 'agree' (a disagreement is a tie), 'sum' (a 'not sure' "
         "defers to the other order; opposite picks tie) or 'confidence' (as 'sum', but the "
         "judge's probabilities of its ratings settle opposite picks).",
+    ),
+]
+
+MethodOption = Annotated[
+    Method,
+    typer.Option(
+        "--method",
+        help="How a pair is decided: 'generative' (the judge's verdict on the two answers) or "
+        "'claims' (each answer's claims checked against the reference answer and the passages; "
+        "--orders and --combine play no part).",
     ),
 ]
 
@@ -147,6 +157,7 @@ def judge_command(
     judge_option: JudgeOptions = None,
     orders: OrdersOption = "both",
     combine_rule: CombineOption = "agree",
+    method: MethodOption = "generative",
     seed: Annotated[int, typer.Option(help="Seeds random orders and sampling.")] = 0,
     limit: Annotated[int | None, typer.Option(help="Only the first N questions or pairs.")] = None,
     out: Annotated[Path, typer.Option(help="Results folder; rerun with it to resume.")] = Path(
@@ -214,6 +225,7 @@ def judge_command(
             workers=workers,
             on_battle=lambda _b: advance(bar),
             executor=executor,
+            method=method,
         )
     _show_leaderboard(
         console, battles, out, reference_name=reference_name, rounds=rounds, seed=seed
@@ -292,6 +304,7 @@ def agreement_command(
     judge_option: JudgeOptions = None,
     orders: OrdersOption = "both",
     combine_rule: CombineOption = "agree",
+    method: MethodOption = "generative",
     limit: Annotated[int | None, typer.Option(help="Only the first N pairs.")] = None,
     out: Annotated[Path, typer.Option(help="Results folder; rerun with it to resume.")] = Path(
         "runs/agreement"
@@ -321,6 +334,7 @@ def agreement_command(
             max_tokens=max_tokens,
             cache=False,
             on_battle=lambda _b: advance(bar),
+            method=method,
         )
     console.print(agreement_table(report, title=f"judge vs human labels ({pairs.name})"))
     if report.flip_rate is not None:
