@@ -140,17 +140,28 @@ def test_bad_labels_name_the_row_and_field(tmp_path):
         load_ragchecker(write_instances(tmp_path, [missing]))
 
 
-def scripted_checker(model: str = "", **_: object) -> FakeJudge:
+def shared_fact(request: ChatRequest):
     """A claim with "1,094" or "North Sea" in it is supported by a text that has it too."""
+    text = request.messages[-1].content
+    context = text.split("<context>\n")[1].split("\n</context>")[0]
+    claim = text.split("<statement>\n")[1].split("\n</statement>")[0]
+    shared = [fact for fact in ("1,094", "North Sea") if fact in claim and fact in context]
+    return yes_no(0.9 if shared else 0.1)
+
+
+def scripted_checker(model: str = "", **_: object) -> FakeJudge:
+    return FakeJudge(responder=shared_fact, model="checker-script")
+
+
+def first_answer_checker(model: str = "", **_: object) -> FakeJudge:
+    """``shared_fact`` on claims; asked which of two answers is better, always the first shown."""
 
     def respond(request: ChatRequest):
-        text = request.messages[-1].content
-        context = text.split("<context>\n")[1].split("\n</context>")[0]
-        claim = text.split("<statement>\n")[1].split("\n</statement>")[0]
-        shared = [fact for fact in ("1,094", "North Sea") if fact in claim and fact in context]
-        return yes_no(0.9 if shared else 0.1)
+        if "pair of answers" in request.messages[0].content:
+            return json.dumps({"reasoning": "The first.", "rating": 1})
+        return shared_fact(request)
 
-    return FakeJudge(responder=respond, model="checker-script")
+    return FakeJudge(responder=respond, model="first-answer-checker")
 
 
 def test_meta_ragchecker_command(tmp_path, monkeypatch, no_user_cache):
@@ -178,6 +189,35 @@ def test_meta_ragchecker_command(tmp_path, monkeypatch, no_user_cache):
     # 0.1. Differences 0.8, 0, -0.8: the same shape as the labels' first test, Pearson 0.949.
     assert ours["pearson"]["value"] == pytest.approx(6 / 40**0.5)
     assert "ragmeter" in result.output and "annotators" in result.output
+
+
+def test_meta_ragchecker_decides_the_instances_as_pairs(tmp_path, monkeypatch, no_user_cache):
+    monkeypatch.setitem(plugins.BUILTINS["judge"], "checker", f"{__name__}:first_answer_checker")
+    path = write_instances(
+        tmp_path,
+        [
+            instance(0, "It is 2,000 km long.", "It is 1,094 km long.", (2, 1)),
+            instance(1, "It is 1,094 km long.", "It is 1,094 km long.", (0, 0)),
+            instance(2, GROUND_TRUTH, "It is 5 km long.", (-2, -1)),
+        ],
+    )
+    out = tmp_path / "out"
+    args = ["meta", "ragchecker", str(path), "--judge", "checker", "--out", str(out), "--pairwise"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    rows = json.loads((out / "agreement.json").read_text())["pairwise"]
+    # Every instance twice (once per annotator): the people prefer B, neither, A.
+    assert {row["pairs"] for row in rows.values()} == {6}
+    # From claims: F1 0.1 against 0.643 (B by 0.543, outside its margin of 0.265), equal
+    # answers tie, the ground truth's 0.9 against 0.1 (A by 0.8, outside 0.237): all as people.
+    assert (rows["claims"]["kappa"], rows["claims"]["accuracy"]) == (1.0, 1.0)
+    assert rows["f1 difference"]["accuracy"] == 1.0
+    # The generative judge always picks the answer shown first: the two orders cancel to ties.
+    assert rows["generative"]["judge_tie_rate"] == 1.0 and rows["generative"]["kappa"] == 0.0
+    # The first pair's answers are 5 words each (a tie), the third's ground truth is longer.
+    assert rows["longer answer"]["accuracy"] == 0.5
+    assert "claims" in result.output and "baseline" in result.output
+    assert (out / "pairwise-claims" / "battles.jsonl").is_file()
 
 
 def test_mtrag_answer_correctness_leaves_out_the_writers_answers(

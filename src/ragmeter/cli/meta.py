@@ -13,6 +13,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from ragmeter.arena.agreement import stats_table
+from ragmeter.arena.judge import METHODS as PAIRWISE_METHODS
 from ragmeter.cli.common import (
     CacheFlag,
     EmbedderOptions,
@@ -46,7 +48,7 @@ from ragmeter.meta.attribution import (
 from ragmeter.meta.mtrag import METRICS as MTRAG_METRICS
 from ragmeter.meta.mtrag import Interval, chosen_metrics, load_mtrag, run_mtrag
 from ragmeter.meta.ragchecker import FIGURES as RAGCHECKER_FIGURES
-from ragmeter.meta.ragchecker import load_ragchecker, run_ragchecker
+from ragmeter.meta.ragchecker import PAIRWISE_ROWS, load_ragchecker, run_ragchecker
 from ragmeter.meta.testset import K, TestsetReport, testset_report
 from ragmeter.meta.wikieval import DIMENSIONS, METHODS, PAPER_TABLE_4, load_wikieval, run_wikieval
 from ragmeter.metrics import metric_by_name
@@ -266,6 +268,13 @@ def ragchecker_command(
     ray: RayAddress = None,
     ray_actors: RayActors = None,
     ray_actor_cpus: RayActorCpus = 1.0,
+    pairwise: Annotated[
+        bool,
+        typer.Option(
+            help="Also decide each instance as an arena pair, from claims and by the generative "
+            "judge: Cohen's kappa and accuracy with the overall labels."
+        ),
+    ] = False,
 ) -> None:
     """Correlation of answer correctness with two annotators' comparisons of two answers to one
     question (RAGChecker's protocol), beside RAGChecker's own run and the annotators' agreement."""
@@ -274,7 +283,9 @@ def ragchecker_command(
     with user_errors(console):
         instances = load_ragchecker(path)[:limit]
         (metric,) = configured_metrics("answer_correctness", option)
-    with progress(console, "judging", 2 * len(instances)) as bar, user_errors(console):
+    # Each pairwise method decides every instance once per annotator.
+    total = 2 * len(instances) * (1 + len(PAIRWISE_METHODS) * pairwise)
+    with progress(console, "judging", total) as bar, user_errors(console):
         report = run_ragchecker(
             instances,
             metric=metric,
@@ -285,6 +296,8 @@ def ragchecker_command(
             on_score=lambda _s: advance(bar),
             judge_options=parse_options(judge_option, "--judge-option"),
             executor=executor,
+            pairwise=pairwise,
+            on_pair=lambda _b: advance(bar),
         )
     (out / "agreement.json").write_text(report.model_dump_json(indent=2))
     table = Table(
@@ -312,6 +325,11 @@ def ragchecker_command(
             f"median {report.seconds_per_instance:.1f} s per instance (two answers), "
             f"{report.checks_per_claim:.2f} model calls per claim"
         )
+    if report.pairwise is not None:
+        rows = [(PAIRWISE_ROWS[key], stats) for key, stats in report.pairwise.items()]
+        title = "RAGChecker as pairs: the overall preference, each instance once per annotator"
+        console.print(stats_table(rows, title))
+        console.print(f"each method's decisions in {out}/pairwise-<method>/")
 
 
 def _subsample(rows: list[T], limit: int | None, seed: int = 0) -> list[T]:

@@ -10,6 +10,12 @@ with correctness, recall with completeness, F1 with overall. Intervals are perce
 bootstraps over instances (both of an instance's pairs drawn together). RAGChecker's own run
 (with a large LLM as its checker) is correlated on the same instances, and the annotators with
 each other: the ceiling.
+
+The overall label is also a person's pairwise preference given a reference, so the instances are
+arena pairs too (one per annotator, the label's sign): ``pairwise=True`` decides them with the
+arena's claims method and its generative judge and reports Cohen's kappa and accuracy of each,
+beside the longer-answer baseline and the sign of answer correctness's F1 difference. The file
+has no retrieved passages, so the claims method reads precision and recall only there.
 """
 
 from __future__ import annotations
@@ -23,6 +29,11 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel
 
+from ragmeter.arena.agreement import AgreementStats, agreement_report
+from ragmeter.arena.agreement import agreement as label_agreement
+from ragmeter.arena.battles import Battle
+from ragmeter.arena.data import Pair
+from ragmeter.arena.judge import METHODS, judge_pairs, open_judge, sign
 from ragmeter.cluster import Executor, RayExecutor, RayPool
 from ragmeter.evaluate import evaluate
 from ragmeter.judges import Judge
@@ -125,6 +136,18 @@ class RagcheckerReport(BaseModel):
     checks_per_claim: float | None
     """Yes/No model calls per claim checked, over the answers judged now."""
     judge: str
+    pairwise: dict[str, AgreementStats] | None = None
+    """With ``pairwise``: each way of deciding the pairs (see ``PAIRWISE_ROWS``) against the
+    annotators' overall preferences, every instance once per annotator."""
+
+
+PAIRWISE_ROWS = {
+    "claims": "from claims (arena --method claims)",
+    "generative": "generative judge, both orders",
+    "longer answer": "baseline: the longer answer",
+    "f1 difference": "sign of the F1 difference",
+}
+"""The rows of the pairwise report, by key, as the command names them."""
 
 
 def _differences(pairs: Sequence[tuple[float | None, float | None]]) -> tuple[np.ndarray, int]:
@@ -203,12 +226,25 @@ def run_ragchecker(
     on_score: Callable[[Score], None] | None = None,
     judge_options: Mapping[str, Any] | None = None,
     executor: Executor | RayExecutor | RayPool = "threads",
+    pairwise: bool = False,
+    on_pair: Callable[[Battle], None] | None = None,
 ) -> RagcheckerReport:
     """Score both answers of every instance with answer correctness (resumably, under
-    ``out_dir``) and correlate the differences with the annotators' labels."""
+    ``out_dir``) and correlate the differences with the annotators' labels; with ``pairwise``,
+    also decide the instances as arena pairs (see the module's docstring), calling
+    ``on_pair`` with each decision."""
     metric = metric or metric_by_name("answer_correctness")
     if metric.name != "answer_correctness":
         raise ValueError(f"RAGChecker's protocol reads answer_correctness, not {metric.name!r}")
+    if pairwise:
+        if executor != "threads":
+            raise ValueError("the pairwise decisions are made in this process: leave out Ray")
+        if out_dir is None:
+            raise ValueError("the pairwise decisions need a results folder (out_dir)")
+        # One judge for both measurements: a local model loads once, and the claims method's
+        # checks are answered by the call cache from answer correctness's.
+        judge, judge_options = open_judge(judge, cache, judge_options), None
+        cache = False
     result = evaluate(
         [s for i in instances for s in i.samples],
         [metric],
@@ -238,4 +274,75 @@ def run_ragchecker(
         seconds_per_instance=median(timed.values()) if timed else None,
         checks_per_claim=calls / claims if claims else None,
         judge=result.run.judge,
+        pairwise=(
+            pairwise_agreement(instances, scores, judge, out_dir, on_pair)  # type: ignore[arg-type]
+            if pairwise
+            else None
+        ),
     )
+
+
+def ragchecker_pairs(instances: Sequence[RagcheckerInstance]) -> list[Pair]:
+    """Each instance as arena pairs, one per annotator: the first response as answer A, the
+    second as B, the ground truth as the reference, the sign of the annotator's overall label
+    as the preference (positive prefers the second, as the arena's 1 prefers B)."""
+    pairs = []
+    for instance in instances:
+        first, second = instance.samples
+        for annotator, label in enumerate(instance.labels["overall"], 1):
+            pairs.append(
+                Pair(
+                    id=f"{instance.instance}/{annotator}",
+                    question=first.question,
+                    answer_a=first.answer,
+                    answer_b=second.answer,
+                    system_a=str(first.metadata["system"]),
+                    system_b=str(second.metadata["system"]),
+                    question_id=instance.instance,
+                    domain=instance.domain,
+                    label=sign(label),
+                    reference=first.reference,
+                )
+            )
+    return pairs
+
+
+def pairwise_agreement(
+    instances: Sequence[RagcheckerInstance],
+    scores: Mapping[str, Score],
+    judge: Judge,
+    out_dir: Path,
+    on_pair: Callable[[Battle], None] | None = None,
+) -> dict[str, AgreementStats]:
+    """Kappa, accuracy and the rest of each row of ``PAIRWISE_ROWS`` against the annotators'
+    overall preferences. Each method's decisions are an arena run of their own, resumable, in
+    ``out_dir/pairwise-<method>``; ``scores`` is answer correctness by sample id, and a pair
+    with an unscored answer is left out of the F1 row."""
+    pairs = ragchecker_pairs(instances)
+    reports = {
+        method: agreement_report(
+            judge_pairs(
+                pairs,
+                judge=judge,
+                out_dir=Path(out_dir) / f"pairwise-{method}",
+                method=method,
+                cache=False,
+                on_battle=on_pair,
+            )
+        )
+        for method in METHODS
+    }
+    differences = []
+    for pair in pairs:
+        first, second = (scores.get(f"{pair.question_id}/{r}") for r in RESPONSES)
+        if first is not None and second is not None and first.scored and second.scored:
+            f1_first, f1_second = (float(s.explanation["f1"]) for s in (first, second))
+            differences.append((sign(f1_second - f1_first), pair.label))
+    rows = {"claims": reports["claims"].verdict, "generative": reports["generative"].verdict}
+    if reports["claims"].longer_answer is not None:
+        rows["longer answer"] = reports["claims"].longer_answer
+    rows["f1 difference"] = label_agreement(
+        [d for d, _ in differences],
+        [label for _, label in differences],  # type: ignore[misc]
+    )
+    return rows
