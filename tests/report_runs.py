@@ -1,6 +1,7 @@
 """Run folders for the report and comparison tests, made by the real pipeline on the scripted
 judge: one sentence per answer, supported with a probability chosen per sample, so every
-faithfulness score is that probability."""
+faithfulness score is that probability; and the diagnosis of one sample whose every claim check
+is scripted (``test_reference_metrics.SUPPORT``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ragmeter.result import Result
 from ragmeter.sample import Sample
 
 from .conftest import yes_no
+from .test_reference_metrics import SAMPLE, support
 
 FAILURE = JudgeError("connection reset")
 
@@ -60,6 +62,20 @@ def faithfulness_run(
         out_dir=out,
         cache=False,
         retries=0,
+    )
+    write_outputs(result, out)
+    return result
+
+
+def diagnosis_run(out: Path) -> Result:
+    """An evaluate run of the diagnosis group (eight metrics read off one claim table) on
+    ``test_reference_metrics.SAMPLE``, with its exports."""
+    result = evaluate(
+        [SAMPLE],
+        ["diagnosis"],
+        judge=FakeJudge(responder=support, model="claim-script"),
+        out_dir=out,
+        cache=False,
     )
     write_outputs(result, out)
     return result

@@ -203,18 +203,31 @@ def test_the_report_shows_the_diagnosis_for_the_run_and_each_sample(tmp_path):
     ]
     assert rows[1][2] == pytest.approx(0.55)
     (sample,) = sections["Samples"]["table"]["rows"]
-    (block,) = [d for d in sample["detail"] if d["heading"] == "diagnosis"]
+    (block,) = [d for d in sample["detail"] if d["heading"] == "claim table"]
     # At P >= 0.5: R1 is in C1 and in the answer; R2 is in no chunk and not in the answer; A1
     # is correct and in C1; A2 is wrong and in C2; A3 is wrong and in no chunk.
-    assert block["lines"] == [
-        "claims (Yes at P >= 0.5): 1 in the answer; 1 lost by the retriever (in no chunk); "
-        "1 correct; 1 wrong, taken from a chunk; 1 hallucinated (wrong, in no chunk)",
-        f'  - reference claim "{R1}": in the answer',
-        f'  - reference claim "{R2}": lost by the retriever (in no chunk)',
-        f'  - answer claim "{A1}": correct',
-        f'  - answer claim "{A2}": wrong, taken from a chunk',
-        f'  - answer claim "{A3}": hallucinated (wrong, in no chunk)',
+    assert block["value"] == (
+        "claims (Yes at P >= 0.5): 1 correct; 1 wrong, taken from a chunk; 1 hallucinated "
+        "(wrong, in no chunk); 1 in the answer; 1 lost by the retriever (in no chunk)"
+    )
+    table = block["claims"]
+    assert table["columns"] == ["reference", "answer", "chunk 1", "chunk 2"]
+    answers, references = table["groups"]
+    # Each claim's probability against each text it was checked against (SUPPORT); an answer
+    # claim is not checked against the answer, nor a reference claim against the reference.
+    assert [(r["claim"], r["cells"], r["fate"], r["tone"]) for r in answers["rows"]] == [
+        (A1, [0.9, None, 0.9, 0.1], "correct", "good"),
+        (A2, [0.2, None, 0.2, 0.6], "wrong, taken from a chunk", "warn"),
+        (A3, [0.4, None, 0.3, 0.1], "hallucinated (wrong, in no chunk)", "bad"),
     ]
+    assert [(r["claim"], r["cells"], r["fate"]) for r in references["rows"]] == [
+        (R1, [None, 0.9, 0.8, 0.1], "in the answer"),
+        (R2, [None, 0.1, 0.3, 0.2], "lost by the retriever (in no chunk)"),
+    ]
+    # The claims are in the table, not repeated as each metric's lines.
+    (correctness,) = [d for d in sample["detail"] if d["heading"] == "answer_correctness"]
+    assert correctness["lines"][:3] == ["precision: 0.5", "recall: 0.5", "f1: 0.5"]
+    assert not any(A1 in line for d in sample["detail"] for line in d["lines"])
 
 
 def scripted_support(model: str = "", **_: object) -> FakeJudge:

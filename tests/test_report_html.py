@@ -21,7 +21,7 @@ from ragmeter.meta.pairs import Agreement
 from ragmeter.viewer import RunFolderError, open_run
 from ragmeter.viewer.html import build_page
 
-from .report_runs import faithfulness_run
+from .report_runs import diagnosis_run, faithfulness_run
 
 runner = CliRunner()
 ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
@@ -58,7 +58,13 @@ def test_an_evaluate_run_shows_its_cards_and_every_sample(run_a):
     assert [r["cells"][0] for r in rows] == ["a", "b", "c", "d"]
     assert [r["cells"][3] for r in rows] == [0.2, 0.5, 0.9, None]
     assert "unscored:faithfulness" in rows[3]["flags"]
-    assert "p_supported 0.2" in rows[0]["detail"][0]["lines"][1]
+    # Faithfulness's statements are a claim table in its block, not lines.
+    (statements,) = rows[0]["detail"][0]["claims"]["groups"]
+    assert statements["rows"] == [
+        {"claim": "It was finished in 1889.", "cells": [0.2], "fate": "not supported",
+         "tone": "bad", "note": None}
+    ]  # fmt: skip
+    assert not any("1889" in line for line in rows[0]["detail"][0]["lines"])
     assert rows[0]["detail"][0]["exchanges"][0]["probability"] == pytest.approx(0.2)
     unscored = found["Unscored items (1)"]["table"]["rows"]
     assert unscored[0]["cells"][:2] == ["d", "faithfulness"]
@@ -276,12 +282,51 @@ def test_the_report_works_in_a_browser(browser, run_a, tmp_path):
     ]  # fmt: skip
     rows.nth(2).click()
     detail = page.locator("[data-table=samples] tr.detail")
-    assert 'unsupported statements (1 of 1):\n  - "It was finished in 1889." (p_supported 0.2)' in (
-        detail.locator("pre.lines").inner_text()
-    )
+    statement = detail.locator("table.claims tr.claim-row")
+    assert statement.locator("td.claim").inner_text() == "It was finished in 1889."
+    assert statement.locator("td.check.no").inner_text() == "0.20"
+    assert statement.locator("td.fate").inner_text() == "not supported"
     assert detail.locator("details.exchange").count() == 1
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "report-evaluate.png"), full_page=True)
+    assert page.errors == [] and page.requests == []
+
+
+def page_width(page) -> tuple[int, int]:
+    return page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+
+
+def test_claim_tables_fit_a_1280_pixel_window(browser, tmp_path):
+    diagnosis_run(tmp_path / "run")
+    report = tmp_path / "report.html"
+    result = runner.invoke(app, ["report", str(tmp_path / "run"), "--html", str(report)])
+    assert result.exit_code == 0, result.output
+    page = open_page(browser, report)
+    scroll, window = page_width(page)
+    assert window == 1280 and scroll <= window  # eight metric columns, no sideways scrolling
+    page.locator("[data-table=samples] tbody tr.row").first.click()
+    assert page_width(page)[0] <= window
+    claims = page.locator("[data-table=samples] tr.detail table.claims")
+    assert claims.count() == 1  # one table for the sample, merged over its eight metrics
+    heads = claims.locator("thead th").all_inner_texts()
+    assert heads == ["claim", "reference", "answer", "chunk 1", "chunk 2", "fate"]
+    rows = claims.locator("tr.claim-row")
+    # Worked in test_reference_metrics: each cell is SUPPORT's probability for the claim and
+    # the text of its column; an answer claim is not checked against the answer.
+    cells = [rows.nth(i).locator("td").all_inner_texts() for i in range(rows.count())]
+    assert cells == [
+        ["Paris is France's capital.", "0.90", "", "0.90", "0.10", "correct"],
+        ["It has 9 million inhabitants.", "0.20", "", "0.20", "0.60", "wrong, taken from a chunk"],
+        ["It is in Europe.", "0.40", "", "0.30", "0.10", "hallucinated (wrong, in no chunk)"],
+        ["Paris is the capital of France.", "", "0.90", "0.80", "0.10", "in the answer"],
+        ["It has 2.1 million inhabitants.", "", "0.10", "0.30", "0.20",
+         "lost by the retriever (in no chunk)"],
+    ]  # fmt: skip
+    # Coloured by verdict at P >= 0.5: the first answer claim's Yes, No, blank, Yes, No.
+    verdicts = rows.first.locator("td.check").evaluate_all("cells => cells.map(c => c.className)")
+    assert verdicts == ["check yes", "check unchecked", "check yes", "check no"]
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "report-claims.png"), full_page=True)
     assert page.errors == [] and page.requests == []
 
 

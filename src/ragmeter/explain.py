@@ -3,9 +3,9 @@
 The three RAGAS metrics get a view of their own, built from the keys of their explanations (so it
 holds whatever their options): the unsupported statements before the supported ones, the
 questions generated from the answer, the context sentences that were not needed; the metrics
-read off the claim table list each claim with what supports it, and ``diagnose`` says for one
-sample where each claim was lost or from where it came. Every other key,
-a plugin metric's included, is listed as it is, so nothing the metric explained is hidden.
+read off the claim table list each claim with what supports it, and ``claim_fate`` says where
+a claim was lost or from where it came. Every other key, a plugin metric's included, is listed
+as it is, so nothing the metric explained is hidden.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Collection
-from typing import Any
+from typing import Any, Literal
 
 from ragmeter.sample import Sample
 from ragmeter.score import Score
@@ -136,64 +136,67 @@ def _value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def diagnose(scores: Collection[Score], threshold: float = 0.5) -> list[str]:
-    """Where each claim of one sample went, from the claim tables its scores explain: a
-    reference claim in no chunk was lost by the retriever, one in a chunk but not in the answer
-    by the generator; an answer claim the reference does not support is wrong, and hallucinated
-    when no chunk supports it either. A check counts as a Yes at ``threshold``; what no score
-    checked is not said. Empty when no score holds a claim table."""
+def claim_rows(scores: Collection[Score]) -> dict[str, list[dict[str, Any]]]:
+    """The claims of one sample's claim tables, by side ("answer", "reference"): one row per
+    claim, merged over ``scores`` (each metric explains the blocks it asked for), in order."""
     merged: dict[str, dict[str, dict[str, Any]]] = {"answer": {}, "reference": {}}
     for score in scores:
         for side, claims in merged.items():
             for row in score.explanation.get(f"{side}_claims", []):
                 claims.setdefault(row["claim"], {}).update(row)
-    reference, answer = merged["reference"].values(), merged["answer"].values()
-    if not reference and not answer:
-        return []
+    return {side: list(claims.values()) for side, claims in merged.items()}
 
-    def said(row: dict[str, Any], key: str) -> bool | None:
+
+Tone = Literal["good", "bad", "warn", ""]
+"""How a claim's fate reads: as it should be, a fault, a fault the retrieval led to, or
+neither (not checked, or nothing to say)."""
+
+
+def claim_fate(side: str, row: dict[str, Any], threshold: float = 0.5) -> tuple[str, Tone]:
+    """Where one claim (a row of ``claim_rows``) went, and how that reads: a reference claim in
+    no chunk was lost by the retriever, one in a chunk but not in the answer by the generator;
+    an answer claim the reference does not support is wrong, and hallucinated when no chunk
+    supports it either. A check counts as a Yes at ``threshold``; what no score checked is not
+    said."""
+
+    def said(key: str) -> bool | None:
         value = row.get(key)
         if isinstance(value, list):
             value = max(value, default=0.0)
         return None if value is None else value >= threshold
 
-    lines: list[str] = []
-    fates: Counter[str] = Counter()
-    for side, rows, fates_of in (
-        ("reference", reference, _REFERENCE_FATES),
-        ("answer", answer, _ANSWER_FATES),
-    ):
-        for row in rows:
-            against = "answer" if side == "reference" else "reference"
-            fate = fates_of[said(row, f"p_in_{against}"), said(row, "p_in_chunks")]
-            fates[fate] += 1
-            claim = json.dumps(row["claim"], ensure_ascii=False)
-            lines.append(INDENT + f"- {side} claim {claim}: {fate}")
-    summary = "; ".join(f"{count} {fate}" for fate, count in fates.items())
-    return [f"claims (Yes at P >= {threshold}): {summary}", *lines]
+    fates = _REFERENCE_FATES if side == "reference" else _ANSWER_FATES
+    against = "answer" if side == "reference" else "reference"
+    return fates[said(f"p_in_{against}"), said("p_in_chunks")]
 
 
-_REFERENCE_FATES = {
+def fates_summary(fates: Collection[str], threshold: float = 0.5) -> str:
+    """``claims (Yes at P >= 0.5): 2 correct; 1 hallucinated (wrong, in no chunk)``."""
+    counted = "; ".join(f"{count} {fate}" for fate, count in Counter(fates).items())
+    return f"claims (Yes at P >= {threshold}): {counted}"
+
+
+_REFERENCE_FATES: dict[tuple[bool | None, bool | None], tuple[str, Tone]] = {
     # (in the answer, in some chunk): None where no score checked it
-    (True, True): "in the answer",
-    (True, False): "in the answer, in no chunk",
-    (True, None): "in the answer",
-    (False, True): "lost by the generator (in a chunk, not in the answer)",
-    (False, False): "lost by the retriever (in no chunk)",
-    (False, None): "not in the answer",
-    (None, True): "in a chunk",
-    (None, False): "lost by the retriever (in no chunk)",
-    (None, None): "not checked",
+    (True, True): ("in the answer", "good"),
+    (True, False): ("in the answer, in no chunk", "good"),
+    (True, None): ("in the answer", "good"),
+    (False, True): ("lost by the generator (in a chunk, not in the answer)", "bad"),
+    (False, False): ("lost by the retriever (in no chunk)", "warn"),
+    (False, None): ("not in the answer", "bad"),
+    (None, True): ("in a chunk", ""),
+    (None, False): ("lost by the retriever (in no chunk)", "warn"),
+    (None, None): ("not checked", ""),
 }
-_ANSWER_FATES = {
+_ANSWER_FATES: dict[tuple[bool | None, bool | None], tuple[str, Tone]] = {
     # (supported by the reference, in some chunk)
-    (True, True): "correct",
-    (True, False): "correct, in no chunk (the generator's own knowledge)",
-    (True, None): "correct",
-    (False, True): "wrong, taken from a chunk",
-    (False, False): "hallucinated (wrong, in no chunk)",
-    (False, None): "wrong",
-    (None, True): "in a chunk",
-    (None, False): "in no chunk",
-    (None, None): "not checked",
+    (True, True): ("correct", "good"),
+    (True, False): ("correct, in no chunk (the generator's own knowledge)", "good"),
+    (True, None): ("correct", "good"),
+    (False, True): ("wrong, taken from a chunk", "warn"),
+    (False, False): ("hallucinated (wrong, in no chunk)", "bad"),
+    (False, None): ("wrong", "bad"),
+    (None, True): ("in a chunk", ""),
+    (None, False): ("in no chunk", ""),
+    (None, None): ("not checked", ""),
 }

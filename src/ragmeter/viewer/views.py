@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ragmeter.explain import diagnose, explain
+from ragmeter.explain import claim_fate, claim_rows, explain, fates_summary
 from ragmeter.meta.wikieval import DIMENSIONS, PAPER_TABLE_4
 from ragmeter.metrics.diagnosis import DIAGNOSIS, DIAGNOSIS_PARTS
+from ragmeter.sample import Sample
 from ragmeter.score import Exchange, Score
 from ragmeter.viewer.charts import grouped_bars, intervals, score_histogram
 from ragmeter.viewer.compare import Comparison
@@ -223,7 +224,7 @@ def _number(value: float) -> str:
 
 def sample_table(run: OpenedRun) -> dict[str, Any]:
     """A row per sample with its scores; opening a row shows each metric's explanation and the
-    judge exchanges behind it."""
+    judge exchanges behind it, and the sample's claim table when its metrics made one."""
     result = run.result
     assert result is not None
     by_key = {(s.sample_id, s.metric): s for s in result.scores}
@@ -240,10 +241,11 @@ def sample_table(run: OpenedRun) -> dict[str, Any]:
                 continue
             if not score.scored:
                 flags.append(f"unscored:{metric}")
-            detail.append(score_block(score, explain(score, sample)))
-        claims = diagnose([s for m in result.metrics if (s := by_key.get((sample.key, m)))])
-        if claims:
-            detail.append({"heading": "diagnosis", "value": "", "unscored": False, "lines": claims})
+            detail.append(score_block(score, sample))
+        judged = [s for m in result.metrics if (s := by_key.get((sample.key, m)))]
+        claims = claim_table_block(judged)
+        if claims is not None:  # first: every claim the metrics below read, at a glance
+            detail.insert(0, claims)
         flags.append("unscored-any" if flags else "scored-all")
         rows.append({"cells": cells, "flags": flags, "detail": detail, "full": sample.answer})
     filters = [
@@ -258,16 +260,108 @@ def sample_table(run: OpenedRun) -> dict[str, Any]:
     )
 
 
-def score_block(score: Score, lines: list[str], heading: str | None = None) -> dict[str, Any]:
-    """A metric's explanation: its value (or why there is none), the explanation's lines and
-    the judge exchanges, for the opened row."""
+TABULATED = ("statements", "answer_claims", "reference_claims")
+"""Explanation keys shown as claim tables rather than as lines."""
+
+
+def score_block(score: Score, sample: Sample) -> dict[str, Any]:
+    """A metric's explanation, for the opened row: its value (or why there is none), the
+    explanation's lines (the claims it checked are in the claim table instead: faithfulness's
+    statements in its own, the claim tables' claims in the sample's) and the judge
+    exchanges."""
     value = fmt(score.value, 4) if score.scored else f"unscored: {score.unscored_reason}"
-    return {
-        "heading": heading or score.metric,
+    rest = {k: v for k, v in score.explanation.items() if k not in TABULATED}
+    block = {
+        "heading": score.metric,
         "value": value,
         "unscored": not score.scored,
-        "lines": lines,
+        "lines": explain(score.model_copy(update={"explanation": rest}), sample),
         "exchanges": [exchange_view(e) for e in score.exchanges],
+    }
+    statements = statement_table(score.explanation.get("statements"))
+    if statements is not None:
+        block["claims"] = statements
+    return block
+
+
+def statement_table(statements: Any) -> dict[str, Any] | None:
+    """Faithfulness's statements as a claim table: each against the retrieved passages
+    together, with its probability (or, from generated verdicts, the verdict and the judge's
+    reason)."""
+    if not isinstance(statements, list) or not all(isinstance(s, dict) for s in statements):
+        return None
+    rows = []
+    for s in statements:
+        supported = s.get("verdict") == "yes"
+        rows.append(
+            {
+                "claim": s.get("statement", ""),
+                "cells": [s.get("p_supported", s.get("verdict"))],
+                "fate": "supported" if supported else "not supported",
+                "tone": "good" if supported else "bad",
+                "note": s.get("reason"),
+            }
+        )
+    return claim_grid(["passages"], [("statements", rows)])
+
+
+def claim_table_block(scores: Sequence[Score], threshold: float = 0.5) -> dict[str, Any] | None:
+    """The sample's claim table, merged over the metrics that read one: each claim a row, each
+    text it was checked against a column (the reference, the answer, chunk 1..k), its
+    probability in each cell where it was checked, and where it went (``claim_fate``). None
+    when no metric made one."""
+    claims = claim_rows(scores)
+    if not any(claims.values()):
+        return None
+    chunks = max(
+        (len(r.get("p_in_chunks") or []) for side in claims.values() for r in side), default=0
+    )
+    columns = [
+        name
+        for name in ("reference", "answer")
+        if any(f"p_in_{name}" in r for side in claims.values() for r in side)
+    ]
+    groups, fates = [], []
+    for side in ("answer", "reference"):
+        rows = []
+        for row in claims[side]:
+            fate, tone = claim_fate(side, row, threshold)
+            fates.append(fate)
+            in_chunks = row.get("p_in_chunks")
+            rows.append(
+                {
+                    "claim": row["claim"],
+                    "cells": [row.get(f"p_in_{name}") for name in columns]
+                    + (list(in_chunks) if in_chunks is not None else [None] * chunks),
+                    "fate": fate,
+                    "tone": tone,
+                }
+            )
+        if rows:
+            groups.append((f"{side} claims", rows))
+    columns += [f"chunk {k}" for k in range(1, chunks + 1)]
+    grid = claim_grid(columns, groups, threshold)
+    return {
+        "heading": "claim table",
+        "value": fates_summary(fates, threshold),
+        "unscored": False,
+        "wide": True,
+        "lines": [],
+        "claims": grid,
+    }
+
+
+def claim_grid(
+    columns: list[str], groups: list[tuple[str, list[dict[str, Any]]]], threshold: float = 0.5
+) -> dict[str, Any]:
+    """A claim table as the page draws it: ``columns`` the texts checked against, each group's
+    rows a claim with its ``cells`` (a probability, a verdict word, or None where it was not
+    checked against that text), its ``fate`` and the fate's ``tone``; a probability counts as
+    a Yes from ``threshold``."""
+    return {
+        "columns": columns,
+        "threshold": threshold,
+        "groups": [{"name": name, "rows": rows} for name, rows in groups],
     }
 
 

@@ -61,15 +61,62 @@ function exchangeView(x, i) {
     x.error ? el("div", { class: "error", text: x.error }) : null);
 }
 
+// A check's cell: its probability, shaded the more the surer the judge was, green for a Yes
+// (at the threshold or above) and red for a No; a verdict word where there is no probability;
+// empty where the claim was not checked against that text.
+function checkCell(value, threshold) {
+  if (value === null || value === undefined) return el("td", { class: "check unchecked" });
+  const yes = typeof value === "number" ? value >= threshold : value === "yes";
+  const cell = el("td", { class: "check " + (yes ? "yes" : "no"),
+    text: typeof value === "number" ? value.toFixed(2) : value,
+    title: typeof value === "number" ? `P(supported) ${value}` : "" });
+  if (typeof value === "number") {
+    const sure = yes ? (value - threshold) / (1 - threshold) : (threshold - value) / threshold;
+    cell.style.setProperty("--sure", String(Math.min(1, Math.max(0, sure || 0))));
+  }
+  return cell;
+}
+
+function claimTableView(c) {
+  const head = el("tr", {}, el("th", { text: "claim" }),
+    ...c.columns.map((name) => el("th", { class: "check", text: name })),
+    el("th", { class: "fate", text: "fate" }));
+  const body = el("tbody");
+  for (const group of c.groups) {
+    body.append(el("tr", { class: "group" },
+      el("td", { colspan: String(c.columns.length + 2), text: `${group.name} (${group.rows.length})` })));
+    for (const row of group.rows) {
+      body.append(el("tr", { class: "claim-row" },
+        el("td", { class: "claim" }, row.claim, row.note ? el("div", { class: "note", text: row.note }) : null),
+        ...row.cells.map((value) => checkCell(value, c.threshold)),
+        el("td", { class: "fate " + (row.tone || "plain"), text: row.fate })));
+    }
+  }
+  return el("div", { class: "claims-wrap" },
+    el("table", { class: "claims" }, el("thead", {}, head), body));
+}
+
 function blockView(b) {
-  return el("div", { class: "block" + (b.unscored ? " unscored" : "") },
+  const lines = (b.lines || []).join("\n");
+  return el("div", { class: "block" + (b.unscored ? " unscored" : "") + (b.wide ? " wide" : "") },
     el("h4", { text: b.heading }),
     b.value ? el("div", { class: "block-value", text: b.value }) : null,
-    el("pre", { class: "lines", text: (b.lines || []).join("\n") || "(no explanation)" }),
+    b.claims ? claimTableView(b.claims) : null,
+    lines || !b.claims ? el("pre", { class: "lines", text: lines || "(no explanation)" }) : null,
     b.exchanges && b.exchanges.length
       ? el("div", { class: "exchanges" }, el("div", { class: "muted", text: `judge exchanges (${b.exchanges.length})` }),
         ...b.exchanges.map(exchangeView))
       : null);
+}
+
+const measure = document.createElement("canvas").getContext("2d");
+
+// Pixels a fitted table's numeric column needs: its header's longest word (a header wraps at
+// underscores and spaces, in the bold 12px font of table.fit th), or a three-decimal number.
+function headerWidth(name) {
+  measure.font = "bold 12px " + getComputedStyle(document.body).fontFamily;
+  const words = name.split(/(?<=_)|\s+/).map((word) => measure.measureText(word).width);
+  return Math.ceil(Math.max(measure.measureText("0.000").width, ...words)) + 14;
 }
 
 function tableView(t) {
@@ -109,7 +156,8 @@ function tableView(t) {
   }
 
   t.columns.forEach((c, index) => {
-    const th = el("th", { class: c.numeric ? "num" : "", text: c.name, title: "sort" });
+    // A break after each underscore lets a long metric name wrap in a narrow column.
+    const th = el("th", { class: c.numeric ? "num" : "", text: c.name.replace(/_/g, "_\u200b"), title: "sort" });
     th.addEventListener("click", () => {
       descending = sortColumn === index ? !descending : false;
       sortColumn = index;
@@ -140,7 +188,14 @@ function tableView(t) {
     }
   }
   tools.append(count);
-  wrap.append(tools, el("table", {}, el("thead", {}, head), body));
+  // An interactive table fits its page: a number's column is as wide as the longest word of
+  // its name (names wrap at underscores), a sample id's is narrow, the texts share the rest,
+  // cut short with an ellipsis (an opened row shows them whole).
+  const fitted = t.interactive
+    ? el("colgroup", {}, ...t.columns.map((c) => c.name === "id" ? el("col", { class: "key" })
+      : c.numeric ? el("col", { style: `width: ${headerWidth(c.name)}px` }) : el("col")))
+    : null;
+  wrap.append(tools, el("table", { class: t.interactive ? "fit" : "" }, fitted, el("thead", {}, head), body));
   draw();
   return wrap;
 }
