@@ -177,12 +177,12 @@ def test_each_answer_is_checked_once_and_a_rerun_asks_nothing(tmp_path):
 
 def test_a_pair_without_a_reference_is_unscored_and_the_reference_design_refused(tmp_path):
     bare = Pair(id="x", question=QUESTION, answer_a=A, answer_b=B, design="complete")
-    (battle,) = judge_pairs([bare], judge=checker(), out_dir=tmp_path, method="claims")
+    (battle,) = decided([bare], checker(), tmp_path).values()
     assert battle.verdict is None
     assert "answer A: the pair has no reference answer" in battle.unscored_reason
     against = bare.model_copy(update={"design": "reference", "reference": REFERENCE})
     with pytest.raises(ValueError, match="reference design"):
-        judge_pairs([against], judge=checker(), out_dir=tmp_path, method="claims")
+        decided([against], checker(), tmp_path)
 
 
 # -- the command line ---------------------------------------------------------------------------

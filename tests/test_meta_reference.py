@@ -164,9 +164,10 @@ def first_answer_checker(model: str = "", **_: object) -> FakeJudge:
     return FakeJudge(responder=respond, model="first-answer-checker")
 
 
-def test_meta_ragchecker_command(tmp_path, monkeypatch, no_user_cache):
-    monkeypatch.setitem(plugins.BUILTINS["judge"], "checker", f"{__name__}:scripted_checker")
-    path = write_instances(
+def three_answers_each(tmp_path):
+    """Three instances: the second answer is right and the first wrong (the annotators prefer
+    the second), both are the same (a tie), the first is the ground truth and the second wrong."""
+    return write_instances(
         tmp_path,
         [
             instance(0, "It is 2,000 km long.", "It is 1,094 km long.", (2, 1)),
@@ -174,6 +175,11 @@ def test_meta_ragchecker_command(tmp_path, monkeypatch, no_user_cache):
             instance(2, GROUND_TRUTH, "It is 5 km long.", (-2, -1)),
         ],
     )
+
+
+def test_meta_ragchecker_command(tmp_path, monkeypatch, no_user_cache):
+    monkeypatch.setitem(plugins.BUILTINS["judge"], "checker", f"{__name__}:scripted_checker")
+    path = three_answers_each(tmp_path)
     out = tmp_path / "out"
     result = CliRunner().invoke(
         app, ["meta", "ragchecker", str(path), "--judge", "checker", "--out", str(out)]
@@ -193,14 +199,7 @@ def test_meta_ragchecker_command(tmp_path, monkeypatch, no_user_cache):
 
 def test_meta_ragchecker_decides_the_instances_as_pairs(tmp_path, monkeypatch, no_user_cache):
     monkeypatch.setitem(plugins.BUILTINS["judge"], "checker", f"{__name__}:first_answer_checker")
-    path = write_instances(
-        tmp_path,
-        [
-            instance(0, "It is 2,000 km long.", "It is 1,094 km long.", (2, 1)),
-            instance(1, "It is 1,094 km long.", "It is 1,094 km long.", (0, 0)),
-            instance(2, GROUND_TRUTH, "It is 5 km long.", (-2, -1)),
-        ],
-    )
+    path = three_answers_each(tmp_path)
     out = tmp_path / "out"
     args = ["meta", "ragchecker", str(path), "--judge", "checker", "--out", str(out), "--pairwise"]
     result = CliRunner().invoke(app, args)

@@ -34,6 +34,7 @@ from ragmeter.meta.attribution import Claim, verify_claims
 from ragmeter.meta.wikieval import load_wikieval, run_wikieval
 
 from .fault_server import AnsweringJudge, FaultServer, Seen, committed, marked_samples
+from .test_arena_claims import PASSAGE, A, B, C, D, E, checker, pair
 from .test_arena_cli import EXAMPLE, SYSTEMS, respond
 from .test_meta_wikieval import ROW, judge_for_wikieval
 
@@ -165,6 +166,22 @@ def test_arena_judging_on_ray_equals_one_process(cluster, tmp_path):
     assert len(here) == len(pairs) and all(b.scored for b in spread)
     run = json.loads((tmp_path / "ray" / "arena_run.json").read_text())
     assert run["executor"]["actors"] == 2 and run["scored"] == len(pairs)
+
+
+def test_arena_claims_method_on_ray_equals_one_process(cluster, tmp_path):
+    pairs = [pair("ab", A, B), pair("ca", C, A), pair("de", D, E, [PASSAGE])]
+    claims = {"judge": checker(0.0), "method": "claims", "cache": False}
+    here = judge_pairs(pairs, out_dir=tmp_path / "here", **claims)
+    spread = judge_pairs(
+        pairs, out_dir=tmp_path / "ray", executor=RayExecutor(address=cluster, actors=2), **claims
+    )
+    assert [(b.pair_id, b.verdict, b.claims) for b in spread] == [
+        (b.pair_id, b.verdict, b.claims) for b in here
+    ]
+    assert [b.verdict for b in spread] == [0, 1, -1]
+    # A is in two pairs and checked once: 4 + 3 + 3 + 6 + 6 checks, as in one process.
+    run = json.loads((tmp_path / "ray" / "arena_run.json").read_text())
+    assert run["usage_this_run"]["model_calls"] == 22 and run["method"] == "claims"
 
 
 def test_meta_wikieval_on_ray_equals_one_process(cluster, tmp_path):

@@ -37,7 +37,6 @@ import hashlib
 import json
 import math
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -51,7 +50,7 @@ from ragmeter.judges.base import Judge, identity_of
 from ragmeter.metrics.answer_correctness import f1
 from ragmeter.metrics.claim_metric import best_in_chunks
 from ragmeter.sample import Sample
-from ragmeter.score import Score, Unscorable, Usage
+from ragmeter.score import Score, Unscorable
 from ragmeter.session import JudgeSession, measured
 from ragmeter.store import ScoreStore
 
@@ -237,33 +236,6 @@ def judge_pair_by_claims(
     return claims_battle(pair, *scores)
 
 
-def judge_by_claims(
-    pairs: Sequence[Pair],
-    judge: Judge,
-    store: ScoreStore,
-    *,
-    retries: int,
-    workers: int,
-    on_battle: Callable[[Battle], None] | None,
-    spent: Usage,
-) -> list[Battle]:
-    """Every pair, ``workers`` at once, in this process; what the answers checked now cost is
-    added to ``spent``."""
-    fresh: list[Score] = []
-
-    def run_one(pair: Pair) -> Battle:
-        decided = judge_pair_by_claims(pair, judge, store, retries=retries, fresh=fresh)
-        if on_battle:
-            on_battle(decided)
-        return decided
-
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as threads:
-        battles = list(threads.map(run_one, pairs))
-    for score in fresh:
-        spent.add(score.usage)
-    return battles
-
-
 def judge_by_claims_on_cluster(
     cluster: RayPool,
     pairs: Sequence[Pair],
@@ -271,10 +243,11 @@ def judge_by_claims_on_cluster(
     *,
     retries: int,
     on_battle: Callable[[Battle], None] | None,
-    spent: Usage,
+    fresh: list[Score],
 ) -> list[Battle]:
     """Every pair on Ray workers: each distinct answer is scored once, and a pair decided once
-    both its answers are in; what the answers checked now cost is added to ``spent``."""
+    both its answers are in; each answer checked now (not taken from ``store``) is added to
+    ``fresh``."""
     answers = {p.id: answers_of(p) for p in pairs}
     units = list({a.digest: (a,) for both in answers.values() for a in both}.values())
     pairs_of: dict[str, list[Pair]] = {}
@@ -294,7 +267,7 @@ def judge_by_claims_on_cluster(
         digest = units[position][0].digest
         scores[digest] = score
         if not reused:
-            spent.add(score.usage)
+            fresh.append(score)
         for pair in pairs_of[digest]:
             both = answers[pair.id]
             if all(a.digest in scores for a in both):

@@ -51,8 +51,8 @@ from ragmeter.arena.battles import (
 from ragmeter.arena.claim_judge import NAME as CLAIMS_NAME
 from ragmeter.arena.claim_judge import (
     check_pairs,
-    judge_by_claims,
     judge_by_claims_on_cluster,
+    judge_pair_by_claims,
 )
 from ragmeter.arena.claim_judge import version as claims_version
 from ragmeter.arena.data import Label, Pair
@@ -512,7 +512,6 @@ def judge_pairs(
     spread = ray_executor(executor, workers)
     out = Path(out_dir)
     started, clock = datetime.now(UTC), time.perf_counter()
-    spent = Usage()  # what the calls made in this run cost, the claims method's
     config: dict[str, Any] = {
         "orders": orders,
         "combine": combine_rule,
@@ -520,22 +519,26 @@ def judge_pairs(
         "retries": retries,
         "max_tokens": max_tokens,
     }
+    fresh: list[Score] = []  # the claims method's answers checked in this run
     if spread is None:
         model = open_judge(judge, cache, judge_options)
         store = ScoreStore(out / JUDGEMENTS_DB)
+        decide: Callable[[Pair], Battle] = (
+            partial(judge_pair_by_claims, judge=model, store=store, retries=retries, fresh=fresh)
+            if method == "claims"
+            else partial(
+                judge_pair,
+                judge=model,
+                store=store,
+                orders=orders,
+                combine_rule=combine_rule,
+                seed=seed,
+                retries=retries,
+                max_tokens=max_tokens,
+            )
+        )
         try:
-            if method == "claims":
-                battles = judge_by_claims(
-                    pairs,
-                    model,
-                    store,
-                    retries=retries,
-                    workers=workers,
-                    on_battle=on_battle,
-                    spent=spent,
-                )
-            else:
-                battles = _judge_in_threads(pairs, model, store, workers, on_battle, **config)
+            battles = _in_threads(pairs, decide, workers, on_battle)
         finally:
             store.close()
         config["executor"] = "threads"
@@ -546,7 +549,7 @@ def judge_pairs(
                 store = ScoreStore(out / JUDGEMENTS_DB)
                 try:
                     battles = judge_by_claims_on_cluster(
-                        cluster, pairs, store, retries=retries, on_battle=on_battle, spent=spent
+                        cluster, pairs, store, retries=retries, on_battle=on_battle, fresh=fresh
                     )
                 finally:
                     store.close()
@@ -554,42 +557,29 @@ def judge_pairs(
                 battles = _judge_on_cluster(cluster, pairs, out, on_battle, **config)
             model = cluster.judge
         config["executor"] = describe_executor(spread, cluster)
+    spent = Usage()  # what the calls made in this run cost
+    for score in fresh:
+        spent.add(score.usage)
     for order in (o for b in battles for o in b.orders if not o.cached):
-        spent.add(order.usage)  # the generative method's
+        spent.add(order.usage)
     write_battles(battles, out)
     _write_run(out, battles, model, started, time.perf_counter() - clock, method, spent, **config)
     return battles
 
 
-def _judge_in_threads(
+def _in_threads(
     pairs: Sequence[Pair],
-    judge: Judge,
-    store: ScoreStore,
+    decide: Callable[[Pair], Battle],
     workers: int,
     on_battle: Callable[[Battle], None] | None,
-    *,
-    orders: Orders,
-    combine: Combine,
-    seed: int,
-    retries: int,
-    max_tokens: int,
 ) -> list[Battle]:
-    """The generative judge on every pair, ``workers`` pairs at once, in this process."""
+    """``decide`` every pair, ``workers`` pairs at once, in this process."""
 
     def run_one(pair: Pair) -> Battle:
-        judged = judge_pair(
-            pair,
-            judge,
-            store,
-            orders=orders,
-            combine_rule=combine,
-            seed=seed,
-            retries=retries,
-            max_tokens=max_tokens,
-        )
+        decided = decide(pair)
         if on_battle:
-            on_battle(judged)
-        return judged
+            on_battle(decided)
+        return decided
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as threads:
         return list(threads.map(run_one, pairs))
