@@ -7,6 +7,8 @@ The steps, one module each:
 * ``designs``: which pairs to judge (every system against the reference, and/or complete pairs);
 * ``judge``: the paper's pairwise rubric, judged in both orders (or one seeded random order),
   committed to a resumable store as each judgement completes (``battles``);
+* ``claim_judge``: the other method, each pair decided from its two answers' claim tables
+  against a reference answer and the passages (``--method claims``);
 * ``ratings`` / ``leaderboard``: win and win+tie rates against the reference, "no answer"
   ratios, and Bradley-Terry Elo ratings, all with bootstrap 95% intervals;
 * ``agreement``: Cohen's kappa, Pearson and accuracy of the judge against human labels.

@@ -19,6 +19,9 @@ Length is the other bias judges are known for. The report scores a baseline that
 the longer answer, on the same pairs as the verdict: a judge that does no better than that has
 learnt nothing the word counts do not already say. It also gives how often the judge's picks and
 the humans' picks fell on the longer answer; a judge far above the humans favours length.
+
+Pairs decided from claims (``--method claims``) have no presentation orders: their report has
+the verdict's row and the longer-answer baseline.
 """
 
 from __future__ import annotations
