@@ -121,9 +121,7 @@ def _standardise(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return center, np.maximum(scale, SCALE_FLOOR)
 
 
-def fit(
-    design: Design, verdicts: Verdicts, loss: Loss, penalty: float, weight: float
-) -> Head:
+def fit(design: Design, verdicts: Verdicts, loss: Loss, penalty: float, weight: float) -> Head:
     """A head fitted by L-BFGS from the zero-shot read (a = 1, b = 0, w = 0); ``weight`` is the
     training set's size in the loss's units, which the penalty is scaled by."""
     optimize = _require_scipy()

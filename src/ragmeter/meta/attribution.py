@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from ragmeter.claims import SUPPORTED
+from ragmeter.claims import SUPPORTED, answering
 from ragmeter.cluster import (
     Executor,
     ModelRecipe,
@@ -68,7 +68,7 @@ def load_attribution(path: Path | str) -> list[Claim]:
 def statement_for(claim: Claim, with_question: bool) -> str:
     """A short claim ("Neil Armstrong") only means something as the answer to its question."""
     if with_question and claim.question:
-        return f"In answer to the question '{claim.question}': {claim.claim}"
+        return answering(claim.question, claim.claim)
     return claim.claim
 
 
