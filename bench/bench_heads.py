@@ -37,10 +37,10 @@ import numpy as np
 from ragmeter.claims import SUPPORTED
 from ragmeter.heads import Head, Heads
 from ragmeter.judges.weights import QWEN_CODER_1_5B
-from ragmeter.meta.attribution import load_attribution, roc_auc
+from ragmeter.meta.attribution import load_attribution
 from ragmeter.meta.mtrag import load_mtrag
 from ragmeter.score import Score
-from ragmeter.stats import correlation
+from ragmeter.stats import correlation, roc_auc
 from ragmeter.store import stored_payloads
 from ragmeter.tune import gather
 from ragmeter.tuning import Design, Fitter, Verdicts, predict

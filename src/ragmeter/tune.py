@@ -29,12 +29,11 @@ from ragmeter.claims import SUPPORTED
 from ragmeter.heads import Head, Heads
 from ragmeter.judges.base import unpack_state
 from ragmeter.labels import ID_FIELD, LabelsError, Scale, read_labels, read_rows
-from ragmeter.meta.attribution import roc_auc
 from ragmeter.metrics.answer_relevance import COMPLETE
 from ragmeter.prompts import YesNoPrompt
 from ragmeter.result import Result
 from ragmeter.score import Exchange, Score
-from ragmeter.stats import coefficients
+from ragmeter.stats import coefficients, roc_auc
 from ragmeter.tuning import Design, Fitter, Verdicts
 
 DEFAULT_STATES = ("l_out-16",)

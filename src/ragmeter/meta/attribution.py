@@ -25,6 +25,7 @@ from ragmeter.cluster import (
 from ragmeter.judges import Judge, identity_of
 from ragmeter.score import Score
 from ragmeter.session import JudgeSession, measured
+from ragmeter.stats import roc_auc
 from ragmeter.store import ScoreStore
 
 MAX_REFERENCE_CHARS = 6000
@@ -209,16 +210,6 @@ def _f1(truth: np.ndarray, predicted: np.ndarray) -> float:
     fp = float(np.sum(~truth & predicted))
     fn = float(np.sum(truth & ~predicted))
     return 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0
-
-
-def roc_auc(truth: np.ndarray, scores: np.ndarray) -> float | None:
-    """Probability that a supported claim outscores an unsupported one (ties count half)."""
-    positive, negative = scores[truth], scores[~truth]
-    if not len(positive) or not len(negative):
-        return None
-    greater = (positive[:, None] > negative[None, :]).sum()
-    ties = (positive[:, None] == negative[None, :]).sum()
-    return float((greater + 0.5 * ties) / (len(positive) * len(negative)))
 
 
 def classify(verdicts: Sequence[Verdict], threshold: float = 0.5) -> Classification:
