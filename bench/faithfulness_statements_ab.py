@@ -22,9 +22,10 @@ from pathlib import Path
 import numpy as np
 
 from ragmeter import evaluate
-from ragmeter.meta.attribution import Claim, load_attribution, references_context, roc_auc
+from ragmeter.meta.attribution import Claim, load_attribution, references_context
 from ragmeter.metrics import Faithfulness
 from ragmeter.sample import Sample
+from ragmeter.stats import roc_auc
 
 WAYS = ("sentences", "generate")
 

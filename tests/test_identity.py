@@ -130,7 +130,7 @@ def test_metric_options_are_typed_and_every_one_is_in_the_version():
     with pytest.raises(
         OptionsError,
         match=r"unknown option 'soft_count' for the metric faithfulness; "
-        r"valid options: soft, statements, threshold, verdicts",
+        r"valid options: short_claims, soft, statements, threshold, verdicts",
     ):
         metric_by_name("faithfulness", soft_count=True)
     with pytest.raises(
@@ -143,8 +143,9 @@ def test_metric_options_are_typed_and_every_one_is_in_the_version():
         Faithfulness(threshold=0.6).version,
         Faithfulness(verdicts="generate").version,
         Faithfulness(statements="generate").version,
+        Faithfulness(short_claims="as_they_stand").version,
     }
-    assert len(versions) == 5
+    assert len(versions) == 6
     assert Faithfulness().version == Faithfulness(verdicts="logprob", soft=True).version
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ragmeter import evaluate, plugins
-from ragmeter.claims import claim_sentences
+from ragmeter.claims import answering, claim_sentences
 from ragmeter.cli.main import app
 from ragmeter.judges.base import ChatRequest, ChatResponse
 from ragmeter.judges.fake import FakeJudge
@@ -34,15 +34,18 @@ SAMPLE = Sample(
 R1, R2 = "Paris is the capital of France.", "It has 2.1 million inhabitants."
 A1, A2, A3 = "Paris is France's capital.", "It has 9 million inhabitants.", "It is in Europe."
 C1, C2 = CHUNKS
+A3_ASKED = answering(SAMPLE.question, A3)
+"""A3 is too short to stand alone: it is checked as the answer to the question."""
 
 SUPPORT = {
     # the answer's claims against the reference: correct?
-    (A1, REFERENCE): 0.9, (A2, REFERENCE): 0.2, (A3, REFERENCE): 0.4,
+    (A1, REFERENCE): 0.9, (A2, REFERENCE): 0.2, (A3_ASKED, REFERENCE): 0.4,
     # the reference's claims against the answer: given?
     (R1, ANSWER): 0.9, (R2, ANSWER): 0.1,
     # against each chunk
     (R1, C1): 0.8, (R1, C2): 0.1, (R2, C1): 0.3, (R2, C2): 0.2,
-    (A1, C1): 0.9, (A1, C2): 0.1, (A2, C1): 0.2, (A2, C2): 0.6, (A3, C1): 0.3, (A3, C2): 0.1,
+    (A1, C1): 0.9, (A1, C2): 0.1, (A2, C1): 0.2, (A2, C2): 0.6,
+    (A3_ASKED, C1): 0.3, (A3_ASKED, C2): 0.1,
 }  # fmt: skip
 """P(supported) of each (claim, text) the table checks; every value is used below."""
 
@@ -255,7 +258,7 @@ def test_evaluate_command_takes_the_group_and_its_options(tmp_path, monkeypatch,
 
 def test_compare_counts_a_fall_in_hallucination_as_better(tmp_path):
     # B's answer claims A3 and A2 are found in C1 (grounded): fewer hallucinated claims.
-    grounded = {**SUPPORT, (A3, C1): 0.9, (A2, C1): 0.9}
+    grounded = {**SUPPORT, (A3_ASKED, C1): 0.9, (A2, C1): 0.9}
     for run, table in (("a", SUPPORT), ("b", grounded)):
         judge = FakeJudge(responder=lambda r, t=table: yes_no(t[_checked(r)]), model="s")
         evaluate([SAMPLE], ["hallucination"], judge=judge, cache=False, out_dir=tmp_path / run)
@@ -284,3 +287,18 @@ def test_an_answer_without_claims_is_unscored_before_any_check():
     value, explanation, judge = scored("answer_correctness", headings_only)
     assert value is None and explanation == {"reason": "the answer yields no claims to check"}
     assert judge.history == []
+
+
+def test_a_claim_too_short_to_stand_alone_is_checked_as_the_answer_to_the_question():
+    _, explanation, judge = scored("answer_correctness")
+    asked = {_checked(r)[0] for r in judge.history}
+    assert A3_ASKED in asked and A3 not in asked
+    assert A1 in asked  # a full statement is checked as it stands
+    # The claim table shows the claim as the answer said it.
+    assert [c["claim"] for c in explanation["answer_claims"]] == [A1, A2, A3]
+    # As they stand, on request: the bare claim is asked.
+    judge = FakeJudge(responder=lambda r: yes_no(SUPPORT.get(_checked(r), 0.5)))
+    metric = metric_by_name("answer_correctness", short_claims="as_they_stand")
+    metric.score(SAMPLE, JudgeSession(judge))
+    asked = {_checked(r)[0] for r in judge.history}
+    assert A3 in asked and A3_ASKED not in asked

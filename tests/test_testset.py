@@ -86,6 +86,9 @@ def _first_sentence(passage: str) -> str:
     return re.split(r"(?<=\.)\s", prose, maxsplit=1)[0]
 
 
+_ANSWERING = re.compile(r"^In answer to the question '.*?': ")
+
+
 def reader(request: ChatRequest) -> str | ChatResponse:
     """Writes from each passage's first sentence ("Zorbium melts at 40 degrees." becomes
     "What is true of Zorbium melts?") and answers Yes/No by word overlap: supported when every
@@ -96,7 +99,9 @@ def reader(request: ChatRequest) -> str | ChatResponse:
     system, user = request.messages[0].content, request.messages[-1].content
     if request.max_tokens == 1 or request.max_tokens == 3:
         if "supported by a context" in system:
-            ok = _words(_tag(user, "statement")) <= _words(_tag(user, "context"))
+            # A short claim comes as the answer to its question: the claim's own words count.
+            claim = _ANSWERING.sub("", _tag(user, "statement"))
+            ok = _words(claim) <= _words(_tag(user, "context"))
         elif "passages contain the answer" in system:
             ok = _topic(_tag(user, "question")) <= _words(_tag(user, "passages"))
         elif "taken out of its conversation" in system:

@@ -188,6 +188,35 @@ def claim_sentences(text: str) -> list[str]:
     return list(dict.fromkeys(claims))
 
 
+ShortClaims = Literal["with_question", "as_they_stand"]
+
+STANDS_ALONE_WORDS = 5
+"""A claim of fewer words is read as the answer to its question: "3 euros.", "Only for adults."
+and a list's bare item say nothing checkable alone."""
+SHORT_CLAIM_RULE = f"short claims: under {STANDS_ALONE_WORDS} words or opening with yes/no (1)"
+"""What ``stands_alone`` decides, in words, for keys that hold the checks' rules."""
+_YES_OR_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
+
+
+def answering(question: str, claim: str) -> str:
+    """The claim said as the answer to ``question``, which it needs to be read."""
+    return f"In answer to the question '{question}': {claim}"
+
+
+def stands_alone(claim: str) -> bool:
+    """Whether a claim reads as a full statement as it stands; a short or elliptical one ("3
+    euros.", "Yes, but only for adults.") does not."""
+    return len(_WORD.findall(claim)) >= STANDS_ALONE_WORDS and not _YES_OR_NO.match(claim)
+
+
+def as_checked(claims: Sequence[str], question: str | None) -> list[str]:
+    """The claims as they are checked: those that do not stand alone said as the answer to
+    ``question`` (None: every claim as it stands)."""
+    if not question:
+        return list(claims)
+    return [claim if stands_alone(claim) else answering(question, claim) for claim in claims]
+
+
 def claims_of(
     text: str, source: ClaimSource, session: JudgeSession, asked: dict[str, str]
 ) -> list[str]:
@@ -307,9 +336,14 @@ def claims_needed(parts: Sequence[Part]) -> set[str]:
 
 
 def claim_table(
-    sample: Sample, parts: Sequence[Part], source: ClaimSource, session: JudgeSession
+    sample: Sample,
+    parts: Sequence[Part],
+    source: ClaimSource,
+    session: JudgeSession,
+    short_claims: ShortClaims = "with_question",
 ) -> ClaimTable:
-    """The blocks ``parts`` of ``sample``'s table, all asked in one batch.
+    """The blocks ``parts`` of ``sample``'s table, all asked in one batch; a claim that does
+    not stand alone is checked as the answer to the sample's question (``short_claims``).
 
     Only the claims the parts need are made: the reference's are not written for a metric that
     checks only the answer's. Raises ``Unscorable`` when a text whose claims are needed yields
@@ -331,7 +365,9 @@ def claim_table(
         "reference": [reference],
         "chunks": table.chunks,
     }
-    blocks = [(claims[_PAIRS[p][0]], texts[_PAIRS[p][1]]) for p in parts]
+    question = sample.question if short_claims == "with_question" else None
+    checked = {side: as_checked(found, question) for side, found in claims.items()}
+    blocks = [(checked[_PAIRS[p][0]], texts[_PAIRS[p][1]]) for p in parts]
     for part, block in zip(parts, supported(session, blocks), strict=True):
         setattr(table, part, block if _PAIRS[part][1] == "chunks" else block[:, 0])
     table.checks = sum(len(c) * len(t) for c, t in blocks)
@@ -339,13 +375,20 @@ def claim_table(
 
 
 def planned_calls(
-    sample: Sample, parts: Sequence[Part], source: ClaimSource
+    sample: Sample,
+    parts: Sequence[Part],
+    source: ClaimSource,
+    short_claims: ShortClaims = "with_question",
 ) -> list[tuple[int, int]]:
     """The calls ``claim_table`` makes for ``parts``, as (prompt tokens, completion tokens), for
     cost estimates before a run: written statements are guessed to be the texts' sentences."""
     reference = sample.reference or ""
     texts = {"answer": [sample.answer], "reference": [reference], "chunks": list(sample.contexts)}
-    claims = {"answer": claim_sentences(sample.answer), "reference": claim_sentences(reference)}
+    question = sample.question if short_claims == "with_question" else None
+    claims = {
+        "answer": as_checked(claim_sentences(sample.answer), question),
+        "reference": as_checked(claim_sentences(reference), question),
+    }
     calls = []
     if source == "generate":
         for side in sorted(claims_needed(parts)):
@@ -364,12 +407,16 @@ def planned_calls(
 
 __all__ = [
     "CLAIM_RULES",
+    "SHORT_CLAIM_RULE",
     "STATEMENTS",
     "SUPPORTED",
     "ClaimSource",
     "ClaimTable",
     "Part",
+    "ShortClaims",
     "Statements",
+    "answering",
+    "as_checked",
     "claim_prompts",
     "claim_sentences",
     "claim_table",

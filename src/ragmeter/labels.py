@@ -107,7 +107,7 @@ def read_labels(
     problems: list[str] = []
     ratings: dict[str, dict[str, float]] = {m: {} for m in wanted}
     rows_of: dict[str, int] = {}
-    rows = _rows(source)
+    rows = read_rows(source)
     for number, row in rows:
         raw_id = row.get(ID_FIELD)
         if raw_id is None or str(raw_id).strip() == "":
@@ -167,7 +167,7 @@ def read_labels(
     )
 
 
-def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
+def read_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """(row number, fields): JSONL rows numbered by line, CSV rows by line with the header as
     line 1, as a spreadsheet shows them."""
     try:

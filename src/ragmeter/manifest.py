@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ragmeter.data import LoadedDataset
-from ragmeter.judges.base import identity_of
+from ragmeter.judges.base import heads_of, identity_of
 from ragmeter.judges.weights import BUNDLED
 from ragmeter.metrics import Metric
 from ragmeter.options import looks_secret
@@ -95,6 +95,9 @@ def model_record(model: Any) -> ModelRecord | None:
     describe = getattr(inner, "describe", None)
     if callable(describe):
         record = ModelRecord.model_validate(record.model_dump() | describe())
+    heads = heads_of(model)
+    if heads is not None:
+        record = ModelRecord.model_validate(record.model_dump() | {"heads": heads.describe()})
     return record
 
 

@@ -18,7 +18,14 @@ class Exchange(BaseModel):
     error: str | None = None
     cached: bool = False
     probability: float | None = None
-    """For a yes/no question: the judge's probability of yes."""
+    """For a yes/no question: the judge's probability of yes, as the verdict was read."""
+    zero_shot: float | None = None
+    """For a yes/no question read by a verdict head: P(yes) from the log-probabilities alone."""
+    head: str | None = None
+    """The head that read the verdict (``ragmeter.heads``); None for the zero-shot read."""
+    states: dict[str, str] | None = None
+    """The judge's hidden states at the verdict (packed, see ``pack_state``), where it gives
+    them: what a head reads, kept so that heads can be fitted again without the model."""
 
 
 class Usage(BaseModel):

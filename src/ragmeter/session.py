@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ragmeter.heads import HeadsError
 from ragmeter.judges.base import (
     ChatRequest,
     ChatResponse,
@@ -28,6 +29,7 @@ from ragmeter.judges.base import (
     TokenLogprobs,
     answers_batches,
     complete_each,
+    heads_of,
 )
 from ragmeter.prompts import Inputs, Out, Prompt, ReplyError, YesNoPrompt
 from ragmeter.score import Exchange, Score, Unscorable, Usage
@@ -121,6 +123,7 @@ class JudgeSession:
                 once; the judge's own limit (``InFlightLimit``) still holds.
         """
         self.judge = judge
+        self.heads = heads_of(judge)
         self.embedder = embedder
         self.retries = retries
         self.repairs = repairs
@@ -213,7 +216,7 @@ class JudgeSession:
         One forward pass with log-probabilities where the judge gives them; otherwise the
         generated word, read as 1 or 0.
         """
-        return self._yes_no(_yes_no_request(prompt, inputs, fields), prompt.name, None)
+        return self._yes_no(_yes_no_request(prompt, inputs, fields), prompt, None)
 
     def ask_yes_no_all(self, questions: Sequence[Question]) -> list[float]:
         """``ask_yes_no`` for each of ``questions``, which do not depend on one another: the
@@ -236,7 +239,7 @@ class JudgeSession:
         answers: list[float | Unscorable] = []
         for request, (prompt, _, _), reply in zip(requests, questions, first, strict=True):
             try:
-                answers.append(self._yes_no(request, prompt.name, reply))
+                answers.append(self._yes_no(request, prompt, reply))
             except Unscorable as exc:
                 answers.append(exc)
         for answer in answers:
@@ -244,13 +247,14 @@ class JudgeSession:
                 raise answer
         return [answer for answer in answers if not isinstance(answer, Unscorable)]
 
-    def _yes_no(self, request: ChatRequest, name: str, first: Reply | None) -> float:
+    def _yes_no(self, request: ChatRequest, prompt: YesNoPrompt, first: Reply | None) -> float:
         """P(yes) for ``request``, retried as its failures allow; ``first`` is the reply to the
-        first attempt when it was already asked (in a batch)."""
+        first attempt when it was already asked (in a batch). Read by the judge's verdict head
+        for ``prompt`` where it has one (``ragmeter.heads``), else zero-shot."""
         attempts = _Attempts(self.retries, self.repairs)
         while True:
             attempts.made += 1
-            exchange = Exchange(prompt=name, messages=list(request.messages))
+            exchange = Exchange(prompt=prompt.name, messages=list(request.messages))
             self.exchanges.append(exchange)
             try:
                 reply, first = (first if first is not None else self.judge.complete(request)), None
@@ -269,12 +273,28 @@ class JudgeSession:
                 break
             exchange.reply, exchange.cached = reply.text, reply.cached
             if probability is not None:
-                exchange.probability = probability
-                return probability
+                exchange.states = reply.states
+                return self._read(exchange, prompt, probability, reply)
             problem = exchange.error = f"neither yes nor no in the reply {reply.text!r}"
             if not attempts.another(unreadable=True):
                 break
-        raise Unscorable(f"{name}: {problem} (after {attempts.made} attempts)")
+        raise Unscorable(f"{prompt.name}: {problem} (after {attempts.made} attempts)")
+
+    def _read(
+        self, exchange: Exchange, prompt: YesNoPrompt, zero_shot: float, reply: ChatResponse
+    ) -> float:
+        """The verdict as the judge's heads read it, recorded with the zero-shot read beside."""
+        if self.heads is None:
+            exchange.probability = zero_shot
+            return zero_shot
+        try:
+            read = self.heads.read(prompt.name, prompt.version, zero_shot, reply)
+        except HeadsError as exc:
+            exchange.error = str(exc)
+            raise Unscorable(f"{prompt.name}: {exc}") from None
+        exchange.probability, exchange.head = read.probability, read.head
+        exchange.zero_shot = zero_shot if read.head else None
+        return read.probability
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if self.embedder is None:

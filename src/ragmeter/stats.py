@@ -129,3 +129,13 @@ def percentile_interval(
             draws[:, defined], [tail, 100 - tail], axis=0
         )
     return low, high
+
+
+def roc_auc(truth: np.ndarray, scores: np.ndarray) -> float | None:
+    """Probability that a supported claim outscores an unsupported one (ties count half)."""
+    positive, negative = scores[truth], scores[~truth]
+    if not len(positive) or not len(negative):
+        return None
+    greater = (positive[:, None] > negative[None, :]).sum()
+    ties = (positive[:, None] == negative[None, :]).sum()
+    return float((greater + 0.5 * ties) / (len(positive) * len(negative)))

@@ -16,12 +16,14 @@ from ragmeter.cli.generate import generate_command
 from ragmeter.cli.meta import app as meta_app
 from ragmeter.cli.report import report_command
 from ragmeter.cli.selftest import app as selftest_app
+from ragmeter.cli.tune import tune_command
 
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 app.command("evaluate")(evaluate_command)
 app.command("report")(report_command)
 app.command("compare")(compare_command)
 app.command("calibrate")(calibrate_command)
+app.command("tune")(tune_command)
 app.command("generate")(generate_command)
 app.add_typer(attribution_app, name="attribution")
 app.add_typer(arena_app, name="arena")

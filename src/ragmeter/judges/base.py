@@ -7,6 +7,7 @@ A provider is one file exposing ``create_judge(model, **options)`` and/or
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import math
@@ -73,6 +74,20 @@ class ChatResponse(BaseModel):
     completion_tokens: int = 0
     finish_reason: str | None = None
     cached: bool = False
+    states: dict[str, str] | None = None
+    """The judge's hidden states where the reply's first token was chosen, by name, each
+    packed by ``pack_state``; only a judge that can show them (the local one) gives them, and
+    verdict heads read them (``ragmeter.heads``)."""
+
+
+def pack_state(vector: np.ndarray) -> str:
+    """A hidden state as text for JSON records: float16, little-endian, base64 (a 1,536-wide
+    state takes 4 KB; float16's precision is far below what a linear head can tell apart)."""
+    return base64.b64encode(np.asarray(vector, dtype="<f2").tobytes()).decode()
+
+
+def unpack_state(packed: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(packed), dtype="<f2").astype(np.float32)
 
 
 class ModelIdentity(BaseModel):
@@ -113,6 +128,23 @@ def identity_of(model: Judge | Embedder) -> ModelIdentity:
 Reply = ChatResponse | Exception
 """What a batch gives back for each request: the response, or what stopped it (a
 ``JudgeError`` for a failed call, ``BudgetExhausted`` for one the budget did not allow)."""
+
+
+def states_of(judge: Any) -> tuple[str, ...]:
+    """The hidden states the judge's Yes/No probes carry (see ``ChatResponse.states``); none
+    for a judge that cannot show them."""
+    return tuple(getattr(judge, "states", ()))
+
+
+def heads_of(judge: Any) -> Any:
+    """The verdict heads that read the judge's Yes/No replies (``ragmeter.heads.Heads``), or
+    None: the zero-shot read."""
+    return getattr(judge, "heads", None)
+
+
+def is_probe(request: ChatRequest) -> bool:
+    """A Yes/No question: one token back, read from its log-probabilities."""
+    return request.max_tokens == 1 and request.top_logprobs > 0
 
 
 def answers_batches(judge: Any) -> bool:
@@ -171,6 +203,14 @@ class Wrapper:
     @property
     def identity(self) -> ModelIdentity:
         return identity_of(self.inner)
+
+    @property
+    def states(self) -> tuple[str, ...]:
+        return states_of(self.inner)
+
+    @property
+    def heads(self) -> Any:
+        return heads_of(self.inner)
 
 
 class InFlightLimit(Wrapper):

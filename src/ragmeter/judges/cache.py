@@ -28,6 +28,7 @@ from ragmeter.judges.base import (
     Reply,
     Wrapper,
     complete_each,
+    is_probe,
 )
 
 _TABLES = {"replies": ("response", "TEXT"), "vectors": ("vector", "BLOB")}
@@ -161,14 +162,24 @@ class CachedJudge(Wrapper):
         super().__init__(inner)
         self.cache = cache
 
+    def _hit(self, request: ChatRequest, key: str) -> ChatResponse | None:
+        """The stored reply, if it holds everything the judge's own reply would: a probe
+        stored before the judge showed its hidden states lacks them, so it is asked again."""
+        hit = self.cache.get_chat(key)
+        if hit is None:
+            return None
+        if is_probe(request) and not set(self.states) <= set(hit.states or ()):
+            return None
+        return hit.model_copy(update={"cached": True})
+
     def complete(self, request: ChatRequest) -> ChatResponse:
         # The identity is read at every call, and again after a miss: a provider whose replies
         # change with what it learns of a server (one that refuses JSON schemas, say) may ask
         # another way during the call, and the reply is keyed by the way that made it.
         request_json = request.model_dump_json()
-        hit = self.cache.get_chat(_digest(self.identity.digest, request_json))
+        hit = self._hit(request, _digest(self.identity.digest, request_json))
         if hit is not None:
-            return hit.model_copy(update={"cached": True})
+            return hit
         response = self.inner.complete(request)
         identity = self.identity
         self.cache.put_chat(_digest(identity.digest, request_json), identity, response)
@@ -179,8 +190,8 @@ class CachedJudge(Wrapper):
         asked = [request.model_dump_json() for request in requests]
         digest = self.identity.digest
         replies: list[Reply | None] = [
-            None if hit is None else hit.model_copy(update={"cached": True})
-            for hit in (self.cache.get_chat(_digest(digest, a)) for a in asked)
+            self._hit(request, _digest(digest, a))
+            for request, a in zip(requests, asked, strict=True)
         ]
         missing = [i for i, reply in enumerate(replies) if reply is None]
         fresh = complete_each(self.inner, [requests[i] for i in missing], concurrency)

@@ -45,6 +45,64 @@ DRAFT_TOKENS = 8
 """Drafted tokens checked per decode; a longer draft costs more when it is wrong early."""
 DRAFT_NGRAM = 3
 """The longest run of latest tokens looked up in the prompt to find a draft."""
+FINAL_STATE = "result_norm"
+"""llama.cpp's name for the final hidden state (after the output norm), the vector the output
+matrix turns into logits; a layer's output is ``l_out-N``."""
+
+
+class _StateTap:
+    """Copies named hidden states out of llama.cpp's graph while it computes (its ``cb_eval``
+    hook): the rows of one decode's output positions, for verdict heads to read.
+
+    Asked about every tensor of every decode, it wants one only while ``armed`` (a decode of
+    probes), so prefix reads and generation run as one graph, as without the tap."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        import llama_cpp as native
+        from llama_cpp._ggml import libggml
+
+        self.names = tuple(names)
+        self._wanted = {name.encode() for name in names}
+        self.armed = False
+        self.found: dict[str, np.ndarray] = {}
+        libggml.ggml_get_name.restype = ctypes.c_char_p
+        libggml.ggml_get_name.argtypes = [ctypes.c_void_p]
+        libggml.ggml_nelements.restype = ctypes.c_int64
+        libggml.ggml_nelements.argtypes = [ctypes.c_void_p]
+        libggml.ggml_get_data_f32.restype = ctypes.POINTER(ctypes.c_float)
+        libggml.ggml_get_data_f32.argtypes = [ctypes.c_void_p]
+        self._ggml = libggml
+        # Kept on the object: llama.cpp holds only the C pointer.
+        self.callback = native.ggml_backend_sched_eval_callback(self._on_tensor)
+
+    def _on_tensor(self, tensor: int, ask: bool, _user: int) -> bool:
+        if not self.armed:
+            return False
+        name = self._ggml.ggml_get_name(tensor)
+        if name not in self._wanted:
+            return False
+        if not ask:
+            size = self._ggml.ggml_nelements(tensor)
+            data = np.ctypeslib.as_array(self._ggml.ggml_get_data_f32(tensor), shape=(size,))
+            self.found[name.decode()] = data.copy()
+        return True
+
+    def rows(self, width: int, batch_rows: Sequence[int]) -> list[dict[str, np.ndarray]]:
+        """Each output position's states, from what the last decode left: a layer's output
+        holds a row per token of the batch, the final state a row per output."""
+        found, self.found = self.found, {}
+        out: list[dict[str, np.ndarray]] = [{} for _ in batch_rows]
+        for name in self.names:
+            if name not in found:
+                raise JudgeError(f"llama.cpp computed no hidden state named {name!r}")
+            table = found[name].reshape(-1, width)
+            final = name == FINAL_STATE
+            if final and len(table) != len(batch_rows):
+                # More than one micro-batch: the rows of the last would be read as the batch's.
+                raise JudgeError(f"{name!r} came in {len(table)} rows for {len(batch_rows)}")
+            for n, row in enumerate(batch_rows):
+                out[n][name] = table[n if final else row].copy()
+        return out
 
 
 @dataclass
@@ -52,6 +110,16 @@ class _Slot:
     seq: int
     tokens: list[int] = field(default_factory=list)
     used: int = 0
+
+
+@dataclass
+class Probe:
+    """The next-token logits after one prompt, the hidden states asked for at that position,
+    and how many of the prompt's tokens had to be read."""
+
+    logits: np.ndarray
+    states: dict[str, np.ndarray]
+    read: int
 
 
 @dataclass
@@ -188,7 +256,10 @@ class LlamaEngine:
         n_threads: int,
         slots: int = 6,
         scratch: int = 32,
+        states: Sequence[str] = (),
     ) -> None:
+        """``states``: the hidden states (llama.cpp's tensor names: ``FINAL_STATE``,
+        ``l_out-N``) each probe also returns at its output position."""
         import llama_cpp as native
         from llama_cpp._internals import LlamaModel
         from llama_cpp._logger import set_verbose
@@ -211,6 +282,10 @@ class LlamaEngine:
         context.n_threads = context.n_threads_batch = n_threads
         context.kv_unified = True
         context.no_perf = True
+        self._tap = _StateTap(states) if states else None
+        if self._tap is not None:
+            context.cb_eval = self._tap.callback
+        self.width = self.model.n_embd()
         self._ctx = native.llama_init_from_model(self.model.model, context)
         if not self._ctx:
             raise JudgeError("llama.cpp could not create a context for the local judge")
@@ -236,26 +311,23 @@ class LlamaEngine:
 
     # --- probes ----------------------------------------------------------------------------
 
-    def next_token_logits(
-        self, prompts: Sequence[Sequence[int]]
-    ) -> tuple[list[np.ndarray], list[int]]:
-        """The next-token logits after each prompt, and how many tokens were read for each (a
-        shared prefix is counted with the first prompt that read it).
+    def probe(self, prompts: Sequence[Sequence[int]]) -> list[Probe]:
+        """The next-token logits (and asked-for hidden states) after each prompt, and how many
+        tokens were read for each (a shared prefix is counted with the first prompt that read
+        it).
 
         Prompts are grouped by the prefix they share (the instruction and a context, say); each
         group's prefix is read once into a slot, then its prompts' own tokens are read in
         sequences that start from it, as many per decode as fit."""
         for prompt in prompts:
             self.check_length(prompt)
-        logits: list[np.ndarray] = [np.empty(0)] * len(prompts)
-        read = [0] * len(prompts)
+        found: list[Probe | None] = [None] * len(prompts)
         for group in _by_prefix(prompts):
-            rows, counts = self._probe_group([prompts[i] for i in group])
-            for i, row, count in zip(group, rows, counts, strict=True):
-                logits[i], read[i] = row, count
-        return logits, read
+            for i, probe in zip(group, self._probe_group([prompts[i] for i in group]), strict=True):
+                found[i] = probe
+        return [probe for probe in found if probe is not None]
 
-    def _probe_group(self, prompts: list[Sequence[int]]) -> tuple[list[np.ndarray], list[int]]:
+    def _probe_group(self, prompts: list[Sequence[int]]) -> list[Probe]:
         shared = min(len(p) for p in prompts) - 1
         for prompt in prompts[1:]:
             shared = min(shared, _common_prefix(prompts[0], prompt))
@@ -263,22 +335,30 @@ class LlamaEngine:
         own = [len(p) - shared for p in prompts]
         read = [*own]
         read[0] += prefix_read
-        logits: list[np.ndarray] = []
+        probes: list[Probe] = []
         waiting = list(range(len(prompts)))
         while waiting:
             group = self._fill(waiting, own)
             seqs = dict(zip(group, self._scratch, strict=False))
             for seq in seqs.values():
                 self._native.llama_memory_seq_cp(self._memory, slot.seq, seq, 0, shared)
+            states: list[dict[str, np.ndarray]] = []
             try:
-                logits += self._decode_many(
-                    [(seqs[i], shared, list(prompts[i][shared:])) for i in group], protect=slot
+                rows = self._decode_many(
+                    [(seqs[i], shared, list(prompts[i][shared:])) for i in group],
+                    protect=slot,
+                    states=states,
                 )
             finally:
                 for seq in seqs.values():
                     self._native.llama_memory_seq_rm(self._memory, seq, -1, -1)
+            states = states or [{} for _ in rows]
+            probes += [
+                Probe(row, state, read[i])
+                for i, row, state in zip(group, rows, states, strict=True)
+            ]
             waiting = waiting[len(group) :]
-        return logits, read
+        return probes
 
     def _fill(self, waiting: list[int], own: list[int]) -> list[int]:
         """The next probes to decode together: as many as there are scratch sequences and
@@ -403,11 +483,14 @@ class LlamaEngine:
         protect: _Slot,
         logits: bool = True,
         all_rows: bool = False,
+        states: list[dict[str, np.ndarray]] | None = None,
     ) -> list[np.ndarray]:
         """Read each run (a sequence, the position it starts at, its tokens), ``BATCH_TOKENS`` at
         a time; the logits after each run's last token (or after each of its tokens with
-        ``all_rows``). Memory that runs out is freed by evicting the least recently used slots
-        other than ``protect``."""
+        ``all_rows``). With ``states`` (a list to fill) and a tap, the hidden states at the same
+        positions are appended to it. Memory that runs out is freed by evicting the least
+        recently used slots other than ``protect``."""
+        tap = self._tap if states is not None and logits else None
         native, batch = self._native, self._batch
         queue = [
             (seq, start + i, token, i == len(tokens) - 1)
@@ -428,14 +511,22 @@ class LlamaEngine:
                 batch.logits[i] = want
                 if want:
                     wanted.append(i)
-            while (status := native.llama_decode(self._ctx, batch)) == 1:
-                if not self._evict(protect):
-                    raise JudgeError("the local judge's memory is full; raise n_ctx")
+            if tap is not None:
+                tap.armed = True
+            try:
+                while (status := native.llama_decode(self._ctx, batch)) == 1:
+                    if not self._evict(protect):
+                        raise JudgeError("the local judge's memory is full; raise n_ctx")
+            finally:
+                if tap is not None:
+                    tap.armed = False
             if status != 0:
                 raise JudgeError(f"llama_decode failed with status {status}")
             for i in wanted:
                 pointer = native.llama_get_logits_ith(self._ctx, i)
                 rows.append(np.ctypeslib.as_array(pointer, shape=(self.n_vocab,)).copy())
+            if tap is not None and states is not None:
+                states += tap.rows(self.width, wanted)
         return rows
 
     def _evict(self, protect: _Slot) -> bool:

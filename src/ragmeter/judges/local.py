@@ -26,10 +26,17 @@ from ragmeter.judges.base import (
     ModelIdentity,
     Reply,
     TokenLogprobs,
+    is_probe,
+    pack_state,
 )
-from ragmeter.judges.llama_engine import DECODER, amx_backend, log_softmax
+from ragmeter.judges.llama_engine import DECODER, FINAL_STATE, amx_backend, log_softmax
 from ragmeter.judges.weights import BUNDLED, QWEN_CODER_1_5B, ensure_weights, weights_sha256
 from ragmeter.options import Options
+
+STATES = (FINAL_STATE, "l_out-8", "l_out-12", "l_out-16", "l_out-20", "l_out-24")
+"""The hidden states every Yes/No probe returns with its log-probabilities, for verdict heads.
+They add to a reply without changing it, so they are not part of the judge's identity: the call
+cache serves a stored probe only if it holds them all (see ``CachedJudge``)."""
 
 
 class LocalJudgeOptions(Options):
@@ -77,6 +84,8 @@ def default_threads() -> int:
 class LocalJudge:
     answers_batches = True
     """Probes asked together read their shared prefix once (see ``complete_batch``)."""
+    states = STATES
+    """The hidden states each probe's reply carries."""
 
     def __init__(
         self,
@@ -103,6 +112,7 @@ class LocalJudge:
             self.model_path,
             n_ctx=options.n_ctx,
             n_threads=options.n_threads or default_threads(),
+            states=STATES,
         )
         model = self._engine.model
         self._formatter = Jinja2ChatFormatter(
@@ -128,7 +138,7 @@ class LocalJudge:
         ``concurrency`` does not apply to one in-process model."""
         replies: list[Reply | None] = [None] * len(requests)
         with self._lock:
-            probes = [i for i, r in enumerate(requests) if r.max_tokens == 1 and r.top_logprobs]
+            probes = [i for i, request in enumerate(requests) if is_probe(request)]
             for i, reply in zip(probes, self._probe([requests[i] for i in probes]), strict=True):
                 replies[i] = reply
             for i, request in enumerate(requests):
@@ -159,13 +169,11 @@ class LocalJudge:
             except JudgeError as exc:
                 replies[i] = exc
         try:
-            rows, read = (
-                self._engine.next_token_logits(list(prompts.values())) if prompts else ([], [])
-            )
+            probes = self._engine.probe(list(prompts.values())) if prompts else []
         except JudgeError as exc:
             return [replies.get(i, exc) for i in range(len(requests))]
-        for i, row, tokens_read in zip(prompts, rows, read, strict=True):
-            logprobs = log_softmax(row)
+        for i, probe in zip(prompts, probes, strict=True):
+            logprobs = log_softmax(probe.logits)
             best = np.argsort(logprobs)[::-1][: requests[i].top_logprobs]
             first = self._piece(int(best[0]))
             replies[i] = ChatResponse(
@@ -177,9 +185,10 @@ class LocalJudge:
                         top=self._alternatives(logprobs, best),
                     )
                 ],
-                prompt_tokens=tokens_read,  # a shared prefix counts with the first that read it
+                prompt_tokens=probe.read,  # a shared prefix counts with the first that read it
                 completion_tokens=1,
                 finish_reason="length",
+                states={name: pack_state(v) for name, v in probe.states.items()} or None,
             )
         return [replies[i] for i in range(len(requests))]
 

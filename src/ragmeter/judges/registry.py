@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ragmeter.heads import HEADS_OPTION, with_heads
 from ragmeter.judges.base import Embedder, Judge
 from ragmeter.judges.cache import CachedEmbedder, CachedJudge, CallCache
 from ragmeter.plugins import Kind, load
@@ -60,11 +61,14 @@ def resolve_models(
         embedder: a spec or an ``Embedder``; MiniLM when None and one is needed.
         cache: True for the user cache folder, a path, an open ``CallCache``, or False.
         needs_embedder: False when no metric compares texts by embedding.
-        judge_options: the provider's options (its ``Options`` model), for a judge given by spec.
+        judge_options: the provider's options (its ``Options`` model), for a judge given by spec,
+            and ``heads`` (``ragmeter.heads.HEADS_OPTION``) for any judge.
         embedder_options: the same for the embedder.
         wrap_judge: applied to the judge under the cache (the budget meter goes there, so that
             cached calls cost nothing).
     """
+    judge_options = dict(judge_options or {})
+    heads = judge_options.pop(HEADS_OPTION, None)
     if judge_options and not isinstance(judge, str):
         raise ValueError("judge options apply to a judge named by a spec, not to a Judge object")
     if embedder_options and not isinstance(embedder, str | None):
@@ -80,7 +84,8 @@ def resolve_models(
     if wrap_judge is not None:
         judge_model = wrap_judge(judge_model)
     if cache is False:
-        return judge_model, embed_model
+        return with_heads(judge_model, heads), embed_model
     calls = cache if isinstance(cache, CallCache) else CallCache(None if cache is True else cache)
     cached_embedder = CachedEmbedder(embed_model, calls) if embed_model is not None else None
-    return CachedJudge(judge_model, calls), cached_embedder
+    # Outside the cache: it keeps the raw replies, which no head changes.
+    return with_heads(CachedJudge(judge_model, calls), heads), cached_embedder

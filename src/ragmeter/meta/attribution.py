@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from ragmeter.claims import SUPPORTED
+from ragmeter.claims import SUPPORTED, answering
 from ragmeter.cluster import (
     Executor,
     ModelRecipe,
@@ -25,6 +25,7 @@ from ragmeter.cluster import (
 from ragmeter.judges import Judge, identity_of
 from ragmeter.score import Score
 from ragmeter.session import JudgeSession, measured
+from ragmeter.stats import roc_auc
 from ragmeter.store import ScoreStore
 
 MAX_REFERENCE_CHARS = 6000
@@ -68,7 +69,7 @@ def load_attribution(path: Path | str) -> list[Claim]:
 def statement_for(claim: Claim, with_question: bool) -> str:
     """A short claim ("Neil Armstrong") only means something as the answer to its question."""
     if with_question and claim.question:
-        return f"In answer to the question '{claim.question}': {claim.claim}"
+        return answering(claim.question, claim.claim)
     return claim.claim
 
 
@@ -209,16 +210,6 @@ def _f1(truth: np.ndarray, predicted: np.ndarray) -> float:
     fp = float(np.sum(~truth & predicted))
     fn = float(np.sum(truth & ~predicted))
     return 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0
-
-
-def roc_auc(truth: np.ndarray, scores: np.ndarray) -> float | None:
-    """Probability that a supported claim outscores an unsupported one (ties count half)."""
-    positive, negative = scores[truth], scores[~truth]
-    if not len(positive) or not len(negative):
-        return None
-    greater = (positive[:, None] > negative[None, :]).sum()
-    ties = (positive[:, None] == negative[None, :]).sum()
-    return float((greater + 0.5 * ties) / (len(positive) * len(negative)))
 
 
 def classify(verdicts: Sequence[Verdict], threshold: float = 0.5) -> Classification:

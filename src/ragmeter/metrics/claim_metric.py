@@ -22,6 +22,7 @@ from ragmeter.claims import (
     ClaimSource,
     ClaimTable,
     Part,
+    ShortClaims,
     claim_prompts,
     claim_table,
     planned_calls,
@@ -47,6 +48,11 @@ class ClaimOptions(Options):
     )
     threshold: float = Field(
         0.5, ge=0, le=1, description="P(supported) that counts as a Yes when soft is off."
+    )
+    short_claims: ShortClaims = Field(
+        "with_question",
+        description='Check a claim that does not stand alone ("3 euros.", "Yes, but only '
+        "for adults.\") as the answer to the sample's question, or every claim as it stands.",
     )
 
 
@@ -82,14 +88,16 @@ class ClaimMetric(Metric):
     def planned_calls(self, sample: Sample) -> PlannedCalls:
         if not sample.reference or (self.uses_answer and not sample.answer.strip()):
             return []
-        return planned_calls(sample, self.parts, self.options.claims)
+        return planned_calls(sample, self.parts, self.options.claims, self.options.short_claims)
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         if not (sample.reference or "").strip():
             raise Unscorable("the sample has no reference answer")
         if self.uses_answer and not sample.answer.strip():
             raise Unscorable("the answer is empty")
-        table = claim_table(sample, self.parts, self.options.claims, session)
+        table = claim_table(
+            sample, self.parts, self.options.claims, session, self.options.short_claims
+        )
         value, reading = self.read(table)
         return value, {**reading, **table.evidence(), "checks": table.checks}
 

@@ -32,7 +32,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ragmeter.claims import STATEMENTS, SUPPORTED, claims_only, supported
+from ragmeter.claims import (
+    STATEMENTS,
+    SUPPORTED,
+    ShortClaims,
+    as_checked,
+    claims_only,
+    supported,
+)
 from ragmeter.metrics.base import Metric
 from ragmeter.metrics.commitment import (
     NONCOMMITTAL,
@@ -116,6 +123,11 @@ class FaithfulnessOptions(Options):
     threshold: float = Field(
         0.5, ge=0, le=1, description="P(supported) that counts a statement when soft is off."
     )
+    short_claims: ShortClaims = Field(
+        "with_question",
+        description='Verify a statement that does not stand alone ("3 euros.") as the answer '
+        "to the question, or every statement as it stands.",
+    )
 
 
 class Faithfulness(Metric):
@@ -147,7 +159,7 @@ class Faithfulness(Metric):
         if self.options.verdicts == "logprob":
             return calls + [
                 yes_no_call(SUPPORTED.render({"context": sample.contexts, "statement": s}))
-                for s in sentences
+                for s in as_checked(sentences, self._question(sample))
             ]
         listed = "\n".join(f"{i}. {s}" for i, s in enumerate(sentences, 1))
         verdicts = VERDICTS.render({"context": sample.contexts, "statements": listed})
@@ -177,10 +189,15 @@ class Faithfulness(Metric):
             return self._by_probability(sample, statements, session)
         return self._by_generation(sample, statements, session)
 
+    def _question(self, sample: Sample) -> str | None:
+        """The question short statements are verified as the answer to, if they are."""
+        return sample.question if self.options.short_claims == "with_question" else None
+
     def _by_probability(
         self, sample: Sample, statements: list[str], session: JudgeSession
     ) -> tuple[float, dict[str, Any]]:
-        probabilities = supported(session, [(statements, [sample.contexts])])[0][:, 0].tolist()
+        checked = as_checked(statements, self._question(sample))
+        probabilities = supported(session, [(checked, [sample.contexts])])[0][:, 0].tolist()
         verdicts = [p >= self.options.threshold for p in probabilities]
         value = sum(probabilities) if self.options.soft else sum(verdicts)
         explanation = {

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ragmeter.claims import claim_sentences, supported
+from ragmeter.claims import as_checked, claim_sentences, supported
 from ragmeter.options import Options
 from ragmeter.prompts import Prompt, YesNoPrompt
 from ragmeter.sample import CONVERSATION
@@ -265,7 +265,9 @@ def _check_supported(
     texts: list[Sequence[str]] = [draft.chunks]
     if len(draft.chunks) > 1:
         texts += [[chunk] for chunk in draft.chunks]
-    table = supported(session, [(claims, texts)])[0]  # claims x texts
+    # "3 euros." is checked as the answer to its question, not as a bare phrase.
+    checked = as_checked(claims, draft.question)
+    table = supported(session, [(checked, texts)])[0]  # claims x texts
     together = table[:, 0]
     checks["supported"] = {
         "claims": claims,
@@ -292,7 +294,7 @@ def _check_closed_book(
 ) -> None:
     answer = session.ask(CLOSED_BOOK, draft.asked(), max_tokens=160).answer
     claims = checks["supported"]["claims"]
-    known = supported(session, [(claims, [answer])])[0][:, 0]
+    known = supported(session, [(as_checked(claims, draft.question), [answer])])[0][:, 0]
     recall = float((known >= options.supported).mean())
     checks["closed_book"] = {"answer": answer, "recall": round(recall, 4)}
     if recall > options.closed_book_max:

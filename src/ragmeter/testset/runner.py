@@ -38,6 +38,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ragmeter.budget import Estimate, price_for
+from ragmeter.claims import CLAIM_RULES, SHORT_CLAIM_RULE, SUPPORTED
 from ragmeter.cluster import Executor, ModelRecipe, RayExecutor, WorkerDied
 from ragmeter.judges import Embedder, Judge
 from ragmeter.judges.base import identity_of
@@ -273,7 +274,11 @@ def _settings_key(
     min_chars: int,
 ) -> str:
     prompts = [writing_prompt(k, s).version for k in KINDS for s in STYLES]
-    checks = [p.version for p in (ANSWERS, STANDS_ALONE, UNDERSTOOD_ALONE, CLOSED_BOOK)]
+    checks = [
+        *(p.version for p in (ANSWERS, STANDS_ALONE, UNDERSTOOD_ALONE, CLOSED_BOOK, SUPPORTED)),
+        CLAIM_RULES,
+        SHORT_CLAIM_RULE,
+    ]
     return digest(
         identity_of(judge).digest,
         identity_of(embedder).digest,

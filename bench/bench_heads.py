@@ -1,0 +1,273 @@
+"""Refit the shipped verdict heads from scratch and measure them beside the zero-shot read.
+
+    DATA=../shared/data/attributionbench
+    ragmeter meta attribution $DATA/dev_all_subset_balanced.jsonl \
+        --out runs/heads-ab-dev --judge-option heads=none
+    ragmeter meta attribution $DATA/test_all_subset_balanced_sampled500.jsonl \
+        --out runs/heads-ab-test --judge-option heads=none
+    python bench/bench_heads.py --dev-run runs/heads-ab-dev --test-run runs/heads-ab-test \
+        [--mtrag-run runs/heads-mtrag] [--write src/ragmeter/bundled_heads.json]
+
+The runs keep every verdict's zero-shot P(Yes) and the judge's hidden states (``Exchange.states``),
+so nothing here asks the model. What it prints:
+
+1. **Designs** on AttributionBench's dev file (1,198 human-labelled claims), 5-fold out of fold:
+   which hidden state a head reads (the final one, or a layer's output), ROC AUC and macro-F1 at
+   0.5, beside the zero-shot read (its macro-F1 at the threshold chosen in the other folds).
+2. **The held-out test sample** (500 claims), the chosen design fitted on the dev file only:
+   macro-F1 at 0.5 and at the threshold best on the dev file's out-of-fold reads, ROC AUC; the
+   zero-shot read at the threshold best on the dev file, as ``meta attribution --calibrate``
+   picks it.
+3. With ``--mtrag-run`` (a ``meta mtrag`` run with ``faithfulness``): faithfulness's Spearman
+   correlation with people's ratings of 180 answers, zero-shot, read by the head fitted on
+   AttributionBench (data it never saw), and by heads fitted on MTRAG's own ratings through the
+   mean (5-fold, each fold read by a head fitted on the other four).
+4. ``--write FILE``: the shipped head, the chosen design fitted on the dev file and the test
+   sample together (after the test figures above are measured), with its figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ragmeter.claims import SUPPORTED
+from ragmeter.heads import Head, Heads
+from ragmeter.judges.weights import QWEN_CODER_1_5B
+from ragmeter.meta.attribution import load_attribution
+from ragmeter.meta.mtrag import load_mtrag
+from ragmeter.score import Score
+from ragmeter.stats import correlation, roc_auc
+from ragmeter.store import stored_payloads
+from ragmeter.tune import gather
+from ragmeter.tuning import Design, Fitter, Verdicts, predict
+from ragmeter.viewer.folders import read_scores
+
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+DEV = DATA / "attributionbench" / "dev_all_subset_balanced.jsonl"
+TEST = DATA / "attributionbench" / "test_all_subset_balanced_sampled500.jsonl"
+MTRAG = DATA / "mtrag" / "mtrag_dev.jsonl"
+DESIGNS = [
+    (),
+    ("result_norm",),
+    ("l_out-8",),
+    ("l_out-12",),
+    ("l_out-16",),
+    ("l_out-20",),
+    ("l_out-24",),
+    ("l_out-16", "result_norm"),
+]
+"""What a head may read: nothing (a calibration of P(Yes)), one hidden state, or two."""
+
+
+def attribution_verdicts(
+    run: Path, data: Path, states: tuple[str, ...]
+) -> tuple[Verdicts, np.ndarray]:
+    """The claims' verdicts in a ``meta attribution`` run, and people's labels, in file order."""
+    labels = {claim.id: claim.label for claim in load_attribution(data)}
+    scores = [Score.model_validate_json(p) for p in stored_payloads(run / "verdicts.sqlite")]
+    scores = [s for s in scores if s.sample_id in labels and s.scored]
+    material, notes = gather(scores, SUPPORTED, states, lambda _: None)
+    for note in notes:
+        print("note:", note)
+    truth = np.array([labels[key] for key in material.samples], dtype=float)
+    return material.verdicts, truth
+
+
+def macro_f1(truth: np.ndarray, predicted: np.ndarray) -> float:
+    def f1(t: np.ndarray, p: np.ndarray) -> float:
+        tp, fp, fn = np.sum(t & p), np.sum(~t & p), np.sum(t & ~p)
+        return float(2 * tp / (2 * tp + fp + fn)) if tp + fp + fn else 0.0
+
+    t, p = truth.astype(bool), predicted.astype(bool)
+    return (f1(t, p) + f1(~t, ~p)) / 2
+
+
+def best_threshold(truth: np.ndarray, probability: np.ndarray) -> float:
+    candidates = np.unique(np.round(probability, 4))
+    return float(max(candidates, key=lambda t: (macro_f1(truth, probability >= t), -abs(t - 0.5))))
+
+
+def fitter(verdicts: Verdicts, truth: np.ndarray, states: tuple[str, ...], learned: str) -> Fitter:
+    design = Design(SUPPORTED.name, SUPPORTED.version, states, learned)
+
+    def auc(rows: np.ndarray, predicted: np.ndarray) -> float:
+        return roc_auc(truth[rows].astype(bool), predicted) or 0.5
+
+    return Fitter(design, verdicts, labels=truth, score=auc)
+
+
+def designs_table(dev: Verdicts, truth: np.ndarray) -> dict[tuple[str, ...], np.ndarray]:
+    print(f"\n## 1. Designs on the dev file ({len(truth)} claims), 5-fold out of fold\n")
+    print("| reads | ROC AUC | macro-F1 at 0.5 | macro-F1, threshold from the other folds |")
+    print("|---|---|---|---|")
+    t = truth.astype(bool)
+    zero = dev.zero_shot
+    folds = np.arange(len(t)) % 5
+    chosen = np.empty(len(t), dtype=bool)
+    for fold in range(5):
+        cut = best_threshold(t[folds != fold], zero[folds != fold])
+        chosen[folds == fold] = zero[folds == fold] >= cut
+    print(
+        f"| zero-shot P(Yes) | {roc_auc(t, zero):.3f} | {macro_f1(t, zero >= 0.5):.3f} | "
+        f"{macro_f1(t, chosen):.3f} |"
+    )
+    found = {}
+    for states in DESIGNS:
+        oof = fitter(dev, truth, states, "dev").out_of_fold()
+        found[states] = oof
+        name = " + ".join(states) or "calibration of P(Yes)"
+        print(
+            f"| head: {name} | {roc_auc(t, oof):.3f} | {macro_f1(t, oof >= 0.5):.3f} | "
+            f"{macro_f1(t, oof >= best_threshold(t, oof)):.3f} (in-sample threshold) |",
+            flush=True,
+        )
+    return found
+
+
+def test_table(
+    dev: Verdicts,
+    dev_truth: np.ndarray,
+    test: Verdicts,
+    test_truth: np.ndarray,
+    states: tuple[str, ...],
+    dev_oof: np.ndarray,
+) -> tuple[Head, dict[str, float]]:
+    print(f"\n## 2. Held-out test sample ({len(test_truth)} claims), heads fitted on dev only\n")
+    print("| read | threshold | macro-F1 | accuracy | ROC AUC |")
+    print("|---|---|---|---|---|")
+    t, d = test_truth.astype(bool), dev_truth.astype(bool)
+    zero_cut = best_threshold(d, dev.zero_shot)
+    zero = test.zero_shot
+    print(
+        f"| zero-shot P(Yes) | {zero_cut:.3f} (best on dev) | {macro_f1(t, zero >= zero_cut):.3f} "
+        f"| {np.mean((zero >= zero_cut) == t):.3f} | {roc_auc(t, zero):.3f} |"
+    )
+    fitted = fitter(dev, dev_truth, states, "dev").fitted()
+    read = predict(fitted.head, test)
+    figures = {}
+    for label, cut in (
+        ("0.5", 0.5),
+        (
+            f"{best_threshold(d, dev_oof):.3f} (best on dev, out of fold)",
+            best_threshold(d, dev_oof),
+        ),
+    ):
+        figures.setdefault("macro_f1", macro_f1(t, read >= cut))
+        print(
+            f"| head: {' + '.join(states)} (penalty {fitted.penalty:g}) | {label} | "
+            f"{macro_f1(t, read >= cut):.3f} | {np.mean((read >= cut) == t):.3f} | "
+            f"{roc_auc(t, read):.3f} |"
+        )
+    figures.update(
+        {
+            "test_rows": len(t),
+            "test_roc_auc": roc_auc(t, read),
+            "test_macro_f1_at_0.5": macro_f1(t, read >= 0.5),
+            "zero_shot_test_roc_auc": roc_auc(t, zero),
+            "zero_shot_test_macro_f1": macro_f1(t, zero >= zero_cut),
+            "dev_out_of_fold_roc_auc": roc_auc(d, dev_oof),
+        }
+    )
+    figures.pop("macro_f1")
+    return fitted.head, figures
+
+
+def mtrag_table(run: Path, head: Head) -> None:
+    rows = {row.sample.key: row for row in load_mtrag(MTRAG)}
+    scores = [s for s in read_scores(run)[0] if s.metric == "faithfulness" and s.scored]
+    material, notes = gather(scores, SUPPORTED, head.states, lambda _: None)
+    for note in notes:
+        print("note:", note)
+    verdicts = material.verdicts
+    groups = verdicts.groups
+    assert groups is not None
+    keys = sorted(set(material.samples))
+    ratings = {k: rows[k].human["faithfulness"] for k in keys if "faithfulness" in rows[k].human}
+    keys = [k for k in keys if k in ratings]
+
+    def spearman(predicted: np.ndarray) -> str:
+        means = [predicted[groups == k].mean() for k in keys]
+        found = correlation(means, [ratings[k] for k in keys], "spearman")
+        return "—" if found is None else f"{found.value:.2f} [{found.low:.2f}, {found.high:.2f}]"
+
+    print(f"\n## 3. MTRAG faithfulness, {len(keys)} answers with context, Spearman with people\n")
+    print("| read | Spearman [95 % CI] |")
+    print("|---|---|")
+    print(f"| zero-shot | {spearman(verdicts.zero_shot)} |")
+    print(f"| head fitted on AttributionBench | {spearman(predict(head, verdicts))} |")
+    targets = {k: (ratings[k] - 1) / 3 for k in keys}
+    chosen = np.isin(groups, keys)
+    sub = verdicts.rows(np.flatnonzero(chosen))
+    sub_groups = sub.groups
+    assert sub_groups is not None
+
+    def agreement(rows: np.ndarray, predicted: np.ndarray) -> float:
+        members = sorted(set(sub_groups[rows].tolist()))
+        means = [predicted[sub_groups[rows] == k].mean() for k in members]
+        found = correlation(means, [targets[k] for k in members], "spearman", rounds=1)
+        return -1.0 if found is None else found.value
+
+    design = Design(SUPPORTED.name, SUPPORTED.version, head.states, "MTRAG ratings")
+    oof = Fitter(design, sub, targets=targets, score=agreement).out_of_fold()
+    full = np.full(len(verdicts), np.nan)
+    full[chosen] = oof
+    print(
+        f"| head fitted on MTRAG ratings through the mean, 5-fold out of fold | {spearman(full)} |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--dev-run", type=Path, required=True)
+    parser.add_argument("--test-run", type=Path, required=True)
+    parser.add_argument("--mtrag-run", type=Path)
+    parser.add_argument("--states", default="", help="the design to ship (default: best on dev)")
+    parser.add_argument("--write", type=Path, help="write the shipped heads here")
+    args = parser.parse_args()
+
+    every = tuple(sorted({name for design in DESIGNS for name in design}))
+    dev, dev_truth = attribution_verdicts(args.dev_run, DEV, every)
+    test, test_truth = attribution_verdicts(args.test_run, TEST, every)
+    oof = designs_table(dev, dev_truth)
+    if args.states:
+        states = tuple(args.states.split(","))
+    else:
+        states = max(
+            (d for d in DESIGNS if d),
+            key=lambda d: roc_auc(dev_truth.astype(bool), oof[d]) or 0.0,
+        )
+    head, figures = test_table(dev, dev_truth, test, test_truth, states, oof[states])
+    if args.mtrag_run:
+        mtrag_table(args.mtrag_run, head)
+    if args.write:
+        both = Verdicts(
+            np.concatenate([dev.zero_shot, test.zero_shot]),
+            {n: np.concatenate([dev.states[n], test.states[n]]) for n in states},
+        )
+        truth = np.concatenate([dev_truth, test_truth])
+        learned = (
+            f"AttributionBench (Li et al., 2024; dataset card: Apache-2.0) in-domain dev file "
+            f"({len(dev_truth)} claims) and test sample ({len(test_truth)}), human attribution "
+            "labels; claims shown with their question"
+        )
+        shipped = fitter(both, truth, states, learned).fitted().head
+        shipped = Head(**{**shipped.__dict__, "figures": figures})
+        heads = Heads(
+            heads={SUPPORTED.name: shipped},
+            judge={
+                "name": f"local:{QWEN_CODER_1_5B.name}",
+                "weights_sha256": QWEN_CODER_1_5B.sha256,
+            },
+        )
+        heads.save(args.write)
+        print(f"\nwritten to {args.write}: {json.dumps(figures)}")
+
+
+if __name__ == "__main__":
+    main()

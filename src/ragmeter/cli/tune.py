@@ -1,0 +1,111 @@
+"""``ragmeter tune RUN LABELS``: verdict heads fitted on a team's labels, written only where they
+beat the zero-shot read out of fold. Exit status: 0 heads written, 1 no head beat the zero-shot
+read (nothing written), 2 bad input (a labels row is named with its field)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ragmeter.cli.calibrate import evaluation
+from ragmeter.cli.common import LabelScales, print_warning, user_errors, wide_console
+from ragmeter.heads import HEADS_OPTION
+from ragmeter.labels import parse_scales
+from ragmeter.tune import DEFAULT_STATES, TuneReport, tune
+from ragmeter.viewer import open_run
+from ragmeter.viewer.views import fmt
+
+HEADS_FILE = "heads.json"
+
+
+def tune_command(
+    run: Annotated[Path, typer.Argument(help="An evaluate run's results folder.")],
+    labels: Annotated[
+        Path,
+        typer.Argument(
+            help="Ratings of samples (an 'id' and a column per metric, as calibrate reads) or "
+            "labels of claims (an 'id', the 'claim' as the run checked it, 'supported' 1/0)."
+        ),
+    ],
+    scale: LabelScales = None,
+    states: Annotated[
+        str,
+        typer.Option(
+            help="The hidden states a head reads (comma-separated; empty: a calibration of "
+            "P(Yes) alone, for a judge that shows no states)."
+        ),
+    ] = ",".join(DEFAULT_STATES),
+    folds: Annotated[int, typer.Option(min=2, help="Folds of the cross-validation.")] = 5,
+    seed: Annotated[int, typer.Option(help="Seed of the folds.")] = 0,
+    out: Annotated[
+        Path | None, typer.Option(help=f"Where to write the heads [default: RUN/{HEADS_FILE}].")
+    ] = None,
+) -> None:
+    """Fit a verdict head per rated metric (through the metric's own aggregation) or on labelled
+    claims, over the hidden states the run's judge kept with its verdicts; print each head's
+    out-of-fold agreement beside the zero-shot read's; write the heads that beat it."""
+    console = wide_console()
+    with user_errors(console):
+        opened = open_run(run)
+        result = evaluation(opened)
+        report = tune(
+            result,
+            labels,
+            scales=parse_scales(scale),
+            states=[name.strip() for name in states.split(",") if name.strip()],
+            folds=folds,
+            seed=seed,
+        )
+    print_tuning(console, report)
+    target = out or run / HEADS_FILE
+    judge = result.run.models.get("judge")
+    fitted_on = {"name": result.run.judge}
+    if judge is not None and judge.weights_sha256 and states.strip():
+        fitted_on["weights_sha256"] = judge.weights_sha256
+    heads = report.written(fitted_on, str(target))
+    if heads is None:
+        console.print("no head beat the zero-shot read out of fold: nothing written")
+        raise typer.Exit(1)
+    heads.save(target)
+    console.print(
+        f"written to {target}; judge with it: --judge-option {HEADS_OPTION}={target}",
+        soft_wrap=True,
+        highlight=False,
+    )
+
+
+def print_tuning(console: Console, report: TuneReport) -> None:
+    table = Table(title=f"verdict heads, out of fold ({report.folds} folds, seed {report.seed})")
+    columns = ["metric", "prompt", "taught by", "rows", "verdicts", "figure", "zero-shot"]
+    for column in [*columns, "head", "gain", "penalty", "written"]:
+        table.add_column(column, justify="left" if column in columns[:3] else "right")
+    for head in report.heads:
+        table.add_row(
+            Text(head.metric),
+            Text(head.prompt),
+            head.labels,
+            str(head.rows),
+            str(head.verdicts),
+            head.figure,
+            fmt(head.zero_shot, 3),
+            fmt(head.head, 3),
+            "—" if head.gain is None else f"{head.gain:+.3f}",
+            "—" if head.penalty is None else f"{head.penalty:g}",
+            "yes" if head.kept else "no",
+        )
+    console.print(table)
+    for note in report.notes:
+        print_warning(console, note)
+    for head in report.heads:
+        if not head.kept and head.gain is not None:
+            console.print(
+                f"{head.metric}: the head does not beat the zero-shot read out of fold "
+                f"({head.figure} {head.head:.3f} against {head.zero_shot:.3f}, by "
+                f"{head.gain:+.3f}); not written",
+                highlight=False,
+            )

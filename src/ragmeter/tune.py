@@ -1,0 +1,375 @@
+"""``ragmeter tune``: verdict heads fitted on a team's own labels, kept only where they beat the
+zero-shot read out of fold.
+
+The verdicts come from an ``evaluate`` run: every Yes/No exchange keeps the zero-shot P(Yes) and,
+from the local judge, the hidden states a head reads (``Exchange.states``), so fitting asks the
+judge nothing. Two kinds of labels:
+
+- **ratings of samples** (the file ``calibrate`` reads: an ``id`` and a column per metric): the
+  head of the metric's Yes/No prompt is fitted through the metric's own aggregation (the mean of
+  its verdicts' probabilities), and judged by the Spearman correlation of the metric's values with
+  the ratings;
+- **labels of claims** (an ``id``, the ``claim`` as the run checked it, and ``supported``: 1/0):
+  faithfulness's verdicts are fitted one by one, and judged by ROC AUC.
+
+Every figure is out of fold: a head is fitted on the other folds (its penalty chosen inside them)
+and read on the fold held out; the zero-shot read is shown beside it on the same rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragmeter.claims import SUPPORTED
+from ragmeter.heads import Head, Heads
+from ragmeter.judges.base import unpack_state
+from ragmeter.labels import ID_FIELD, LabelsError, Scale, read_labels, read_rows
+from ragmeter.metrics.answer_relevance import COMPLETE
+from ragmeter.prompts import YesNoPrompt
+from ragmeter.result import Result
+from ragmeter.score import Exchange, Score
+from ragmeter.stats import coefficients, roc_auc
+from ragmeter.tuning import Design, Fitter, Verdicts
+
+DEFAULT_STATES = ("l_out-16",)
+"""The hidden state heads read unless told otherwise (see docs/heads.md for the choice)."""
+CLAIM_FIELD = "claim"
+SUPPORTED_FIELD = "supported"
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    """How a metric's value is made of one prompt's verdicts, for fitting through it."""
+
+    prompt: YesNoPrompt
+    usable: Callable[[dict[str, Any]], str | None]
+    """Given the metric's config: why its value is not the mean of the verdicts, or None."""
+
+
+def _faithfulness(config: dict[str, Any]) -> str | None:
+    if config.get("verdicts", "logprob") != "logprob" or not config.get("soft", True):
+        return "its value is the mean P(supported) only with verdicts=logprob and soft=true"
+    return None
+
+
+def _answer_relevance(config: dict[str, Any]) -> str | None:
+    if config.get("score", "completeness") != "completeness":
+        return "its value is P(addresses the question) only with score=completeness"
+    if config.get("against", "question") != "question":
+        return "against=context multiplies two verdicts"
+    return None
+
+
+AGGREGATIONS: dict[str, Aggregation] = {
+    "faithfulness": Aggregation(SUPPORTED, _faithfulness),
+    "answer_relevance": Aggregation(COMPLETE, _answer_relevance),
+}
+"""The metrics whose ratings can teach a head through their aggregation."""
+
+
+def zero_shot_of(exchange: Exchange) -> float | None:
+    """The zero-shot P(Yes) of a verdict, whichever way the run read it."""
+    return exchange.zero_shot if exchange.head else exchange.probability
+
+
+def _verdicts(score: Score, prompt: YesNoPrompt) -> list[Exchange]:
+    """The answered Yes/No exchanges of ``prompt`` in ``score``, in the order asked (a retried
+    question ends in one answered exchange)."""
+    return [e for e in score.exchanges if e.prompt == prompt.name and e.probability is not None]
+
+
+@dataclass
+class Material:
+    """The verdicts of one prompt gathered from a run: one row per verdict."""
+
+    verdicts: Verdicts
+    samples: list[str]
+    claims: list[str]
+
+
+def gather(
+    scores: Sequence[Score],
+    prompt: YesNoPrompt,
+    states: Sequence[str],
+    claims_of: Callable[[Score], list[str] | None],
+) -> tuple[Material, list[str]]:
+    """The verdicts of ``prompt`` in ``scores`` with the ``states`` a head reads, and notes on
+    what was left out (a score without such verdicts, verdicts without the states)."""
+    zero_shot: list[float] = []
+    rows: dict[str, list[np.ndarray]] = {name: [] for name in states}
+    samples: list[str] = []
+    claims: list[str] = []
+    notes: list[str] = []
+    for score in scores:
+        exchanges = _verdicts(score, prompt)
+        if not exchanges:
+            continue
+        texts = claims_of(score) or [""] * len(exchanges)
+        if len(texts) != len(exchanges):
+            notes.append(f"{score.sample_id}: its verdicts and claims differ in number; left out")
+            continue
+        lacking = [e for e in exchanges if not set(states) <= set(e.states or ())]
+        if lacking:
+            notes.append(
+                f"{score.sample_id}: {len(lacking)} verdict(s) without the hidden states "
+                f"{', '.join(states)} (a judge that does not show them); left out"
+            )
+            continue
+        for exchange, text in zip(exchanges, texts, strict=True):
+            zero_shot.append(float(zero_shot_of(exchange) or 0.0))
+            for name in states:
+                rows[name].append(unpack_state(exchange.states[name]))  # type: ignore[index]
+            samples.append(score.sample_id)
+            claims.append(text)
+    matrices = {name: np.array(vectors) for name, vectors in rows.items()}
+    verdicts = Verdicts(np.array(zero_shot), matrices, np.array(samples, dtype=object))
+    return Material(verdicts, samples, claims), notes
+
+
+def _statements(score: Score) -> list[str] | None:
+    statements = score.explanation.get("statements")
+    if not isinstance(statements, list):
+        return None
+    return [str(item.get("statement", "")) for item in statements if isinstance(item, dict)]
+
+
+@dataclass
+class TunedHead:
+    """One head as ``tune`` fitted it, with its out-of-fold figure beside the zero-shot one."""
+
+    metric: str
+    prompt: str
+    labels: str
+    """What taught it: "ratings" or "claim labels"."""
+    figure: str
+    """The agreement measured: "Spearman" or "ROC AUC"."""
+    rows: int
+    verdicts: int
+    zero_shot: float | None
+    head: float | None
+    penalty: float | None
+    fitted: Head | None
+
+    @property
+    def gain(self) -> float | None:
+        if self.zero_shot is None or self.head is None:
+            return None
+        return self.head - self.zero_shot
+
+    @property
+    def kept(self) -> bool:
+        return self.fitted is not None and self.gain is not None and self.gain > 0
+
+
+@dataclass
+class TuneReport:
+    heads: list[TunedHead]
+    notes: list[str]
+    folds: int
+    seed: int
+
+    def written(self, judge: dict[str, Any], source: str) -> Heads | None:
+        """The heads that beat the zero-shot read, as one set; None when none does."""
+        kept = {h.prompt: h.fitted for h in self.heads if h.kept and h.fitted is not None}
+        return Heads(heads=kept, judge=judge, source=source) if kept else None
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> float | None:
+    if len(x) < 3:
+        return None
+    value = coefficients(x[None, :], y[None, :], "spearman")[0]
+    return None if np.isnan(value) else float(value)
+
+
+def _means(groups: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
+    keys = sorted(set(groups.tolist()))
+    return {key: float(predicted[groups == key].mean()) for key in keys}
+
+
+def tune_ratings(
+    result: Result,
+    metric: str,
+    ratings: Mapping[str, float],
+    scale: Scale,
+    states: Sequence[str],
+    *,
+    folds: int,
+    seed: int,
+    source: str,
+) -> tuple[TunedHead | None, list[str]]:
+    """The head of ``metric``'s prompt fitted through its mean to ``ratings``."""
+    aggregation = AGGREGATIONS.get(metric)
+    if aggregation is None:
+        fittable = ", ".join(sorted(AGGREGATIONS))
+        return None, [
+            f"{metric}: heads are fitted through the mean of a metric's verdicts, "
+            f"which {fittable} have; rate one of those or give claim labels"
+        ]
+    config = result.run.metrics[metric].config if metric in result.run.metrics else {}
+    reason = aggregation.usable(config)
+    if reason:
+        return None, [f"{metric}: cannot be fitted through its value: {reason}"]
+    scores = [s for s in result.scores_for(metric) if s.scored and s.sample_id in ratings]
+    material, notes = gather(scores, aggregation.prompt, states, lambda _: None)
+    verdicts = material.verdicts
+    if len(set(material.samples)) < 2 * folds:
+        return None, [
+            *notes,
+            f"{metric}: {len(set(material.samples))} rated samples with "
+            f"verdicts; {2 * folds} are needed for {folds} folds",
+        ]
+    targets = {key: (ratings[key] - scale.low) / (scale.high - scale.low) for key in ratings}
+    groups = verdicts.groups
+    assert groups is not None
+
+    def agreement(rows: np.ndarray, predicted: np.ndarray) -> float:
+        means = _means(groups[rows], predicted)
+        keys = list(means)
+        found = _spearman(np.array([means[k] for k in keys]), np.array([targets[k] for k in keys]))
+        return -1.0 if found is None else found
+
+    design = Design(
+        aggregation.prompt.name,
+        aggregation.prompt.version,
+        tuple(states),
+        f"{metric} ratings of {len(set(material.samples))} samples ({source})",
+    )
+    fitter = Fitter(design, verdicts, targets=targets, score=agreement, folds=folds, seed=seed)
+    everything = np.arange(len(verdicts))
+    zero_shot = agreement(everything, verdicts.zero_shot)
+    head = agreement(everything, fitter.out_of_fold())
+    fitted = fitter.fitted()
+    return TunedHead(
+        metric=metric,
+        prompt=aggregation.prompt.name,
+        labels="ratings",
+        figure="Spearman",
+        rows=len(set(material.samples)),
+        verdicts=len(verdicts),
+        zero_shot=zero_shot,
+        head=head,
+        penalty=fitted.penalty,
+        fitted=fitted.head,
+    ), notes
+
+
+def read_claim_labels(path: Path, result: Result) -> dict[tuple[str, str], bool]:
+    """(sample id, claim) -> supported, from a file of claim labels; every bad row is named."""
+    known = {s.key for s in result.samples}
+    labels: dict[tuple[str, str], bool] = {}
+    problems: list[str] = []
+    for number, row in read_rows(path):
+        key = str(row.get(ID_FIELD) or "").strip()
+        claim = str(row.get(CLAIM_FIELD) or "").strip()
+        value = str(row.get(SUPPORTED_FIELD, "")).strip().lower()
+        if not key or key not in known:
+            problems.append(f"row {number}, field {ID_FIELD!r}: {key!r} is not a sample of the run")
+        elif not claim:
+            problems.append(f"row {number}, field {CLAIM_FIELD!r}: missing")
+        elif value not in ("1", "0", "true", "false", "1.0", "0.0"):
+            problems.append(f"row {number}, field {SUPPORTED_FIELD!r}: {value!r} is not 1 or 0")
+        else:
+            labels[(key, claim)] = value in ("1", "true", "1.0")
+    if problems:
+        raise LabelsError(
+            f"{path}: "
+            + "; ".join(problems[:5])
+            + (f"; and {len(problems) - 5} more problem(s)" if len(problems) > 5 else "")
+        )
+    if not labels:
+        raise LabelsError(f"{path}: no claim labels")
+    return labels
+
+
+def tune_claims(
+    result: Result,
+    labels: Mapping[tuple[str, str], bool],
+    states: Sequence[str],
+    *,
+    folds: int,
+    seed: int,
+    source: str,
+) -> tuple[TunedHead | None, list[str]]:
+    """Faithfulness's head fitted on claims labelled one by one."""
+    scores = [s for s in result.scores_for("faithfulness") if s.scored]
+    material, notes = gather(scores, SUPPORTED, states, _statements)
+    pairs = list(zip(material.samples, material.claims, strict=True))
+    rows = np.array([i for i, pair in enumerate(pairs) if pair in labels], dtype=int)
+    unmatched = len(labels) - len(rows)
+    if unmatched:
+        notes.append(
+            f"{unmatched} labelled claim(s) are not among the run's faithfulness statements "
+            "(the claim must be the statement as the run checked it); left out"
+        )
+    if len(rows) < 2 * folds:
+        return None, [*notes, f"{len(rows)} labelled claims found; {2 * folds} are needed"]
+    verdicts = material.verdicts.rows(rows)
+    truth = np.array([labels[pairs[i]] for i in rows])
+
+    def auc(rows_: np.ndarray, predicted: np.ndarray) -> float:
+        return roc_auc(truth[rows_], predicted) or 0.5
+
+    learned = f"{len(rows)} labelled faithfulness claims ({source})"
+    design = Design(SUPPORTED.name, SUPPORTED.version, tuple(states), learned)
+    fitter = Fitter(design, verdicts, labels=truth.astype(float), score=auc, folds=folds, seed=seed)
+    everything = np.arange(len(rows))
+    fitted = fitter.fitted()
+    return TunedHead(
+        metric="faithfulness",
+        prompt=SUPPORTED.name,
+        labels="claim labels",
+        figure="ROC AUC",
+        rows=len(rows),
+        verdicts=len(rows),
+        zero_shot=auc(everything, verdicts.zero_shot),
+        head=auc(everything, fitter.out_of_fold()),
+        penalty=fitted.penalty,
+        fitted=fitted.head,
+    ), notes
+
+
+def is_claim_file(path: Path) -> bool:
+    rows = read_rows(path)
+    return bool(rows) and CLAIM_FIELD in rows[0][1]
+
+
+def tune(
+    result: Result,
+    labels: Path,
+    *,
+    scales: Mapping[str | None, Scale] | None = None,
+    states: Sequence[str] = DEFAULT_STATES,
+    folds: int = 5,
+    seed: int = 0,
+) -> TuneReport:
+    """Heads fitted on ``labels`` (ratings of samples or labels of claims) over ``result``'s
+    verdicts, each with its out-of-fold agreement beside the zero-shot read's."""
+    heads: list[TunedHead] = []
+    notes: list[str] = []
+    if is_claim_file(labels):
+        claims = read_claim_labels(labels, result)
+        tuned, found = tune_claims(
+            result, claims, states, folds=folds, seed=seed, source=labels.name
+        )
+        heads += [tuned] if tuned else []
+        return TuneReport(heads, [*notes, *found], folds, seed)
+    read = read_labels(labels, [s.key for s in result.samples], result.metrics, scales)
+    for metric, ratings in read.ratings.items():
+        tuned, found = tune_ratings(
+            result,
+            metric,
+            ratings,
+            read.scales[metric],
+            states,
+            folds=folds,
+            seed=seed,
+            source=labels.name,
+        )
+        heads += [tuned] if tuned else []
+        notes += found
+    return TuneReport(heads, notes, folds, seed)

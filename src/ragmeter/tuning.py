@@ -1,0 +1,246 @@
+"""Fitting verdict heads (``ragmeter.heads``) on labelled verdicts, and measuring them out of fold.
+
+Two kinds of labels teach a head:
+
+- **per verdict**: a person said whether this claim is supported (AttributionBench, a team's
+  per-claim labels). The head is a logistic regression on the verdict's hidden states with the
+  zero-shot logit as an input whose weight is not penalised, so with too little data it stays at
+  (a calibration of) the zero-shot read;
+- **per sample, through the metric's aggregation**: a person rated a sample (MTRAG's
+  faithfulness ratings), and the metric's value is the mean of its verdicts' probabilities. The
+  head is fitted so that this mean tracks the rating (squared error on the 0-1 scale).
+
+The penalty on the hidden-state weights is chosen by cross-validation inside the training data,
+so a figure reported out of fold never saw its own rows, not even to pick the penalty.
+Needs scipy (``pip install 'ragmeter[tune]'``); reading with a fitted head needs only numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ragmeter.heads import Head, logit, sigmoid
+
+PENALTIES = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
+"""Candidate L2 penalties on the standardised state weights, per unit of training weight."""
+SCALE_FLOOR = 1e-3
+
+
+@dataclass
+class Verdicts:
+    """The verdicts of one Yes/No prompt as heads read them: zero-shot P(Yes) and hidden
+    states, one row per verdict; ``groups`` says which sample each belongs to (for fits through
+    a metric's aggregation)."""
+
+    zero_shot: np.ndarray
+    states: dict[str, np.ndarray]
+    groups: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.zero_shot)
+
+    def rows(self, index: np.ndarray) -> Verdicts:
+        return Verdicts(
+            self.zero_shot[index],
+            {name: matrix[index] for name, matrix in self.states.items()},
+            None if self.groups is None else self.groups[index],
+        )
+
+    def logits(self) -> np.ndarray:
+        return np.array([logit(float(p)) for p in self.zero_shot])
+
+    def matrix(self, names: Sequence[str]) -> np.ndarray:
+        if not names:
+            return np.zeros((len(self), 0))
+        return np.concatenate([self.states[name] for name in names], axis=1).astype(np.float64)
+
+
+def _require_scipy() -> Any:
+    try:
+        from scipy import optimize
+    except ImportError as exc:  # pragma: no cover - the extra names it
+        raise ImportError("fitting heads needs scipy: pip install 'ragmeter[tune]'") from exc
+    return optimize
+
+
+@dataclass(frozen=True)
+class Design:
+    """What a head reads and how it is fitted: the states (none: a calibration of P(Yes))."""
+
+    prompt: str
+    prompt_version: str
+    states: tuple[str, ...]
+    learned_from: str
+
+
+Loss = Callable[[np.ndarray, np.ndarray, np.ndarray, float], tuple[float, np.ndarray]]
+"""(parameters [a, b, w...], zero-shot logits, standardised states, penalty) -> loss, gradient."""
+
+
+def _verdict_loss(labels: np.ndarray) -> Loss:
+    def loss(theta: np.ndarray, z: np.ndarray, x: np.ndarray, penalty: float) -> Any:
+        a, b, w = theta[0], theta[1], theta[2:]
+        score = a * z + b + x @ w
+        p = sigmoid(score)
+        # Log-loss written stably: log(1 + e^s) - y s.
+        value = np.sum(np.logaddexp(0, score) - labels * score) + 0.5 * penalty * w @ w
+        residual = p - labels
+        gradient = np.concatenate([[residual @ z, residual.sum()], x.T @ residual + penalty * w])
+        return value, gradient
+
+    return loss
+
+
+def _mean_loss(groups: np.ndarray, targets: dict[Any, float]) -> Loss:
+    """Squared error between each group's mean P(Yes) and its target (0-1)."""
+    names, inverse = np.unique(groups, return_inverse=True)
+    wanted = np.array([targets[name] for name in names])
+    sizes = np.bincount(inverse, minlength=len(names)).astype(float)
+
+    def loss(theta: np.ndarray, z: np.ndarray, x: np.ndarray, penalty: float) -> Any:
+        a, b, w = theta[0], theta[1], theta[2:]
+        p = sigmoid(a * z + b + x @ w)
+        means = np.bincount(inverse, weights=p, minlength=len(names)) / sizes
+        error = means - wanted
+        # d mean_g / d score_i = p_i (1 - p_i) / |g|
+        through = 2 * error[inverse] * p * (1 - p) / sizes[inverse]
+        value = error @ error + 0.5 * penalty * w @ w
+        gradient = np.concatenate([[through @ z, through.sum()], x.T @ through + penalty * w])
+        return value, gradient
+
+    return loss
+
+
+def _standardise(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    center = matrix.mean(axis=0) if len(matrix) else np.zeros(matrix.shape[1])
+    scale = matrix.std(axis=0) if len(matrix) else np.ones(matrix.shape[1])
+    return center, np.maximum(scale, SCALE_FLOOR)
+
+
+def fit(design: Design, verdicts: Verdicts, loss: Loss, penalty: float, weight: float) -> Head:
+    """A head fitted by L-BFGS from the zero-shot read (a = 1, b = 0, w = 0); ``weight`` is the
+    training set's size in the loss's units, which the penalty is scaled by."""
+    optimize = _require_scipy()
+    z = verdicts.logits()
+    raw = verdicts.matrix(design.states)
+    center, scale = _standardise(raw)
+    x = (raw - center) / scale
+    start = np.concatenate([[1.0, 0.0], np.zeros(x.shape[1])])
+    # The states' weights are penalised in proportion to the data, so one penalty means the
+    # same for a hundred labels or ten thousand.
+    strength = penalty * weight
+    result = optimize.minimize(
+        loss, start, args=(z, x, strength), jac=True, method="L-BFGS-B", options={"maxiter": 500}
+    )
+    theta = result.x
+    return Head(
+        prompt=design.prompt,
+        prompt_version=design.prompt_version,
+        states=design.states,
+        center=center,
+        scale=scale,
+        weights=theta[2:],
+        zero_shot_weight=float(theta[0]),
+        bias=float(theta[1]),
+        learned_from=design.learned_from,
+    )
+
+
+def predict(head: Head, verdicts: Verdicts) -> np.ndarray:
+    """P(Yes) of each verdict as ``head`` reads it."""
+    raw = verdicts.matrix(head.states)
+    x = (raw - head.center) / head.scale if head.states else np.zeros((len(verdicts), 0))
+    return np.asarray(sigmoid(head.logit(verdicts.logits(), x)), dtype=float)
+
+
+def folds_of(keys: Sequence[Any], folds: int, seed: int) -> np.ndarray:
+    """A fold number per row; rows sharing a key (a sample's verdicts) share a fold."""
+    unique = sorted(set(keys), key=str)
+    order = np.random.default_rng(seed).permutation(len(unique))
+    fold_of = {unique[i]: n % folds for n, i in enumerate(order)}
+    return np.array([fold_of[key] for key in keys])
+
+
+@dataclass
+class Fitted:
+    head: Head
+    penalty: float
+
+
+class Fitter:
+    """Fits one design to one kind of label, choosing the penalty by inner cross-validation."""
+
+    def __init__(
+        self,
+        design: Design,
+        verdicts: Verdicts,
+        *,
+        labels: np.ndarray | None = None,
+        targets: dict[Any, float] | None = None,
+        score: Callable[[np.ndarray, np.ndarray], float],
+        penalties: Sequence[float] = PENALTIES,
+        folds: int = 5,
+        seed: int = 0,
+    ) -> None:
+        """Per-verdict ``labels`` (0/1, one per verdict), or per-group ``targets`` (0-1 by
+        group, with ``verdicts.groups``); ``score(rows, predicted)`` says how good predictions
+        are (higher is better) for the inner choice of penalty."""
+        if (labels is None) == (targets is None):
+            raise ValueError("give labels for the verdicts or targets for their groups")
+        if targets is not None and verdicts.groups is None:
+            raise ValueError("targets by group need the verdicts' groups")
+        self.design = design
+        self.verdicts = verdicts
+        self.labels = labels
+        self.targets = targets
+        self.score = score
+        self.penalties = tuple(penalties) if design.states else (0.0,)
+        self.folds = folds
+        self.seed = seed
+
+    def _keys(self, rows: np.ndarray) -> list[Any]:
+        groups = self.verdicts.groups
+        return list(rows) if groups is None or self.targets is None else list(groups[rows])
+
+    def _fit(self, rows: np.ndarray, penalty: float) -> Head:
+        verdicts = self.verdicts.rows(rows)
+        if self.labels is not None:
+            return fit(self.design, verdicts, _verdict_loss(self.labels[rows]), penalty, len(rows))
+        assert self.targets is not None and verdicts.groups is not None
+        groups = len(set(verdicts.groups.tolist()))
+        loss = _mean_loss(verdicts.groups, self.targets)
+        return fit(self.design, verdicts, loss, penalty, groups)
+
+    def fitted(self, rows: np.ndarray | None = None) -> Fitted:
+        """The head fitted on ``rows`` (all by default), its penalty chosen by an inner
+        cross-validation on the same rows."""
+        rows = np.arange(len(self.verdicts)) if rows is None else rows
+        if len(self.penalties) == 1:
+            return Fitted(self._fit(rows, self.penalties[0]), self.penalties[0])
+        inner = folds_of(self._keys(rows), self.folds, self.seed + 1)
+        best, best_score = self.penalties[0], -np.inf
+        for penalty in self.penalties:
+            predicted = np.empty(len(rows))
+            for fold in range(self.folds):
+                held = inner == fold
+                head = self._fit(rows[~held], penalty)
+                predicted[held] = predict(head, self.verdicts.rows(rows[held]))
+            value = self.score(rows, predicted)
+            if value > best_score:
+                best, best_score = penalty, value
+        return Fitted(self._fit(rows, best), best)
+
+    def out_of_fold(self) -> np.ndarray:
+        """Every verdict's P(Yes) from a head fitted without its fold (penalty chosen inside)."""
+        rows = np.arange(len(self.verdicts))
+        outer = folds_of(self._keys(rows), self.folds, self.seed)
+        predicted = np.empty(len(rows))
+        for fold in range(self.folds):
+            held = outer == fold
+            head = self.fitted(rows[~held]).head
+            predicted[held] = predict(head, self.verdicts.rows(rows[held]))
+        return predicted

@@ -1,0 +1,141 @@
+"""``ragmeter tune``: heads fitted on a run's kept states and a team's labels, written only where
+they beat the zero-shot read out of fold."""
+
+import hashlib
+import json
+import math
+import re
+
+import numpy as np
+from typer.testing import CliRunner
+
+from ragmeter import evaluate
+from ragmeter.claims import SUPPORTED
+from ragmeter.cli.main import app
+from ragmeter.heads import Heads
+from ragmeter.judges.base import ChatResponse, TokenLogprobs, pack_state
+from ragmeter.judges.fake import FakeJudge
+
+runner = CliRunner()
+STATEMENT = re.compile(r"<statement>\n(.*?)\n</statement>", re.S)
+
+
+def _noise(text: str, salt: str) -> float:
+    """A number in [0, 1) fixed by the text: deterministic stand-in for what a judge misreads."""
+    return int(hashlib.sha256((salt + text).encode()).hexdigest()[:8], 16) / 2**32
+
+
+class KnowingJudge(FakeJudge):
+    """Its zero-shot read knows nothing (P(Yes) by hash); its state knows whether a statement
+    says "right" (dimension 0), or nothing at all when ``informative`` is False."""
+
+    states = ("l_out-16",)
+
+    def __init__(self, informative: bool = True) -> None:
+        super().__init__(responder=self._reply, model="knowing")
+        self.informative = informative
+
+    def _reply(self, request):
+        statement = STATEMENT.search(request.messages[-1].content).group(1)
+        p_yes = 0.2 + 0.6 * _noise(statement, "p")
+        signal = 1.0 if "right" in statement and self.informative else 0.0
+        state = np.array([signal + 0.1 * _noise(statement, "s"), _noise(statement, "t")])
+        return ChatResponse(
+            text="Yes",
+            logprobs=[
+                TokenLogprobs(
+                    token="Yes",
+                    logprob=math.log(p_yes),
+                    top={"Yes": math.log(p_yes), "No": math.log(1 - p_yes)},
+                )
+            ],
+            states={"l_out-16": pack_state(state)},
+        )
+
+
+def _samples(n: int = 30):
+    samples, ratings = [], []
+    for i in range(n):
+        right = i % 4
+        sentences = [f"Claim {i}-{k} is {'right' if k < right else 'wrong'}." for k in range(3)]
+        samples.append(
+            {"id": f"s{i}", "question": f"Q{i}?", "answer": " ".join(sentences), "contexts": ["C."]}
+        )
+        ratings.append({"id": f"s{i}", "faithfulness": 1 + right})
+    return samples, ratings
+
+
+def _run(tmp_path, judge):
+    samples, ratings = _samples()
+    out = tmp_path / "run"
+    evaluate(samples, ["faithfulness"], judge=judge, cache=False, out_dir=out)
+    labels = tmp_path / "ratings.jsonl"
+    labels.write_text("".join(json.dumps(r) + "\n" for r in ratings))
+    return out, labels
+
+
+def test_tune_writes_a_head_that_beats_the_zero_shot_read_and_evaluate_reads_with_it(tmp_path):
+    out, labels = _run(tmp_path, KnowingJudge())
+    result = runner.invoke(app, ["tune", str(out), str(labels), "--scale", "faithfulness=1-4"])
+    assert result.exit_code == 0, result.output
+    assert "written to" in result.output
+    heads = Heads.load(out / "heads.json")
+    head = heads.heads[SUPPORTED.name]
+    assert (
+        head.states == ("l_out-16",) and "faithfulness ratings of 30 samples" in head.learned_from
+    )
+    row = next(line for line in result.output.splitlines() if line.startswith("│ faithfulness"))
+    cells = [c.strip() for c in row.strip("│").split("│")]
+    zero_shot, fitted = float(cells[6]), float(cells[7])
+    assert fitted > 0.9 and fitted > zero_shot + 0.3
+    # The heads file is what --judge-option heads=FILE reads.
+    samples, _ = _samples()
+    read = evaluate(
+        samples[:4],
+        ["faithfulness"],
+        judge=KnowingJudge(),
+        cache=False,
+        judge_options={"heads": str(out / "heads.json")},
+    )
+    values = [s.value for s in read.scores]
+    assert values == sorted(values) and values[3] - values[0] > 0.5  # 0 to 3 right claims
+
+
+def test_tune_refuses_a_head_that_does_not_beat_the_zero_shot_read(tmp_path):
+    out, labels = _run(tmp_path, KnowingJudge(informative=False))
+    result = runner.invoke(app, ["tune", str(out), str(labels), "--scale", "faithfulness=1-4"])
+    assert result.exit_code == 1, result.output
+    assert "does not beat the zero-shot read out of fold" in result.output
+    assert "nothing written" in result.output
+    assert not (out / "heads.json").exists()
+
+
+def test_claim_labels_teach_the_head_verdict_by_verdict(tmp_path):
+    out, _ = _run(tmp_path, KnowingJudge())
+    samples, _ = _samples()
+    claims = tmp_path / "claims.csv"
+    lines = ["id,claim,supported"]
+    for sample in samples:
+        for sentence in sample["answer"].split(" Claim"):
+            text = sentence if sentence.startswith("Claim") else "Claim" + sentence
+            lines.append(f"{sample['id']},{text},{int('right' in text)}")
+    claims.write_text("\n".join(lines) + "\n")
+    result = runner.invoke(app, ["tune", str(out), str(claims), "--out", str(tmp_path / "h.json")])
+    assert result.exit_code == 0, result.output
+    assert "ROC AUC" in result.output and "claim labels" in result.output
+    assert (tmp_path / "h.json").is_file()
+
+
+def test_bad_label_rows_are_named(tmp_path):
+    out, _ = _run(tmp_path, KnowingJudge())
+    claims = tmp_path / "claims.jsonl"
+    claims.write_text(
+        json.dumps({"id": "s1", "claim": "Claim 1-0 is right.", "supported": "maybe"})
+        + "\n"
+        + json.dumps({"id": "nope", "claim": "x", "supported": 1})
+        + "\n"
+    )
+    result = runner.invoke(app, ["tune", str(out), str(claims)])
+    assert result.exit_code == 2
+    assert "row 1, field 'supported'" in result.output
+    assert "row 2, field 'id'" in result.output
