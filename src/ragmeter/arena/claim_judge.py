@@ -44,7 +44,16 @@ import numpy as np
 
 from ragmeter.arena.battles import AnswerClaims, Battle, ClaimDecision, battle
 from ragmeter.arena.data import Label, Pair
-from ragmeter.claims import CLAIM_RULES, ClaimSource, ClaimTable, Part, claim_prompts, claim_table
+from ragmeter.claims import (
+    CLAIM_RULES,
+    SHORT_CLAIM_RULE,
+    ClaimSource,
+    ClaimTable,
+    Part,
+    ShortClaims,
+    claim_prompts,
+    claim_table,
+)
 from ragmeter.cluster import RayPool, keyed_on_cluster
 from ragmeter.judges.base import Judge, identity_of
 from ragmeter.metrics.answer_correctness import f1
@@ -58,8 +67,10 @@ NAME = "arena.claims"
 """What each answer's stored figures are recorded as."""
 
 CLAIMS: ClaimSource = "sentences"
-"""The answers' and the reference's own sentences, as answer correctness makes them by default:
-the same checks, so the call cache shares them."""
+SHORT_CLAIMS: ShortClaims = "with_question"
+"""The answers' and the reference's own sentences, a short one checked as the answer to the
+question, as answer correctness makes and checks them by default: the same checks, so the call
+cache shares them."""
 
 SCORE_RULE = "claims pairwise v1: F1 minus the unsupported share; delta-method variance"
 """What an answer's figures are, in words: part of each stored figure's key and of the method's
@@ -74,7 +85,8 @@ BASE: tuple[Part, ...] = ("answer_in_reference", "reference_in_answer")
 def _rules() -> list[Any]:
     """What makes an answer's figures besides the answer and the judge: the prompts, the claim
     rules and the score rule."""
-    return [[p.version for p in claim_prompts(CLAIMS)], CLAIM_RULES, SCORE_RULE]
+    prompts = [p.version for p in claim_prompts(CLAIMS)]
+    return [prompts, CLAIM_RULES, SHORT_CLAIM_RULE, SHORT_CLAIMS, SCORE_RULE]
 
 
 def version() -> str:
@@ -162,7 +174,7 @@ def score_answer(answer: Sample, judge: Judge, *, retries: int = 2) -> Score:
         if not (answer.reference or "").strip():
             raise Unscorable("the pair has no reference answer to check the answers against")
         parts = BASE + (("answer_in_chunks",) if answer.contexts else ())
-        table = claim_table(answer, parts, CLAIMS, session)
+        table = claim_table(answer, parts, CLAIMS, session, SHORT_CLAIMS)
         figures = answer_figures(table)
         evidence = {**table.evidence(), "checks": table.checks}
         return figures.score, {"figures": figures.model_dump(), **evidence}
