@@ -38,7 +38,7 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -47,10 +47,8 @@ from ragmeter.arena.data import Label, Pair
 from ragmeter.claims import (
     CLAIM_RULES,
     SHORT_CLAIM_RULE,
-    ClaimSource,
     ClaimTable,
     Part,
-    ShortClaims,
     claim_prompts,
     claim_table,
 )
@@ -66,8 +64,8 @@ from ragmeter.store import ScoreStore
 NAME = "arena.claims"
 """What each answer's stored figures are recorded as."""
 
-CLAIMS: ClaimSource = "sentences"
-SHORT_CLAIMS: ShortClaims = "with_question"
+CLAIMS: Final = "sentences"
+SHORT_CLAIMS: Final = "with_question"
 """The answers' and the reference's own sentences, a short one checked as the answer to the
 question, as answer correctness makes and checks them by default: the same checks, so the call
 cache shares them."""
