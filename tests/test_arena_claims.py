@@ -17,6 +17,8 @@ from ragmeter.claims import ClaimTable
 from ragmeter.cli.main import app
 from ragmeter.judges.base import ChatRequest, ChatResponse
 from ragmeter.judges.fake import FakeJudge
+from ragmeter.viewer import open_run
+from ragmeter.viewer.html import build_page
 
 from .conftest import yes_no
 from .test_reference_metrics import _checked
@@ -233,6 +235,10 @@ def test_agreement_with_the_claims_method(tmp_path, elbe_checker):
     assert report["verdict"]["accuracy"] == pytest.approx(2 / 3)
     assert report["flips"] == 0 and report["by_combination"] == {}
     assert "first order" not in result.output and "baseline" in result.output
+    (section,) = build_page([open_run(out)])["sections"]
+    assert [row["cells"][0] for row in section["table"]["rows"]] == [
+        "verdict", "baseline: longer answer"
+    ]  # fmt: skip
 
 
 def test_judge_with_the_claims_method_and_its_refusals(tmp_path, elbe_checker):

@@ -747,7 +747,9 @@ def _length_card(control: dict[str, Any] | None) -> dict[str, Any]:
 
 def _arena_agreement(run: OpenedRun) -> list[Section]:
     report = run.data
-    stats = {"verdict": report.get("verdict"), "first order": report.get("first_order")}
+    stats = {"verdict": report.get("verdict")}
+    if (report.get("first_order") or {}).get("pairs"):  # none when decided from claims
+        stats["first order"] = report["first_order"]
     stats |= {f"combined: {k}": v for k, v in (report.get("by_combination") or {}).items()}
     if report.get("longer_answer"):
         stats["baseline: longer answer"] = report["longer_answer"]
