@@ -32,10 +32,10 @@ from ragmeter.cli.common import (
     user_errors,
 )
 from ragmeter.report import estimate_table
-from ragmeter.testset import DEFAULT_MIX, GenerationSummary, generate_testset
+from ragmeter.testset import DEFAULT_MIX, CandidateRecord, GenerationSummary, generate_testset
 from ragmeter.testset.chunking import MAX_CHARS
 from ragmeter.testset.personas import MAX_PERSONAS
-from ragmeter.testset.runner import CandidateRecord, estimate_testset, output_paths
+from ragmeter.testset.runner import estimate_testset, output_paths
 
 EXIT_STOPPED = 3
 EXIT_SHORT = 4
