@@ -63,6 +63,12 @@ RayActorCpus = Annotated[
     float, typer.Option("--ray-actor-cpus", help="CPUs Ray sets aside for each worker.")
 ]
 Retries = Annotated[int, typer.Option(help="Further attempts after a failed judge call.")]
+Repairs = Annotated[
+    int, typer.Option(help="Further attempts after a reply that does not fit the schema.")
+]
+MaxCalls = Annotated[
+    int | None, typer.Option(help="Stop after this many judge calls (cached ones are free).")
+]
 MetricOptions = Annotated[
     list[str] | None,
     typer.Option(help="Metric option METRIC.PARAM=VALUE (repeat), e.g. faithfulness.soft=false."),
