@@ -361,15 +361,17 @@ def generate_testset(
         max_candidates: candidates judged at most; ``n`` x 4 when None.
         max_calls: judge calls that reach the model (cached calls are free); when they run
             out the run stops cleanly, status ``stopped``, and a rerun resumes.
-        max_chars, min_chars: chunk size limit, and the size below which a section joins the
-            next.
+        max_chars: the chunk size limit.
+        min_chars: the size below which a section joins the next.
         min_words: the shortest chunk a question is written from.
         entities: pair chunks that share a named entity first (needs spaCy, the
             ``attribution`` extra; without it, or False, pairs are made by embedding alone).
         quality: the check thresholds (``QualityOptions``).
         cache: the call cache: True for the user cache folder, a path, or False.
-        retries, repairs: further attempts after a failed call, and after an unusable reply.
-        judge_options, embedder_options: the providers' options when given by spec.
+        retries: further attempts after a failed call.
+        repairs: further attempts after an unusable reply.
+        judge_options: the judge provider's options when the judge is given by spec.
+        embedder_options: the embedder provider's options when it is given by spec.
         on_candidate: called with each judged candidate and the count accepted so far.
 
     Raises:
