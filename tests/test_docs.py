@@ -76,6 +76,15 @@ def test_the_site_builds_strictly(tmp_path):
     assert "<!-- options" not in metrics and "<code>threshold</code>" in metrics
 
 
+def test_the_readme_links_to_pages_that_exist():
+    """The README is read on the code host, outside the site: its links are checked here."""
+    readme = (ROOT / "README.md").read_text()
+    targets = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme)
+    assert "docs/getting-started.md" in targets
+    missing = [t for t in targets if "://" not in t and not (ROOT / t).exists()]
+    assert missing == []
+
+
 def page_code(page: Path) -> tuple[list[list[str]], list[str]]:
     """The ``ragmeter`` commands of a page's ``bash`` blocks (continued lines joined, comments
     dropped), as argument lists, and its ``python`` blocks."""
