@@ -205,7 +205,7 @@ def answering(question: str, claim: str) -> str:
 def stands_alone(claim: str) -> bool:
     """Whether a claim reads as a full statement as it stands; a short or elliptical one ("3
     euros.", "Yes, but only for adults.") does not."""
-    return len(_WORD.findall(claim)) >= STANDS_ALONE_WORDS and not _YES_OR_NO.match(claim)
+    return len(WORD.findall(claim)) >= STANDS_ALONE_WORDS and not _YES_OR_NO.match(claim)
 
 
 def as_checked(claims: Sequence[str], question: str | None) -> list[str]:
