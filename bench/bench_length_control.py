@@ -58,7 +58,7 @@ from ragmeter.arena.judge import COMBINE_RULES, judge_pairs
 from ragmeter.arena.length_control import Estimate, length_controlled
 from ragmeter.judges.base import ChatRequest, Judge
 from ragmeter.judges.fake import FakeJudge
-from ragmeter.text import split_sentences
+from ragmeter.text import WORD, split_sentences
 
 REPO = Path(__file__).resolve().parent.parent
 RAGCHECKER = REPO.parent / "shared" / "data" / "ragchecker" / "ragchecker_dev.jsonl"
@@ -103,7 +103,7 @@ def tagged(request: ChatRequest, tag: str) -> str:
 
 
 def vocabulary(text: str) -> set[str]:
-    return set(re.findall(r"\w+", text.lower()))
+    return set(WORD.findall(text.lower()))
 
 
 def length_biased_reply(request: ChatRequest) -> str:

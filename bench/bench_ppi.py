@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +51,7 @@ from ragmeter.calibration import human_mean
 from ragmeter.labels import Scale
 from ragmeter.meta.ragchecker import FIGURES, load_ragchecker
 from ragmeter.score import Score
+from ragmeter.text import WORD
 from ragmeter.viewer.folders import read_scores
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
@@ -60,7 +60,6 @@ ATTRIBUTION = DATA / "attributionbench" / "dev_all_subset_balanced.jsonl"
 RAGCHECKER = DATA / "ragchecker" / "ragchecker_dev.jsonl"
 MTRAG_METRICS = {"faithfulness": "faithfulness", "completeness": "answer_relevance"}
 """Each MTRAG rating, and the ragmeter metric of a run that judges it."""
-WORD = re.compile(r"\w+")
 SHORT = {"gpt-4o": "GPT-4o", "llama-3.1-405b-instruct": "Llama-405B", "reference": "human"}
 
 

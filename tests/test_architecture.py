@@ -11,20 +11,33 @@ SRC = Path(__file__).parent.parent / "src"
 
 
 def module_imports() -> dict[str, set[str]]:
-    """Each ragmeter module and the ragmeter modules it imports at its top level (``from
-    ragmeter.x import y`` counts ``ragmeter.x`` and, if it is a module, ``ragmeter.x.y``)."""
+    """Each ragmeter module and the ragmeter modules it imports (``from ragmeter.x import y``
+    counts ``ragmeter.x`` and, if it is a module, ``ragmeter.x.y``).
+
+    Every import statement counts, wherever it stands: at the top level, under ``if
+    TYPE_CHECKING:`` or ``try:``, or inside a function. An import moved into a function or
+    behind ``TYPE_CHECKING`` still ties the two modules together; it only puts the loop off
+    until the first call or the type checker, so it is no way out of one. A package's
+    ``__init__`` counts when it is named (``from ragmeter.judges import Judge``), not because
+    one of its modules is imported.
+    """
     found: dict[str, set[str]] = {}
     for path in SRC.rglob("*.py"):
         name = ".".join(path.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__")
-        imported: set[str] = set()
-        for node in ast.parse(path.read_text()).body:
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ragmeter"):
-                imported.add(str(node.module))
-                imported.update(f"{node.module}.{alias.name}" for alias in node.names)
-            elif isinstance(node, ast.Import):
-                imported.update(a.name for a in node.names if a.name.startswith("ragmeter"))
-        found[name] = imported
+        found[name] = imported_names(path.read_text())
     return {name: {m for m in imported if m in found} - {name} for name, imported in found.items()}
+
+
+def imported_names(source: str) -> set[str]:
+    """The ragmeter names a module's source imports, anywhere in it."""
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ragmeter"):
+            imported.add(str(node.module))
+            imported.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            imported.update(a.name for a in node.names if a.name.startswith("ragmeter"))
+    return imported
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -54,6 +67,17 @@ def test_no_module_imports_itself_through_others():
     graph = module_imports()
     assert "ragmeter.evaluate" in graph and "ragmeter.manifest" in graph["ragmeter.evaluate"]
     assert cycles(graph) == []
+
+
+def test_imports_inside_functions_and_type_checking_blocks_count():
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from ragmeter.a import Record\n"
+        "def later():\n"
+        "    import ragmeter.b\n"
+    )
+    assert imported_names(source) == {"ragmeter.a", "ragmeter.a.Record", "ragmeter.b"}
 
 
 def test_the_cycle_finder_finds_a_loop():

@@ -1,7 +1,7 @@
-"""The README's walk-through, from documents to a verdict, on the shipped handbook: a test set
-written by a scripted judge, answered by the example's LangChain chain (a hashing retriever and a
-scripted generator), scored by the reference metrics and drawn as a report. Every expected value
-is worked out by reading the handbook."""
+"""The walk-through of docs/from-documents.md, from documents to a verdict, on the shipped
+handbook: a test set written by a scripted judge, answered by the example's LangChain chain (a
+hashing retriever and a scripted generator), scored by the reference metrics and drawn as a
+report. Every expected value is worked out by reading the handbook."""
 
 from __future__ import annotations
 

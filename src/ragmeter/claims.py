@@ -39,7 +39,7 @@ from ragmeter.prompts import (
 from ragmeter.sample import Sample
 from ragmeter.score import Unscorable
 from ragmeter.session import JudgeSession, Question
-from ragmeter.text import split_sentences
+from ragmeter.text import WORD, split_sentences
 
 ClaimSource = Literal["sentences", "generate"]
 
@@ -103,7 +103,6 @@ STATEMENTS = Prompt(
 )
 
 
-_WORD = re.compile(r"\w+")
 _IDEOGRAPH = re.compile("[\u3040-\u30ff\u3400-\u9fff]")  # kana and CJK: written without spaces
 
 
@@ -119,7 +118,7 @@ def claims_only(reply: Statements) -> str | None:
     rather than verified on a fragment."""
     for number, statement in enumerate(reply.statements, 1):
         ideographs = len(_IDEOGRAPH.findall(statement))
-        words = len(_WORD.findall(_IDEOGRAPH.sub(" ", statement))) + math.ceil(ideographs / 2)
+        words = len(WORD.findall(_IDEOGRAPH.sub(" ", statement))) + math.ceil(ideographs / 2)
         if statement.strip() and words < 2:
             return (
                 f"statement {number} ({statement.strip()!r}) is not a claim: each statement "
@@ -184,7 +183,7 @@ def claim_sentences(text: str) -> list[str]:
                 lead += " "
         elif lead and sentences:
             sentences[0] = lead + sentences[0]
-        claims.extend(s for s in sentences if _WORD.search(s))
+        claims.extend(s for s in sentences if WORD.search(s))
     return list(dict.fromkeys(claims))
 
 
@@ -206,7 +205,7 @@ def answering(question: str, claim: str) -> str:
 def stands_alone(claim: str) -> bool:
     """Whether a claim reads as a full statement as it stands; a short or elliptical one ("3
     euros.", "Yes, but only for adults.") does not."""
-    return len(_WORD.findall(claim)) >= STANDS_ALONE_WORDS and not _YES_OR_NO.match(claim)
+    return len(WORD.findall(claim)) >= STANDS_ALONE_WORDS and not _YES_OR_NO.match(claim)
 
 
 def as_checked(claims: Sequence[str], question: str | None) -> list[str]:

@@ -37,6 +37,19 @@ def digest(*parts: Any) -> str:
     return hashlib.sha256(material.encode()).hexdigest()[:20]
 
 
+def read_json_lines(path: Path) -> list[Any]:
+    """One JSON value per non-blank line of a file written whole (not a ``RecordLog``, which
+    skips what it cannot read); ``ValueError`` names the first line that is not JSON."""
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}, line {number}: not JSON ({exc.msg})") from exc
+    return rows
+
+
 class RecordLogWarning(UserWarning):
     """Lines of a record file could not be read: the records they held count as missing."""
 

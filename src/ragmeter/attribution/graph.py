@@ -20,6 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragmeter.records import read_json_lines
+
 ID_KEYS = ("qid", "id")
 NAME_KEYS = ("name", "label")
 TYPE_PROPERTY = "instance of"
@@ -282,14 +284,10 @@ def _read_rows(path: Path) -> list[Any]:
 
 def read_jsonl(path: Path) -> list[Any]:
     """One JSON value per non-blank line; ``GraphError`` names the line that is not JSON."""
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise GraphError(f"{path}, line {number}: not JSON ({exc.msg})") from exc
-    return rows
+    try:
+        return read_json_lines(path)
+    except ValueError as exc:
+        raise GraphError(str(exc)) from exc
 
 
 def load_graph(path: str | Path) -> KnowledgeGraph:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -38,11 +38,14 @@ from ragmeter.cli.common import (
     RayActorCpus,
     RayActors,
     RayAddress,
+    ResultsFolder,
+    Retries,
     advance,
     executor_for,
     fail,
     open_models,
     parse_options,
+    print_reasons,
     progress,
     user_errors,
 )
@@ -56,6 +59,9 @@ app = typer.Typer(
 OrdersOption = Annotated[
     str, typer.Option(help="'both' (combined by --combine) or 'random' (one seeded order).")
 ]
+JudgeTokens = Annotated[int, typer.Option(help="Judge budget per call.")]
+ReferenceName = Annotated[str, typer.Option(help="The reference's name.")]
+BootstrapRounds = Annotated[int, typer.Option(help="Bootstrap rounds for the intervals.")]
 CombineOption = Annotated[
     Combine,
     typer.Option(
@@ -83,6 +89,20 @@ def _check_orders(orders: str) -> Orders:
     return orders  # type: ignore[return-value]
 
 
+def _putting(
+    orders: str, combine_rule: Combine, seed: int, retries: int, max_tokens: int
+) -> dict[str, Any]:
+    """How each pair is put to the judge, the same in ``arena judge`` and ``arena agreement``:
+    in which orders, how the orders' verdicts combine, and the judge's attempts and budget."""
+    return {
+        "orders": _check_orders(orders),
+        "combine_rule": combine_rule,
+        "seed": seed,
+        "retries": retries,
+        "max_tokens": max_tokens,
+    }
+
+
 @app.command("generate")
 def generate_command(
     questions: Annotated[Path, typer.Argument(help="Questions: our JSONL or LFRQA files.")],
@@ -96,7 +116,7 @@ def generate_command(
     max_words: Annotated[int, typer.Option(help="Words per passage at most.")] = 100,
     max_tokens: Annotated[int, typer.Option(help="Generation budget per answer.")] = 512,
     limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
-    retries: Annotated[int, typer.Option(help="Further attempts per call.")] = 2,
+    retries: Retries = 2,
     cache: CacheFlag = True,
 ) -> None:
     """Answer QUESTIONS from BM25 top-k passages of the corpus, as a system under test."""
@@ -152,7 +172,7 @@ def judge_command(
     ] = None,
     design: Annotated[str, typer.Option(help="reference, complete or both.")] = "reference",
     per_domain: Annotated[int, typer.Option(help="Questions per domain, complete design.")] = 100,
-    reference_name: Annotated[str, typer.Option(help="The reference's name.")] = REFERENCE,
+    reference_name: ReferenceName = REFERENCE,
     judge: JudgeSpec = "local",
     judge_option: JudgeOptions = None,
     orders: OrdersOption = "both",
@@ -160,11 +180,9 @@ def judge_command(
     method: MethodOption = "generative",
     seed: Annotated[int, typer.Option(help="Seeds random orders and sampling.")] = 0,
     limit: Annotated[int | None, typer.Option(help="Only the first N questions or pairs.")] = None,
-    out: Annotated[Path, typer.Option(help="Results folder; rerun with it to resume.")] = Path(
-        "runs/arena"
-    ),
-    max_tokens: Annotated[int, typer.Option(help="Judge budget per call.")] = MAX_TOKENS,
-    retries: Annotated[int, typer.Option(help="Further attempts per call.")] = 2,
+    out: ResultsFolder = Path("runs/arena"),
+    max_tokens: JudgeTokens = MAX_TOKENS,
+    retries: Retries = 2,
     workers: Annotated[
         int, typer.Option(help="Pairs judged at once (with --ray: orders, by each worker).")
     ] = 1,
@@ -172,11 +190,11 @@ def judge_command(
     ray_actors: RayActors = None,
     ray_actor_cpus: RayActorCpus = 1.0,
     cache: CacheFlag = True,
-    rounds: Annotated[int, typer.Option(help="Bootstrap rounds for the intervals.")] = 1000,
+    rounds: BootstrapRounds = 1000,
 ) -> None:
     """Judge systems' answers pairwise (or a pairs file) and print the leaderboard."""
     console = Console()
-    chosen_orders = _check_orders(orders)
+    putting = _putting(orders, combine_rule, seed, retries, max_tokens)
     executor = executor_for(ray, ray_actors, ray_actor_cpus, workers)
     try:
         if pairs is not None:
@@ -203,6 +221,7 @@ def judge_command(
             raise ValueError("give QUESTIONS with --answers, or --pairs")
     except USER_ERRORS as exc:
         raise fail(console, exc) from exc
+    models: dict[str, Any]
     if executor == "threads":
         judge_model, _ = open_models(console, judge, judge_option, cache=cache)
         models = {"judge": judge_model, "cache": False}
@@ -215,13 +234,9 @@ def judge_command(
     with progress(console, "judging", len(to_judge)) as bar, user_errors(console):
         battles = judge_pairs(
             to_judge,
-            **models,  # type: ignore[arg-type]
+            **models,
+            **putting,
             out_dir=out,
-            orders=chosen_orders,
-            combine_rule=combine_rule,
-            seed=seed,
-            retries=retries,
-            max_tokens=max_tokens,
             workers=workers,
             on_battle=lambda _b: advance(bar),
             executor=executor,
@@ -258,8 +273,7 @@ def _print_board(console: Console, board: Leaderboard, out: Path) -> None:
     by_domain = domain_table(board)
     if by_domain is not None:
         console.print(by_domain)
-    for reason, count in board.unscored_reasons.items():
-        console.print(f"[yellow]{count} unscored[/yellow] — {reason}")
+    print_reasons(console, board.unscored_reasons, "unscored")
     if board.flip_rate is not None:
         console.print(
             f"orders disagreed on {board.flips}/{board.both_orders} pairs "
@@ -272,11 +286,11 @@ def _print_board(console: Console, board: Leaderboard, out: Path) -> None:
 @app.command("leaderboard")
 def leaderboard_command(
     run: Annotated[Path, typer.Argument(help="A judging run's folder (or its battles.jsonl).")],
-    reference_name: Annotated[str, typer.Option(help="The reference's name.")] = REFERENCE,
+    reference_name: ReferenceName = REFERENCE,
     anchor: Annotated[
         str, typer.Option(help="'mean' (mean Elo 1000) or a system put at 1000.")
     ] = "mean",
-    rounds: Annotated[int, typer.Option(help="Bootstrap rounds for the intervals.")] = 1000,
+    rounds: BootstrapRounds = 1000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
     prior: Annotated[
         float, typer.Option(help="Virtual tied games per pair of systems (0: plain MLE).")
@@ -306,18 +320,16 @@ def agreement_command(
     combine_rule: CombineOption = "agree",
     method: MethodOption = "generative",
     limit: Annotated[int | None, typer.Option(help="Only the first N pairs.")] = None,
-    out: Annotated[Path, typer.Option(help="Results folder; rerun with it to resume.")] = Path(
-        "runs/agreement"
-    ),
+    out: ResultsFolder = Path("runs/agreement"),
     seed: Annotated[int, typer.Option(help="Seeds the random orders.")] = 0,
-    max_tokens: Annotated[int, typer.Option(help="Judge budget per call.")] = MAX_TOKENS,
-    retries: Annotated[int, typer.Option(help="Further attempts per call.")] = 2,
+    max_tokens: JudgeTokens = MAX_TOKENS,
+    retries: Retries = 2,
     cache: CacheFlag = True,
 ) -> None:
     """Judge labelled pairs and report Cohen's kappa, Pearson, accuracy, the flip rate and a
     baseline that always prefers the longer answer."""
     console = Console()
-    chosen_orders = _check_orders(orders)
+    putting = _putting(orders, combine_rule, seed, retries, max_tokens)
     with user_errors(console):
         total = len(load_pairs(pairs)[:limit])
     judge_model, _ = open_models(console, judge, judge_option, cache=cache)
@@ -325,13 +337,9 @@ def agreement_command(
         report = measure_agreement(
             pairs,
             judge=judge_model,
+            **putting,
             out_dir=out,
-            orders=chosen_orders,
-            combine_rule=combine_rule,
             limit=limit,
-            seed=seed,
-            retries=retries,
-            max_tokens=max_tokens,
             cache=False,
             on_battle=lambda _b: advance(bar),
             method=method,
@@ -357,6 +365,5 @@ def agreement_command(
             f"the longer answer won {report.judge_longer_rate:.3f} of the judge's picks, "
             f"{report.human_longer_rate:.3f} of the humans'"
         )
-    for reason, count in report.unscored_reasons.items():
-        console.print(f"[yellow]{count} unscored[/yellow] — {reason}")
+    print_reasons(console, report.unscored_reasons, "unscored")
     console.print(f"results in {out}/")

@@ -51,7 +51,9 @@ from ragmeter.cli.common import (
     Retries,
     fail,
     open_models,
+    print_reasons,
     progress_bar,
+    wide_console,
 )
 from ragmeter.judges import Judge
 from ragmeter.judges.cache import CallCache
@@ -136,8 +138,7 @@ def _print_runs(runs: list[ConditionRun], title: str, out_dir: Path) -> None:
     (out_dir / "summary.json").write_text(
         json.dumps([row.model_dump() for row in rows], indent=2, ensure_ascii=False)
     )
-    # Piped or captured output gets room for the wide tables instead of rich's 80 columns.
-    wide = console if console.is_terminal else Console(width=160)
+    wide = wide_console()
     wide.print(citation_table(rows, title=f"{title}: citation quality (%)"))
     wide.print(quality_table(rows, title=f"{title}: text quality (1-5) and cost"))
     for row in rows:
@@ -182,8 +183,7 @@ def retrieve_command(
         str(sum(not r.selected for r in results)),
     )
     console.print(table)
-    for reason, count in accuracy.unscored.items():
-        console.print(f"[yellow]{count} unscored — {reason}[/yellow]")
+    print_reasons(console, accuracy.unscored, "unscored")
     console.print(f"per-question results in {out_dir}/")
 
 
@@ -350,8 +350,7 @@ def evolve_command(
         f"{sum(i.usage.completion_tokens for i in items) / n:.0f}",
     )
     console.print(table)
-    for reason, count in stopped.items():
-        console.print(f"[yellow]{count} stopped early — {reason}[/yellow]")
+    print_reasons(console, stopped, "stopped early")
     skipped = sum(len(i.evolution.skipped) for i in items if i.evolution)
     if skipped:
         console.print(f"{skipped} triples skipped (not stated, or the request failed)")

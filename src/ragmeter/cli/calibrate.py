@@ -4,6 +4,7 @@ Exit status: 0 written, 2 bad input (a ratings row is named with its field)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -19,6 +20,7 @@ from ragmeter.calibration import (
     DifferenceCalibration,
     HumanMean,
     Interval,
+    MetricCalibration,
     calibrate,
 )
 from ragmeter.cli.common import LabelScales, print_warning, user_errors, wide_console
@@ -70,31 +72,55 @@ def _halve(found: HumanMean) -> str:
     return "more than all" if found.labels_to_halve is None else str(found.labels_to_halve)
 
 
+def _rated(found: HumanMean) -> str:
+    return f"{found.rated}/{found.rated + found.unrated}"
+
+
+Columns = dict[str, Callable[[HumanMean], str]]
+"""A people's-mean table's columns after the metric and its scale: each name, and how a
+metric's estimate fills its cell."""
+
+_ESTIMATES: Columns = {
+    "ratings only": lambda found: _interval(found.labels_only),
+    "PPI++": lambda found: _interval(found.ppi),
+    "width": lambda found: fmt(found.width_ratio, 2),
+    "lambda": lambda found: f"{found.weight:.2f}",
+}
+"""What ``calibrate`` and ``compare --labels`` both show: the ratings-only and the PPI++
+intervals, how wide the second is beside the first, and the judge's weight."""
+
+
+def _people_table(
+    title: str, rows: Sequence[MetricCalibration | DifferenceCalibration], columns: Columns
+) -> Table:
+    """A row per rated metric: its scale, then its estimate in ``columns`` (dashes where there
+    is none)."""
+    table = Table(title=escape(title))
+    for column in ["metric", "scale", *columns]:
+        table.add_column(column, justify="left" if column == "metric" else "right")
+    for row in rows:
+        found = row.result
+        cells = ["—"] * len(columns)
+        if found is not None:
+            cells = [cell(found) for cell in columns.values()]
+        table.add_row(Text(row.metric), row.scale.text, *cells)
+    return table
+
+
 def print_calibration(console: Console, report: CalibrationReport) -> None:
     """The people's mean per rated metric, with what was left out and how each scale was set."""
-    table = Table(title=escape(f"people's mean from the ratings in {report.labels} (95 % CI)"))
-    columns = ["metric", "scale", "rated", "judge (on scale)", "ratings only", "PPI++"]
-    for column in [*columns, "width", "lambda", "judge bias", "r", "ratings to halve"]:
-        table.add_column(column, justify="left" if column == "metric" else "right")
-    for row in report.metrics:
-        found = row.result
-        if found is None:
-            table.add_row(Text(row.metric), row.scale.text, *["—"] * 9)
-            continue
-        table.add_row(
-            Text(row.metric),
-            row.scale.text,
-            f"{found.rated}/{row.scored}",
-            f"{found.judge_mean:.3f} ({found.judge_mean_on_scale:.2f})",
-            _interval(found.labels_only),
-            _interval(found.ppi),
-            fmt(found.width_ratio, 2),
-            f"{found.weight:.2f}",
-            f"{found.judge_bias:+.2f}",
-            fmt(found.correlation, 2),
-            _halve(found),
-        )
-    console.print(table)
+    columns: Columns = {
+        "rated": _rated,
+        "judge (on scale)": lambda found: (
+            f"{found.judge_mean:.3f} ({found.judge_mean_on_scale:.2f})"
+        ),
+        **_ESTIMATES,
+        "judge bias": lambda found: f"{found.judge_bias:+.2f}",
+        "r": lambda found: fmt(found.correlation, 2),
+        "ratings to halve": _halve,
+    }
+    title = f"people's mean from the ratings in {report.labels} (95 % CI)"
+    console.print(_people_table(title, report.metrics, columns))
     for row in report.metrics:
         if row.reason:
             print_warning(console, f"{row.metric}: no estimate: {row.reason}")
@@ -125,26 +151,12 @@ def print_calibration(console: Console, report: CalibrationReport) -> None:
 
 def print_differences(console: Console, rows: list[DifferenceCalibration]) -> None:
     """B minus A on the people's scale, per metric rated in both runs."""
-    table = Table(title="people's mean, B - A (95 % CI, paired)")
-    columns = ["metric", "scale", "rated pairs", "judge B - A", "ratings only", "PPI++"]
-    for column in [*columns, "width", "lambda"]:
-        table.add_column(column, justify="left" if column == "metric" else "right")
-    for row in rows:
-        found = row.result
-        if found is None:
-            table.add_row(Text(row.metric), row.scale.text, *["—"] * 6)
-            continue
-        table.add_row(
-            Text(row.metric),
-            row.scale.text,
-            f"{found.rated}/{row.pairs}",
-            f"{found.judge_mean:+.3f}",
-            _interval(found.labels_only),
-            _interval(found.ppi),
-            fmt(found.width_ratio, 2),
-            f"{found.weight:.2f}",
-        )
-    console.print(table)
+    columns: Columns = {
+        "rated pairs": _rated,
+        "judge B - A": lambda found: f"{found.judge_mean:+.3f}",
+        **_ESTIMATES,
+    }
+    console.print(_people_table("people's mean, B - A (95 % CI, paired)", rows, columns))
     for row in rows:
         if row.reason:
             print_warning(

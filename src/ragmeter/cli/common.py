@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -42,6 +42,7 @@ EmbedderOptions = Annotated[
     typer.Option("--embedder-option", help="Embedder provider option NAME=VALUE (repeat)."),
 ]
 CacheFlag = Annotated[bool, typer.Option(help="Reuse cached judge calls.")]
+ResultsFolder = Annotated[Path, typer.Option(help="Results folder; rerun with it to resume.")]
 RayAddress = Annotated[
     str | None,
     typer.Option(
@@ -62,6 +63,12 @@ RayActorCpus = Annotated[
     float, typer.Option("--ray-actor-cpus", help="CPUs Ray sets aside for each worker.")
 ]
 Retries = Annotated[int, typer.Option(help="Further attempts after a failed judge call.")]
+Repairs = Annotated[
+    int, typer.Option(help="Further attempts after a reply that does not fit the schema.")
+]
+MaxCalls = Annotated[
+    int | None, typer.Option(help="Stop after this many judge calls (cached ones are free).")
+]
 MetricOptions = Annotated[
     list[str] | None,
     typer.Option(help="Metric option METRIC.PARAM=VALUE (repeat), e.g. faithfulness.soft=false."),
@@ -130,6 +137,13 @@ def print_warning(console: Console, message: Warning | str) -> None:
     console.print(
         f"[yellow]warning:[/yellow] {escape(str(message))}", highlight=False, soft_wrap=True
     )
+
+
+def print_reasons(console: Console, counts: Mapping[str, int], what: str, after: str = "") -> None:
+    """A yellow line per reason with how many items it left ``what``: ``3 unscored — the judge
+    call failed``."""
+    for reason, count in counts.items():
+        console.print(f"[yellow]{count} {what}[/yellow] — {reason}{after}")
 
 
 def show_warnings_plainly(console: Console) -> None:

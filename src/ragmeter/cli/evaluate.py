@@ -34,9 +34,12 @@ from ragmeter.cli.common import (
     JudgeSpec,
     LabelScales,
     LabelsFiles,
+    MaxCalls,
+    MetricOptions,
     RayActorCpus,
     RayActors,
     RayAddress,
+    Repairs,
     Retries,
     configured_metrics,
     executor_for,
@@ -171,9 +174,7 @@ def evaluate_command(
         bool, typer.Option(help="Report invalid rows and go on with the rest.")
     ] = False,
     retries: Retries = 2,
-    repairs: Annotated[
-        int, typer.Option(help="Further attempts after a reply that does not fit the schema.")
-    ] = 1,
+    repairs: Repairs = 1,
     workers: Annotated[
         int, typer.Option(help="Items judged at once (with --ray: by each worker).")
     ] = 1,
@@ -182,18 +183,13 @@ def evaluate_command(
     ray_actor_cpus: RayActorCpus = 1.0,
     cache: CacheFlag = True,
     show_samples: Annotated[bool, typer.Option(help="Also print a row per sample.")] = True,
-    option: Annotated[
-        list[str] | None,
-        typer.Option(help="Metric option METRIC.PARAM=VALUE, e.g. answer_relevance.n=5."),
-    ] = None,
+    option: MetricOptions = None,
     judge_option: JudgeOptions = None,
     embedder_option: EmbedderOptions = None,
     dry_run: Annotated[
         bool, typer.Option(help="Estimate calls, tokens and cost; call no model.")
     ] = False,
-    max_calls: Annotated[
-        int | None, typer.Option(help="Stop after this many judge calls (cached ones are free).")
-    ] = None,
+    max_calls: MaxCalls = None,
     max_cost: Annotated[
         float | None, typer.Option(help="Stop before spending more than this many US dollars.")
     ] = None,

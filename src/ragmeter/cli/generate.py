@@ -21,9 +21,11 @@ from ragmeter.cli.common import (
     EmbedderSpec,
     JudgeOptions,
     JudgeSpec,
+    MaxCalls,
     RayActorCpus,
     RayActors,
     RayAddress,
+    Repairs,
     Retries,
     Workers,
     executor_for,
@@ -32,10 +34,10 @@ from ragmeter.cli.common import (
     user_errors,
 )
 from ragmeter.report import estimate_table
-from ragmeter.testset import DEFAULT_MIX, GenerationSummary, generate_testset
+from ragmeter.testset import DEFAULT_MIX, CandidateRecord, GenerationSummary, generate_testset
 from ragmeter.testset.chunking import MAX_CHARS
 from ragmeter.testset.personas import MAX_PERSONAS
-from ragmeter.testset.runner import CandidateRecord, estimate_testset, output_paths
+from ragmeter.testset.runner import estimate_testset, output_paths
 
 EXIT_STOPPED = 3
 EXIT_SHORT = 4
@@ -83,9 +85,7 @@ def generate_command(
     max_candidates: Annotated[
         int | None, typer.Option(help="Candidates judged at most. \\[default: 4 x N]")
     ] = None,
-    max_calls: Annotated[
-        int | None, typer.Option(help="Stop after this many judge calls (cached ones are free).")
-    ] = None,
+    max_calls: MaxCalls = None,
     max_chars: Annotated[int, typer.Option(help="Largest chunk, in characters.")] = MAX_CHARS,
     check: Annotated[
         list[str] | None,
@@ -102,9 +102,7 @@ def generate_command(
     ] = False,
     cache: CacheFlag = True,
     retries: Retries = 2,
-    repairs: Annotated[
-        int, typer.Option(help="Further attempts after a reply that does not fit the schema.")
-    ] = 1,
+    repairs: Repairs = 1,
 ) -> None:
     """Write N questions with references from DOCS, each checked against its source chunks.
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
@@ -25,6 +28,7 @@ from ragmeter.cli.common import (
     RayActorCpus,
     RayActors,
     RayAddress,
+    ResultsFolder,
     Workers,
     advance,
     configured_metrics,
@@ -32,6 +36,7 @@ from ragmeter.cli.common import (
     open_models,
     parse_metric_options,
     parse_options,
+    print_reasons,
     progress,
     user_errors,
 )
@@ -55,6 +60,7 @@ from ragmeter.metrics import metric_by_name
 from ragmeter.testset.quality import COPY_RUN
 
 T = TypeVar("T")
+Report = TypeVar("Report", bound=BaseModel)
 
 app = typer.Typer(no_args_is_help=True, help=__doc__)
 
@@ -77,18 +83,13 @@ def wikieval_command(
     methods: Annotated[
         str, typer.Option(help="Comma-separated subset of ragmeter,gpt_score,gpt_ranking.")
     ] = ",".join(METHODS),
-    out: Annotated[Path, typer.Option(help="Results folder; rerun to resume.")] = Path(
-        "runs/meta-wikieval"
-    ),
+    out: ResultsFolder = Path("runs/meta-wikieval"),
     limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
     dimensions: Annotated[
         str, typer.Option(help="Comma-separated subset of the dimensions to measure.")
     ] = ",".join(DIMENSIONS),
     cache: CacheFlag = True,
-    option: Annotated[
-        list[str] | None,
-        typer.Option(help="Metric option METRIC.PARAM=VALUE, e.g. faithfulness.soft=false."),
-    ] = None,
+    option: MetricOptions = None,
     ray: RayAddress = None,
     ray_actors: RayActors = None,
     ray_actor_cpus: RayActorCpus = 1.0,
@@ -151,6 +152,42 @@ def wikieval_command(
     console.print(f"per-pair details in {out / 'pairs.jsonl'}")
 
 
+def _judging(
+    judge: str,
+    judge_option: list[str] | None,
+    cache: bool,
+    workers: int,
+    ray: str | None,
+    ray_actors: int | None,
+    ray_actor_cpus: float,
+) -> dict[str, Any]:
+    """What the measurements scored through ``evaluate`` take from their command line alike:
+    the judge and its options, the call cache, the workers and where they run."""
+    return {
+        "judge": judge,
+        "judge_options": parse_options(judge_option, "--judge-option"),
+        "cache": cache,
+        "max_workers": workers,
+        "executor": executor_for(ray, ray_actors, ray_actor_cpus, workers),
+    }
+
+
+def _measure(
+    console: Console,
+    measure: Callable[..., Report],
+    total: int,
+    out: Path,
+    ticks: tuple[str, ...] = ("on_score",),
+) -> Report:
+    """Run a measurement scored through ``evaluate`` under a progress bar of its ``total``
+    items (each reported through one of its callbacks ``ticks``), its results kept in ``out``
+    and its report in ``out/agreement.json``."""
+    with progress(console, "judging", total) as bar, user_errors(console):
+        report = measure(out_dir=out, **{tick: lambda _item: advance(bar) for tick in ticks})
+    (out / "agreement.json").write_text(report.model_dump_json(indent=2))
+    return report
+
+
 def _interval(found: Interval | None) -> str:
     return "—" if found is None else f"{found.value:.2f} [{found.low:.2f}, {found.high:.2f}]"
 
@@ -166,9 +203,7 @@ def mtrag_command(
         int | None,
         typer.Option(help="Only the first N conversations (every responder's answer to each)."),
     ] = None,
-    out: Annotated[Path, typer.Option(help="Results folder; rerun to resume.")] = Path(
-        "runs/meta-mtrag"
-    ),
+    out: ResultsFolder = Path("runs/meta-mtrag"),
     cache: CacheFlag = True,
     metrics: Annotated[
         str,
@@ -185,28 +220,22 @@ def mtrag_command(
     """Correlation of faithfulness and answer relevance with people's ratings of real answers
     to multi-turn questions (MTRAG), beside the authors' RAGAS faithfulness."""
     console = Console()
-    executor = executor_for(ray, ray_actors, ray_actor_cpus, workers)
+    judging = _judging(judge, judge_option, cache, workers, ray, ray_actors, ray_actor_cpus)
     with user_errors(console):
         rows = load_mtrag(path)
         chosen = chosen_metrics(configured_metrics(metrics, option))
     if limit is not None:
         keep = set(list(dict.fromkeys(r.conversation for r in rows))[:limit])
         rows = [r for r in rows if r.conversation in keep]
-    with progress(console, "judging", len(rows) * len(chosen)) as bar, user_errors(console):
-        report = run_mtrag(
-            rows,
-            metrics=list(chosen.values()),
-            judge=judge,
-            embedder=embedder,
-            out_dir=out,
-            cache=cache,
-            max_workers=workers,
-            on_score=lambda _s: advance(bar),
-            judge_options=parse_options(judge_option, "--judge-option"),
-            embedder_options=parse_options(embedder_option, "--embedder-option"),
-            executor=executor,
-        )
-    (out / "agreement.json").write_text(report.model_dump_json(indent=2))
+    measure = partial(
+        run_mtrag,
+        rows,
+        metrics=list(chosen.values()),
+        embedder=embedder,
+        embedder_options=parse_options(embedder_option, "--embedder-option"),
+        **judging,
+    )
+    report = _measure(console, measure, len(rows) * len(chosen), out)
     table = Table(
         title=f"MTRAG: Spearman with the mean human rating ({len(rows)} answers, {report.judge})"
     )
@@ -259,9 +288,7 @@ def ragchecker_command(
     judge: JudgeSpec = "local",
     judge_option: JudgeOptions = None,
     limit: Annotated[int | None, typer.Option(help="Only the first N instances.")] = None,
-    out: Annotated[Path, typer.Option(help="Results folder; rerun to resume.")] = Path(
-        "runs/meta-ragchecker"
-    ),
+    out: ResultsFolder = Path("runs/meta-ragchecker"),
     cache: CacheFlag = True,
     option: MetricOptions = None,
     workers: Workers = 1,
@@ -279,27 +306,14 @@ def ragchecker_command(
     """Correlation of answer correctness with two annotators' comparisons of two answers to one
     question (RAGChecker's protocol), beside RAGChecker's own run and the annotators' agreement."""
     console = Console()
-    executor = executor_for(ray, ray_actors, ray_actor_cpus, workers)
+    judging = _judging(judge, judge_option, cache, workers, ray, ray_actors, ray_actor_cpus)
     with user_errors(console):
         instances = load_ragchecker(path)[:limit]
         (metric,) = configured_metrics("answer_correctness", option)
     # Each pairwise method decides every instance once per annotator.
     total = 2 * len(instances) * (1 + len(PAIRWISE_METHODS) * pairwise)
-    with progress(console, "judging", total) as bar, user_errors(console):
-        report = run_ragchecker(
-            instances,
-            metric=metric,
-            judge=judge,
-            out_dir=out,
-            cache=cache,
-            max_workers=workers,
-            on_score=lambda _s: advance(bar),
-            judge_options=parse_options(judge_option, "--judge-option"),
-            executor=executor,
-            pairwise=pairwise,
-            on_pair=lambda _b: advance(bar),
-        )
-    (out / "agreement.json").write_text(report.model_dump_json(indent=2))
+    measure = partial(run_ragchecker, instances, metric=metric, pairwise=pairwise, **judging)
+    report = _measure(console, measure, total, out, ticks=("on_score", "on_pair"))
     table = Table(
         title=f"RAGChecker: Pearson with the annotators' labels ({len(instances)} instances, "
         f"{report.judge}); Spearman in {out / 'agreement.json'}"
@@ -318,8 +332,7 @@ def ragchecker_command(
                 *[_interval(cells[d].pearson) for d in RAGCHECKER_FIGURES],
             )
     console.print(table)
-    for reason, count in report.unscored_reasons.items():
-        console.print(f"[yellow]{count} answers unscored[/yellow] — {reason} (median-filled)")
+    print_reasons(console, report.unscored_reasons, "answers unscored", " (median-filled)")
     if report.seconds_per_instance is not None:
         console.print(
             f"median {report.seconds_per_instance:.1f} s per instance (two answers), "
@@ -359,9 +372,7 @@ def attribution_command(
         int | None,
         typer.Option(help="A seeded random sample of N rows (files are sorted by source)."),
     ] = None,
-    out: Annotated[Path, typer.Option(help="Results folder; rerun to resume.")] = Path(
-        "runs/meta-attribution"
-    ),
+    out: ResultsFolder = Path("runs/meta-attribution"),
     cache: CacheFlag = True,
     ray: RayAddress = None,
     ray_actors: RayActors = None,

@@ -9,11 +9,24 @@ rows are.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from ragmeter.data import DatasetError, load_samples
 from ragmeter.sample import Sample
+
+
+@contextmanager
+def importing(adapter: str, package: str, extra: str) -> Iterator[None]:
+    """Around an adapter's import of its framework, done when the adapter is first called: a
+    framework that is not installed is an ``ImportError`` that says which extra installs it."""
+    try:
+        yield
+    except ImportError as exc:
+        raise ImportError(
+            f"the {adapter} adapter needs {package}: pip install 'ragmeter[{extra}]'"
+        ) from exc
 
 
 def samples_from_records(records: Sequence[dict[str, Any]], first_row: int = 1) -> list[Sample]:

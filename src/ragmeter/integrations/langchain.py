@@ -24,7 +24,7 @@ from typing import Any
 
 from ragmeter.data import DatasetError
 from ragmeter.evaluate import evaluate
-from ragmeter.integrations import samples_from_records, type_name
+from ragmeter.integrations import importing, samples_from_records, type_name
 from ragmeter.metrics import Metric
 from ragmeter.result import Result
 from ragmeter.sample import Sample
@@ -35,13 +35,9 @@ ANSWER_KEYS = ("answer", "result")
 
 
 def _framework() -> tuple[type, type]:
-    try:
+    with importing("LangChain", "langchain-core", extra="langchain"):
         from langchain_core.documents import Document
         from langchain_core.messages import BaseMessage
-    except ImportError as exc:
-        raise ImportError(
-            "the LangChain adapter needs langchain-core: pip install 'ragmeter[langchain]'"
-        ) from exc
     return Document, BaseMessage
 
 

@@ -14,19 +14,15 @@ from typing import Any
 
 from ragmeter.data import DatasetError
 from ragmeter.evaluate import evaluate
-from ragmeter.integrations import samples_from_records, type_name
+from ragmeter.integrations import importing, samples_from_records, type_name
 from ragmeter.metrics import Metric
 from ragmeter.result import Result
 from ragmeter.sample import Sample
 
 
 def _framework() -> tuple[type, type]:
-    try:
+    with importing("LlamaIndex", "llama-index-core", extra="llamaindex"):
         from llama_index.core.base.response.schema import Response, StreamingResponse
-    except ImportError as exc:
-        raise ImportError(
-            "the LlamaIndex adapter needs llama-index-core: pip install 'ragmeter[llamaindex]'"
-        ) from exc
     return Response, StreamingResponse
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -18,6 +17,7 @@ from pydantic import Field
 
 from ragmeter.judges.base import ChatRequest, ChatResponse, JudgeError, ModelIdentity
 from ragmeter.options import Options
+from ragmeter.text import WORD
 
 Responder = Callable[[ChatRequest], "str | ChatResponse"]
 
@@ -99,9 +99,6 @@ def create_judge(model: str = "", **options: object) -> FakeJudge:
     return judge
 
 
-_WORD = re.compile(r"\w+")
-
-
 class HashingEmbedder:
     """Bag-of-words embeddings by feature hashing: texts sharing words get a high cosine.
 
@@ -122,7 +119,7 @@ class HashingEmbedder:
     def embed(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
-            for word in _WORD.findall(text.lower()):
+            for word in WORD.findall(text.lower()):
                 digest = hashlib.sha256(word.encode()).digest()
                 out[row, int.from_bytes(digest[:4], "little") % self.dim] += 1.0
         return out

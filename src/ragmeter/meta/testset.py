@@ -37,6 +37,7 @@ from pydantic import BaseModel
 from ragmeter.arena.passages import Passage
 from ragmeter.arena.retrieval import BM25Retriever
 from ragmeter.judges.base import Embedder
+from ragmeter.records import read_json_lines
 from ragmeter.testset.chunking import MAX_CHARS, MIN_CHARS, Chunk, chunk_corpus, unit_rows
 from ragmeter.testset.documents import Document, read_documents
 from ragmeter.testset.quality import copies
@@ -183,17 +184,6 @@ def people_questions(
     return corpus, groups, sources
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}, line {number}: not JSON ({exc.msg})") from None
-    return rows
-
-
 def testset_report(
     testset: str | Path,
     corpus: Any,
@@ -213,7 +203,7 @@ def testset_report(
         max_chars: the chunk size; the run's (from its summary), else the default.
     """
     path = Path(testset)
-    rows = _read_jsonl(path)
+    rows = read_json_lines(path)
     for number, row in enumerate(rows, 1):
         for field in ("question", "metadata"):
             if field not in row:
@@ -224,7 +214,7 @@ def testset_report(
         if paths["summary"].exists()
         else None
     )
-    rejected = _read_jsonl(paths["rejected"]) if paths["rejected"].exists() else []
+    rejected = read_json_lines(paths["rejected"]) if paths["rejected"].exists() else []
     size = max_chars or (summary.settings.get("max_chars") if summary else None) or MAX_CHARS
     min_chars = (summary.settings.get("min_chars") if summary else None) or MIN_CHARS
     chunks = chunk_corpus(read_documents(corpus).documents, size, min_chars)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ragmeter.judges.base import Embedder
 from ragmeter.testset.documents import Document
-from ragmeter.text import split_sentences
+from ragmeter.text import WORD, split_sentences
 
 MAX_CHARS = 1200
 """About 300 tokens: room for a few facts, and two chunks fit a small judge's prompt."""
@@ -29,7 +29,6 @@ NEAR_IDENTICAL = 0.95
 
 _HEADING = re.compile(r"^#{1,6}\s+\S.*$", re.MULTILINE)
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
-_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,7 @@ class Chunk:
 
     @property
     def words(self) -> int:
-        return len(_WORD.findall(self.text))
+        return len(WORD.findall(self.text))
 
     def citation(self) -> dict[str, object]:
         """Where the chunk is: what a test set records beside its text."""
@@ -175,7 +174,7 @@ def chunk_document(
         nonlocal current
         if current is not None:
             start, end = _trimmed(text, *current)
-            if _WORD.search(text[start:end]):
+            if WORD.search(text[start:end]):
                 chunks.append(
                     Chunk(document.name, start, end, text[start:end], current_heading, title)
                 )
@@ -198,7 +197,7 @@ def chunk_document(
 
 def normalised_hash(text: str) -> str:
     """The same for texts that differ only in case, spacing and punctuation."""
-    words = " ".join(_WORD.findall(text.casefold()))
+    words = " ".join(WORD.findall(text.casefold()))
     return hashlib.sha256(words.encode()).hexdigest()
 
 

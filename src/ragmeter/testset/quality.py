@@ -49,6 +49,7 @@ from ragmeter.options import Options
 from ragmeter.prompts import Prompt, YesNoPrompt
 from ragmeter.sample import CONVERSATION
 from ragmeter.session import JudgeSession
+from ragmeter.text import WORD
 
 REFERS_TO_SOURCE = re.compile(
     r"\b(?:according to|as (?:stated|described|mentioned|shown) in|based on)\s+"
@@ -66,17 +67,16 @@ REFERS_TO_SOURCE = re.compile(
 
 COPY_RUN = 5
 """Consecutive words of its source that make a question a copy (``copies``)."""
-_WORD = re.compile(r"\w+")
 
 
 def copies(question: str, sources: Sequence[str], run: int = COPY_RUN) -> bool:
     """True when ``question`` repeats ``run`` consecutive words of one of ``sources``."""
-    words = [w.casefold() for w in _WORD.findall(question)]
+    words = [w.casefold() for w in WORD.findall(question)]
     grams = {tuple(words[i : i + run]) for i in range(len(words) - run + 1)}
     if not grams:
         return False
     for source in sources:
-        text = [w.casefold() for w in _WORD.findall(source)]
+        text = [w.casefold() for w in WORD.findall(source)]
         if grams & {tuple(text[i : i + run]) for i in range(len(text) - run + 1)}:
             return True
     return False

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from ragmeter.budget import Estimate, price_for
 from ragmeter.claims import CLAIM_RULES, SHORT_CLAIM_RULE, SUPPORTED
@@ -46,11 +46,8 @@ from ragmeter.judges.registry import DEFAULT_EMBEDDER, get_embedder
 from ragmeter.records import RecordLog, digest
 from ragmeter.score import Unscorable, Usage
 from ragmeter.session import JudgeSession
-from ragmeter.testset.chunking import (
-    MAX_CHARS,
-    MIN_CHARS,
-    unit_rows,
-)
+from ragmeter.testset.candidates import CandidateRecord
+from ragmeter.testset.chunking import MAX_CHARS, MIN_CHARS, unit_rows
 from ragmeter.testset.estimate import candidates_needed, estimate_candidates
 from ragmeter.testset.follow_ups import RULE as FOLLOW_UP_RULE
 from ragmeter.testset.follow_ups import as_follow_up
@@ -91,40 +88,7 @@ CANDIDATES_PER_SAMPLE = 4
 """The default cap on candidates: ``n`` times this."""
 WRITE_TOKENS = 400
 
-Outcome = Literal["passed", "rejected"]
 Status = Literal["accepted", "rejected", "surplus"]
-
-
-class CandidateRecord(BaseModel):
-    """One judged candidate, as the candidates log keeps it."""
-
-    key: str
-    kind: str
-    style: str
-    persona: str | None = None
-    sources: list[dict[str, Any]]
-    """Each source chunk's document, offsets and heading."""
-    outcome: Outcome
-    reason: str | None = None
-    detail: str | None = None
-    question: str | None = None
-    reference: str | None = None
-    history: list[dict[str, str]] = Field(default_factory=list)
-    checks: dict[str, Any] = Field(default_factory=dict)
-    usage: Usage = Field(default_factory=Usage)
-    seconds: float = 0.0
-
-    @classmethod
-    def of(cls, plan: Plan, key: str) -> CandidateRecord:
-        """The record of ``plan`` before it is judged: what was asked for, passed so far."""
-        return cls(
-            key=key,
-            kind=plan.kind,
-            style=plan.style,
-            persona=plan.persona,
-            sources=[{**c.citation(), "heading": c.heading} for c in plan.chunks],
-            outcome="passed",
-        )
 
 
 class GenerationSummary(BaseModel):
@@ -402,15 +366,17 @@ def generate_testset(
         max_candidates: candidates judged at most; ``n`` x 4 when None.
         max_calls: judge calls that reach the model (cached calls are free); when they run
             out the run stops cleanly, status ``stopped``, and a rerun resumes.
-        max_chars, min_chars: chunk size limit, and the size below which a section joins the
-            next.
+        max_chars: the chunk size limit.
+        min_chars: the size below which a section joins the next.
         min_words: the shortest chunk a question is written from.
         entities: pair chunks that share a named entity first (needs spaCy, the
             ``attribution`` extra; without it, or False, pairs are made by embedding alone).
         quality: the check thresholds (``QualityOptions``).
         cache: the call cache: True for the user cache folder, a path, or False.
-        retries, repairs: further attempts after a failed call, and after an unusable reply.
-        judge_options, embedder_options: the providers' options when given by spec.
+        retries: further attempts after a failed call.
+        repairs: further attempts after an unusable reply.
+        judge_options: the judge provider's options when the judge is given by spec.
+        embedder_options: the embedder provider's options when it is given by spec.
         on_candidate: called with each judged candidate and the count accepted so far.
 
     Raises:

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ragmeter.budget import Budget, BudgetExhausted, Meter, price_for
 from ragmeter.cluster import (
@@ -41,16 +41,14 @@ from ragmeter.judges import Embedder, Judge
 from ragmeter.judges.base import identity_of
 from ragmeter.judges.cache import CachedEmbedder, CallCache
 from ragmeter.judges.registry import DEFAULT_EMBEDDER, get_embedder
+from ragmeter.testset.candidates import CandidateRecord
 from ragmeter.testset.planning import ChunkIndex, Plan
 from ragmeter.testset.quality import QualityOptions
-
-if TYPE_CHECKING:
-    from ragmeter.testset.runner import CandidateRecord
 
 Search = Callable[[str, int], list[str]]
 """``search(question, k)``: the ``k`` chunks of the corpus closest to ``question``."""
 
-JudgeCandidate = Callable[..., "CandidateRecord"]
+JudgeCandidate = Callable[..., CandidateRecord]
 """``runner._judge_candidate``: ``(plan, key, judge, embedder, quality, search, retries,
 repairs)`` to the judged candidate."""
 
@@ -88,8 +86,6 @@ def lost_candidate(plan: Plan, key: str, died: WorkerDied) -> CandidateRecord:
     """A candidate whose Ray worker kept dying, rejected with the reason. It is not written
     to the candidates log, so a rerun judges it again (as ``evaluate`` judges an unscored item
     again)."""
-    from ragmeter.testset.runner import CandidateRecord  # the runner imports this module
-
     return CandidateRecord.of(plan, key).model_copy(
         update={"outcome": "rejected", "reason": WORKER_DIED, "detail": died.reason}
     )

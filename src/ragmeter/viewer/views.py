@@ -7,7 +7,7 @@ without a browser. Charts come from ``charts.py`` (Altair); the rest is pure Pyt
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragmeter.explain import claim_fate, claim_rows, explain, fates_summary
@@ -41,6 +41,18 @@ def interval(low: float | None, high: float | None, digits: int = 3) -> str:
 
 def card(title: str, value: str, detail: str = "", foot: str = "", **extra: Any) -> dict[str, Any]:
     return {"title": title, "value": value, "detail": detail, "foot": foot, **extra}
+
+
+def _reasons(counts: Mapping[str, int] | None) -> list[str]:
+    """Why items went unscored, as a card lists them: ``3: the judge call failed``."""
+    return [f"{count}: {reason}" for reason, count in (counts or {}).items()]
+
+
+def _flip_card(run: Mapping[str, Any], lead: str = "") -> dict[str, Any]:
+    """How often the two orders of a pair disagreed, in an arena run or a check against human
+    labels."""
+    pairs = f"{run.get('flips')}/{run.get('both_orders')} pairs"
+    return card("flip rate", fmt(run.get("flip_rate")), lead + pairs)
 
 
 def table(
@@ -110,14 +122,13 @@ def _evaluation(run: OpenedRun) -> list[Section]:
     summary = result.summary()
     cards = []
     for row in summary:
-        reasons = [f"{count}: {reason}" for reason, count in row.unscored_reasons.items()]
         cards.append(
             card(
                 row.metric,
                 fmt(row.mean),
                 f"95% CI {interval(row.ci_low, row.ci_high)}",
                 f"scored {row.scored} · unscored {row.unscored}",
-                reasons=reasons,
+                reasons=_reasons(row.unscored_reasons),
                 warn=row.unscored > 0,
             )
         )
@@ -593,21 +604,16 @@ def _meta_attribution(run: OpenedRun) -> list[Section]:
 def _arena(run: OpenedRun) -> list[Section]:
     board = run.data
     systems = board.get("systems", [])
-    reasons = [f"{n}: {r}" for r, n in (board.get("unscored_reasons") or {}).items()]
     cards = [
         card(
             "battles",
             str(board.get("battles")),
             f"scored {board.get('scored')}",
             f"unscored {board.get('unscored')}",
-            reasons=reasons,
+            reasons=_reasons(board.get("unscored_reasons")),
             warn=bool(board.get("unscored")),
         ),
-        card(
-            "flip rate",
-            fmt(board.get("flip_rate")),
-            f"orders disagreed on {board.get('flips')}/{board.get('both_orders')} pairs",
-        ),
+        _flip_card(board, "orders disagreed on "),
         card(
             "reference",
             str(board.get("reference")),
@@ -763,22 +769,17 @@ def _arena_agreement(run: OpenedRun) -> list[Section]:
         "human_tie_rate",
     )
     verdict = report.get("verdict") or {}
-    reasons = [f"{n}: {r}" for r, n in (report.get("unscored_reasons") or {}).items()]
     return [
         {
             "heading": "Judge against human labels",
             "cards": [
                 card("Cohen's kappa", fmt(verdict.get("kappa"))),
                 card("accuracy", fmt(verdict.get("accuracy"))),
-                card(
-                    "flip rate",
-                    fmt(report.get("flip_rate")),
-                    f"{report.get('flips')}/{report.get('both_orders')} pairs",
-                ),
+                _flip_card(report),
                 card(
                     "unscored",
                     str(report.get("unscored")),
-                    reasons=reasons,
+                    reasons=_reasons(report.get("unscored_reasons")),
                     warn=bool(report.get("unscored")),
                 ),
             ],
