@@ -32,7 +32,14 @@ from ragmeter.testset import (
 from ragmeter.testset.chunking import Chunk, document_title
 from ragmeter.testset.follow_ups import as_follow_up
 from ragmeter.testset.quality import REFERS_TO_SOURCE, Draft, Rejected, check
-from ragmeter.testset.queries import fact_sentence, misspell, parse_mix, quotas, writing_prompt
+from ragmeter.testset.queries import (
+    fact_sentence,
+    fact_sentences,
+    misspell,
+    parse_mix,
+    quotas,
+    writing_prompt,
+)
 from ragmeter.testset.runner import output_paths
 
 from .conftest import yes_no
@@ -90,8 +97,10 @@ _ANSWERING = re.compile(r"^In answer to the question '.*?': ")
 
 
 def reader(request: ChatRequest) -> str | ChatResponse:
-    """Writes from each passage's first sentence ("Zorbium melts at 40 degrees." becomes
-    "What is true of Zorbium melts?") and answers Yes/No by word overlap: supported when every
+    """Writes from the fact it is given ("Zorbium melts at 40 degrees." becomes "What is true
+    of Zorbium melts?", a pair of facts "How are Zorbium melts and Quellite glows related?"),
+    else from the passage's first sentence ("How does Zorbium melts work?"), that sentence
+    being the answer; and answers Yes/No by word overlap: supported when every
     word of the statement is in the context, answered when the question's words are in the
     passages (its words of five letters or more); a question with "it" is not understood
     alone. A conversation's second question is "Where is Zorbium melts found?", which the run
@@ -112,7 +121,8 @@ def reader(request: ChatRequest) -> str | ChatResponse:
     if "own knowledge" in system:
         return json.dumps({"answer": "I do not know."})
     first = _first_sentence(_tag(user, "passage") or _tag(user, "passage 1"))
-    subject = " ".join(first.split()[:2]).strip(".")
+    fact = _tag(user, "fact") or _tag(user, "fact 1")
+    subject = " ".join((fact or first).split()[:2]).strip(".")
     if "test conversations" in system:
         return json.dumps(
             {
@@ -125,12 +135,14 @@ def reader(request: ChatRequest) -> str | ChatResponse:
     if "does NOT answer" in system:
         return json.dumps({"question": f"Who sells {subject} in Antarctica?"})
     if "two passages" in system:
-        second = _first_sentence(_tag(user, "passage 2"))
+        second = _tag(user, "fact 2")
         other = " ".join(second.split()[:2]).strip(".")
         return json.dumps(
-            {"question": f"How are {subject} and {other} related?", "answer": f"{first} {second}"}
+            {"question": f"How are {subject} and {other} related?", "answer": f"{fact} {second}"}
         )
-    return json.dumps({"question": f"What is true of {subject}?", "answer": first})
+    if fact:
+        return json.dumps({"question": f"What is true of {subject}?", "answer": fact})
+    return json.dumps({"question": f"How does {subject} work?", "answer": first})
 
 
 FACTS = {
@@ -509,6 +521,20 @@ def test_a_specific_question_asks_about_a_statement_with_a_name_or_number():
     )
 
 
+def test_a_chunks_facts_come_named_first_and_each_in_turn():
+    named = [
+        "Zorbium was found in Patagonia by miners in the winter of 1931.",
+        "Zorbium melts at 40 degrees in the sealed jars of the museum.",
+    ]
+    plain = "Zorbium is a soft grey metal that miners prize."
+    passage = " ".join([plain, *named, "Zorbium melts."])  # the last is too short
+    facts = fact_sentences(passage)
+    # The two with a number first, in the order a hash of the passage starts them, then the
+    # one without; the first is the one a first question asks about.
+    assert sorted(facts[:2]) == sorted(named) and facts[2] == plain and len(facts) == 3
+    assert [fact_sentence(passage, turn) for turn in range(4)] == [*facts, None]
+
+
 def test_a_document_title_is_its_metadata_heading_or_short_first_line():
     assert document_title(Document("a.md", "# Zorbium\n\nZorbium melts.")) == "Zorbium"
     assert document_title(Document("b.txt", "\nRelay: A Laser Game | NASA\n\nIn this game")) == (
@@ -554,7 +580,7 @@ def test_a_run_writes_n_checked_samples_that_load_into_evaluate(docs, tmp_path):
     text = next(d.text for d in document if d.name == source["document"])
     assert specific["reference_contexts"] == [text[source["start"] : source["end"]]]
     assert specific["user_input"] == specific["question"]
-    assert specific["reference"] == _first_sentence(specific["reference_contexts"][0])
+    assert specific["reference"] == fact_sentence(specific["reference_contexts"][0])
     assert by_kind["unanswerable"]["reference"] == DECLINE
     assert by_kind["unanswerable"]["reference_contexts"] == []
     assert len(by_kind["multi_hop"]["reference_contexts"]) == 2
@@ -682,10 +708,10 @@ def test_the_command_estimates_without_calling_a_judge(docs, no_user_cache):
         ],
     )
     assert result.exit_code == 0, result.output
-    # 2 / 0.5 = 4 candidates wanted, but the three documents give three chunks, each the
-    # source of one: 3 x (write, stands alone, answerable, 2 claims, closed book, 2 claims
-    # against its answer) = 3 x 8 calls.
-    assert re.search(r"specific\s+│\s+3\s+│\s+24\s+│", result.output)
+    # 2 / 0.5 = 4 candidates wanted: the three chunks' first facts, then quellite.txt's second
+    # (each chunk has two, and the round goes on in the seed's order). Each: write, stands
+    # alone, answerable, 2 claims, closed book, 2 claims against its answer = 8 calls.
+    assert re.search(r"specific\s+│\s+4\s+│\s+32\s+│", result.output)
     assert "No judge was called" in result.output
 
 

@@ -150,8 +150,9 @@ def test_a_candidate_that_kills_every_worker_is_rejected_and_left_for_a_rerun(
     marker, out = tmp_path / "deaths", tmp_path / "ts.jsonl"
     judge = FakeJudge(responder=Dying(marker), model="reader")
     generated = _generate(
-        docs, 3, out, judge, mix="specific=1", executor=RayExecutor(address=cluster, actors=2)
-    )
+        docs, 3, out, judge, mix="specific=1", executor=RayExecutor(address=cluster, actors=2),
+        max_candidates=3,  # the three chunks' first facts; their second ones could fill N
+    )  # fmt: skip
     assert marker.read_text() == "3"  # sent to a fresh worker twice, then given up
     [lost] = generated.rejected
     assert (lost["reason"], lost["sources"][0]["document"]) == (WORKER_DIED, "brastone.html")

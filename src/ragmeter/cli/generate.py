@@ -1,7 +1,8 @@
 """``ragmeter generate DOCS``: a test set written from a team's own documents.
 
 Exit status: 0 done, 2 bad input or options, 3 stopped at the budget (rerun to continue),
-4 the candidates ran out before N samples were accepted.
+4 short of N samples: every kind of the mix stopped (the documents gave no more, see the
+summary's substitutions) or the cap on candidates was reached.
 """
 
 from __future__ import annotations
@@ -106,8 +107,11 @@ def generate_command(
 ) -> None:
     """Write N questions with references from DOCS, each checked against its source chunks.
 
+    A kind the documents cannot give (two-chunk questions from one short document) is made
+    as the other kinds of the mix, and the summary says so.
+
     Exit status: 0 done, 2 bad input or options, 3 stopped at the budget (rerun to continue),
-    4 the candidates ran out before N were accepted.
+    4 short of N: the documents gave no more good questions, or --max-candidates was reached.
     """
     console = Console()
     sources = [str(p) for p in docs]
@@ -160,6 +164,8 @@ def generate_command(
     print_personas(console, summary)
     for reason, count in summary.rejected.items():
         console.print(f"[yellow]rejected {count}[/yellow] — {reason}")
+    for line in substitution_lines(summary):
+        console.print(f"[yellow]substituted[/yellow] {escape(line)}", highlight=False)
     for name, reason in summary.skipped_documents.items():
         console.print(f"[yellow]skipped {name}[/yellow] — {reason}", highlight=False)
     paths = output_paths(out)
@@ -176,8 +182,9 @@ def generate_command(
         raise typer.Exit(EXIT_STOPPED)
     if summary.status == "short":
         console.print(
-            "[yellow]The candidates ran out before N were accepted: raise --max-candidates, "
-            "give more documents or relax --check.[/yellow]"
+            f"[yellow]Short of N: {escape(summary.short_because or '')}. Raise "
+            "--max-candidates, give more documents or relax --check.[/yellow]",
+            highlight=False,
         )
         raise typer.Exit(EXIT_SHORT)
 
@@ -190,6 +197,15 @@ def summary_table(summary: GenerationSummary) -> Table:
     for kind, row in summary.kinds.items():
         table.add_row(kind, str(row["quota"]), str(row["candidates"]), str(row["accepted"]))
     return table
+
+
+def substitution_lines(summary: GenerationSummary) -> list[str]:
+    """Each kind the documents could not give, what was made instead, and why."""
+    lines = []
+    for sub in summary.substitutions:
+        made = ", ".join(f"{count} {kind}" for kind, count in sub.made_as.items())
+        lines.append(f"{sub.count} {sub.kind} with {made}: {sub.reason}")
+    return lines
 
 
 def print_personas(console: Console, summary: GenerationSummary) -> None:

@@ -5,6 +5,11 @@ planned in a fixed order from the seed: kinds interleaved by their shares (a smo
 round robin), each kind walking the shuffled source chunks from its own starting point, a
 paired kind taking the source chunk's nearest chunk by embedding (one sharing a named entity
 with it first, when spaCy is installed) as the second; style and persona drawn per candidate.
+
+A kind written about a fact sentence (``FACT_KINDS``) goes round the chunks again, asking about
+each chunk's next fact, for as long as some chunk has one left: a short document can give
+several such questions. Another kind's prompt has nothing that changes from one round to the
+next (the judge would write the same question again), so it walks the chunks once.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from ragmeter.testset.chunking import NEAR_IDENTICAL, Chunk, chunk_corpus, dedup
 from ragmeter.testset.documents import Corpus as Read
 from ragmeter.testset.documents import read_documents
 from ragmeter.testset.entities import EntityFinder
-from ragmeter.testset.queries import KINDS, PAIRED
+from ragmeter.testset.queries import FACT_KINDS, KINDS, PAIRED, fact_sentence
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,8 @@ class Plan:
     persona: str | None
     chunks: tuple[Chunk, ...]
     pairing: dict[str, Any] = field(default_factory=dict, compare=False)
+    fact: int = 0
+    """Which of each chunk's fact sentences it asks about (``fact_sentence``'s ``turn``)."""
 
 
 def schedule(mix: Mapping[str, float]) -> Iterator[str]:
@@ -141,15 +148,22 @@ def plans(
     duplicate: float,
 ) -> Iterator[tuple[str, Callable[[], Plan | None]]]:
     """For each step of the schedule, its kind and a function that plans its next candidate
-    (None when the kind has used every source chunk); called only for kinds still needed."""
+    (None when the kind has no source left: every chunk used, or for a fact kind every chunk's
+    every fact); called only for kinds still needed."""
     order = random.Random(seed).sample(corpus.sources, len(corpus.sources))
     walked = dict.fromkeys(mix, 0)
+    turn = dict.fromkeys(mix, 0)
+    planned_this_round = dict.fromkeys(mix, False)
     start = {kind: KINDS.index(kind) * len(order) // len(KINDS) for kind in mix}
     count = 0
 
     def plan(kind: str) -> Plan | None:
         nonlocal count
-        while walked[kind] < len(order):
+        while True:
+            if walked[kind] >= len(order):  # a round is over: another, for the next facts
+                if kind not in FACT_KINDS or not planned_this_round[kind]:
+                    return None
+                walked[kind], turn[kind], planned_this_round[kind] = 0, turn[kind] + 1, False
             source = order[(start[kind] + walked[kind]) % len(order)]
             walked[kind] += 1
             chunks, pairing = (corpus.chunks[source],), {}
@@ -158,12 +172,16 @@ def plans(
                 if found is None:
                     continue
                 chunks, pairing = (corpus.chunks[source], corpus.chunks[found[0]]), found[1]
+            if kind in FACT_KINDS and any(
+                fact_sentence(c.text, turn[kind]) is None for c in chunks
+            ):
+                continue
+            planned_this_round[kind] = True
             draw = random.Random(f"{seed}:{count}")
             style = draw.choices(list(styles), weights=list(styles.values()))[0]
             persona = draw.choice(list(personas)) if personas else None
             count += 1
-            return Plan(count, kind, style, persona, chunks, pairing)
-        return None
+            return Plan(count, kind, style, persona, chunks, pairing, turn[kind])
 
     for kind in schedule(mix):
         yield kind, lambda kind=kind: plan(kind)  # type: ignore[misc]

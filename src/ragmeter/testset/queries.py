@@ -24,7 +24,7 @@ import hashlib
 import random
 import re
 from collections.abc import Mapping
-from functools import cache
+from functools import cache, lru_cache
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel
@@ -310,11 +310,13 @@ _NAME_OR_NUMBER = re.compile(r"\d|(?<=\w )[A-Z]")
 _ENDS_A_STATEMENT = re.compile(r"[.!][\"')\u201d]*$")
 
 
-def fact_sentence(passage: str) -> str | None:
-    """The sentence of ``passage`` a ``specific`` question asks about: a statement of 8 to 45
-    words ending with a full stop (not a title, a list item, a question or a link), preferring
-    one that holds a number or a name (a fact someone would look up); chosen by a hash of the
-    passage, so a passage always gives the same one. None when no sentence qualifies.
+@lru_cache(maxsize=4096)  # the planner asks of each chunk again on every round
+def fact_sentences(passage: str) -> tuple[str, ...]:
+    """The sentences of ``passage`` a ``specific``, ``multi_hop`` or ``comparison`` question may
+    ask about, in the order they are asked about: statements of 8 to 45 words ending with a full
+    stop (not a title, a list item, a question or a link), those that hold a number or a name
+    first (a fact someone would look up), each group starting at a hash of the passage, so a
+    passage always gives the same order.
 
     A small judge left to choose a fact picks vague ones and writes references that restate
     the question ("the default namespace is the default namespace", docs/testsets.md); given the
@@ -327,11 +329,22 @@ def fact_sentence(passage: str) -> str | None:
         and "http" not in sentence
         and _ENDS_A_STATEMENT.search(sentence)
     ]
-    preferred = [s for s in eligible if _NAME_OR_NUMBER.search(s)] or eligible
-    if not preferred:
-        return None
+    named = [s for s in eligible if _NAME_OR_NUMBER.search(s)]
     pick = int(hashlib.sha256(passage.encode()).hexdigest()[:8], 16)
-    return preferred[pick % len(preferred)]
+    ordered: list[str] = []
+    for group in (named, [s for s in eligible if s not in named]):
+        if group:
+            start = pick % len(group)
+            ordered += group[start:] + group[:start]
+    return tuple(ordered)
+
+
+def fact_sentence(passage: str, turn: int = 0) -> str | None:
+    """The ``turn``-th fact of ``passage`` to ask about (``fact_sentences``), None when it has
+    no more: a run asks about a chunk's first fact, and goes round the chunks again for the next
+    one when a kind still needs questions."""
+    facts = fact_sentences(passage)
+    return facts[turn] if turn < len(facts) else None
 
 
 _LONG_WORD = re.compile(r"\b[^\W\d_]{5,}\b")

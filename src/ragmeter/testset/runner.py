@@ -9,15 +9,17 @@ How a run goes:
    (``queries.py``), each kind walking the shuffled chunks from its own starting point, a
    paired kind taking the source chunk's nearest chunk by embedding (a chunk sharing a named
    entity with it first, when spaCy is installed) as the second; style and persona drawn per
-   candidate. A kind stops being planned once it has its quota of accepted samples.
+   candidate. A kind stops being planned once it has its quota of accepted samples, or when
+   it can give no more (its sources used up, or its share of the candidates used): what it
+   lacks then goes to the other kinds of the mix, and the summary says so (``filling.py``).
 3. Each candidate is written by the judge (a typed prompt; an unusable reply after the
    session's repairs rejects it with the reason) and checked (``quality.py``).
 4. Candidates that passed are accepted in plan order unless their question is a near-copy of
    an accepted one (embedding cosine >= 0.92); ``n`` counts accepted samples.
 
 Every judged candidate is appended to ``<out>.candidates.jsonl`` (a ``RecordLog``) under a
-key made of everything that shapes it (its chunks, kind, style, persona, the prompts, the
-judge's identity and the check thresholds), so a rerun after a kill asks nothing twice: judged
+key made of everything that shapes it (its chunks and fact, kind, style, persona, the prompts,
+the judge's identity and the check thresholds), so a rerun after a kill asks nothing twice: judged
 candidates come from the log, and the calls of the one in progress from the call cache.
 
 Candidates are judged by this process's threads or by Ray workers (``spread.py``); the plan,
@@ -49,6 +51,7 @@ from ragmeter.session import JudgeSession
 from ragmeter.testset.candidates import CandidateRecord
 from ragmeter.testset.chunking import MAX_CHARS, MIN_CHARS, unit_rows
 from ragmeter.testset.estimate import candidates_needed, estimate_candidates
+from ragmeter.testset.filling import KindQuotas, Substitution, no_more, share_used
 from ragmeter.testset.follow_ups import RULE as FOLLOW_UP_RULE
 from ragmeter.testset.follow_ups import as_follow_up
 from ragmeter.testset.personas import MAX_PERSONAS, DerivedPersonas, estimate_personas
@@ -77,7 +80,6 @@ from ragmeter.testset.queries import (
     fact_sentence,
     misspell,
     parse_mix,
-    quotas,
     writing_prompt,
 )
 from ragmeter.testset.spread import CandidateJob, Search, judging, lost_candidate
@@ -104,7 +106,11 @@ class GenerationSummary(BaseModel):
     rejected: dict[str, int]
     """Rejected candidates by reason."""
     kinds: dict[str, dict[str, int]]
-    """Per kind: quota, candidates, accepted."""
+    """Per kind: quota (what the mix asked), candidates, accepted."""
+    substitutions: list[Substitution] = []
+    """Samples of a kind the documents could not give, made as other kinds, and why."""
+    short_because: str | None = None
+    """Why a ``short`` run ended before ``n`` were accepted."""
     documents: int
     skipped_documents: dict[str, str]
     chunks: int
@@ -143,7 +149,7 @@ def _write(plan: Plan, session: JudgeSession) -> Draft:
         inputs[f"passage{suffix}"] = chunk.text
     if plan.kind in FACT_KINDS:  # after the passages, as the prompts' examples show them
         for suffix, chunk in zip(numbered, plan.chunks, strict=True):
-            fact = fact_sentence(chunk.text)
+            fact = fact_sentence(chunk.text, plan.fact)
             if fact is None:
                 raise Rejected("no fact sentence in its chunk", f"chunk{suffix or ' 1'}")
             inputs[f"fact{suffix}"] = fact
@@ -263,6 +269,7 @@ def _candidate_key(settings: str, plan: Plan) -> str:
         plan.style,
         plan.persona,
         [(c.id, c.text, c.title) for c in plan.chunks],
+        plan.fact,
     )
 
 
@@ -417,13 +424,12 @@ def generate_testset(
             )
             stopped = derived is None
         drawn = [*personas, *(derived.personas if derived else [])]
-        wanted = quotas(chosen_mix, n)
         limit = max_candidates if max_candidates is not None else n * CANDIDATES_PER_SAMPLE
         log: RecordLog[CandidateRecord] | None = (
             RecordLog(paths["candidates"], CandidateRecord) if paths else None
         )
         settings = _settings_key(judge_model, embed_model, checks, max_chars, min_chars)
-        run = _Run(wanted, checks, embed_model)
+        run = _Run(KindQuotas(chosen_mix, n, limit / n), checks, embed_model)
         planned_order = plans(corpus, chosen_mix, chosen_styles, drawn, seed, checks.duplicate)
         job = CandidateJob(_judge_candidate, corpus.index, checks, retries, repairs)
         while not run.full() and run.judged < limit and not stopped:
@@ -469,12 +475,14 @@ def generate_testset(
         rejected=dict(Counter(r["reason"] for r in run.rejected).most_common()),
         kinds={
             kind: {
-                "quota": wanted[kind],
+                "quota": quota,
                 "candidates": run.tried[kind],
                 "accepted": run.accepted[kind],
             }
-            for kind in wanted
+            for kind, quota in run.kinds.asked.items()
         },
+        substitutions=list(run.kinds.substitutions.values()),
+        short_because=run.short_because(limit) if status == "short" else None,
         documents=len(corpus.read_from.documents),
         skipped_documents={s.name: s.reason for s in corpus.read_from.skipped},
         chunks=len(corpus.chunks),
@@ -511,8 +519,8 @@ def generate_testset(
 class _Run:
     """What a run has accepted so far, and the choice of the next candidates."""
 
-    def __init__(self, wanted: dict[str, int], quality: QualityOptions, embedder: Embedder):
-        self.wanted = wanted
+    def __init__(self, kinds: KindQuotas, quality: QualityOptions, embedder: Embedder):
+        self.kinds = kinds
         self.quality = quality
         self.embedder = embedder
         self.accepted: Counter[str] = Counter()
@@ -524,32 +532,40 @@ class _Run:
         self.resumed = 0
         self.usage = Usage()
         self.seconds = 0.0
-        self._exhausted: set[str] = set()
 
     def full(self) -> bool:
-        return all(self.accepted[k] >= q or k in self._exhausted for k, q in self.wanted.items())
+        return self.kinds.done(self.accepted)
 
     def next_plans(
         self, plans: Iterator[tuple[str, Callable[[], Plan | None]]], size: int
     ) -> list[Plan]:
         """Up to ``size`` planned candidates of kinds still short of their quota (counting
-        the ones planned in this batch as if they passed)."""
+        the ones planned in this batch as if they passed). A kind that can give no more
+        stops here, and what it lacks goes to the others (``filling``)."""
         batch: list[Plan] = []
         pending: Counter[str] = Counter()
+        self.kinds.substitute(self.accepted, pending)
         idle = 0
         if size < 1 or self.full():
             return batch
         for kind, make in plans:
-            short = self.accepted[kind] + pending[kind] < self.wanted[kind]
-            if kind in self._exhausted or not short:
+            if not self.kinds.needs(kind, self.accepted[kind] + pending[kind]):
                 idle += 1
-                if idle > 10 * len(KINDS):  # every kind is full or out of chunks
+                if idle > 10 * len(KINDS):  # every kind is full or stopped
                     break
                 continue
             idle = 0
-            plan = make()
+            planned = self.tried[kind] + pending[kind]
+            plan = None
+            if self.kinds.share_used(kind, planned):
+                assert self.kinds.per_sample is not None
+                why = share_used(planned, self.accepted[kind], self.kinds.per_sample)
+            else:
+                plan = make()
+                why = no_more(kind, planned, self.accepted[kind])
             if plan is None:
-                self._exhausted.add(kind)
+                self.kinds.stop(kind, why)
+                self.kinds.substitute(self.accepted, pending)
                 continue
             pending[kind] += 1
             batch.append(plan)
@@ -573,7 +589,7 @@ class _Run:
             cosines = [float(v @ vector) for v in self.vectors]
             closest = max(cosines, default=0.0)
             record.checks["nearest_accepted_cosine"] = round(closest, 4)
-            if self.accepted[record.kind] >= self.wanted[record.kind]:
+            if self.accepted[record.kind] >= self.kinds.wanted[record.kind]:
                 status, reason, detail = "surplus", "surplus", "its kind's quota was full"
             elif closest >= self.quality.duplicate:
                 copy = self.samples[int(np.argmax(cosines))]["question"]
@@ -592,6 +608,13 @@ class _Run:
                     **record.model_dump(exclude={"outcome", "reason", "detail"}),
                 }
             )
+
+    def short_because(self, limit: int) -> str:
+        """Why the run ended before ``n`` were accepted (it was not stopped by the budget)."""
+        if self.judged >= limit:
+            return f"the cap of {limit} candidates (--max-candidates) was reached"
+        stopped = "; ".join(f"{kind}: {why}" for kind, why in self.kinds.stopped.items())
+        return f"no kind of the mix can give more ({stopped})"
 
 
 def estimate_testset(
@@ -623,7 +646,7 @@ def estimate_testset(
     )
     corpus = Corpus.read(documents, embed_model, max_chars, min_chars, min_words, entities)
     planned = candidates_needed(n)
-    run = _Run(quotas(chosen_mix, planned), checks, embed_model)
+    run = _Run(KindQuotas(chosen_mix, planned, None), checks, embed_model)
     planned_order = plans(corpus, chosen_mix, chosen_styles, personas, seed, checks.duplicate)
     batch = run.next_plans(planned_order, planned)
     expected = estimate_candidates(
