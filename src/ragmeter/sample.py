@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import (
@@ -81,6 +81,18 @@ def _parse_turn(number: int, item: object) -> Turn:
     return Turn(role=ROLES[str(role).lower()], text=text)
 
 
+def asked_after(question: str, history: Sequence[Turn]) -> dict[str, str]:
+    """A question as the judge is shown it: after the conversation so far, when there is one,
+    so that a follow-up is read as it was meant. Without one, the question alone, as before
+    conversations were supported (prompts and keys of single-turn samples stay)."""
+    if not history:
+        return {"question": question}
+    said = "\n".join(
+        f"{'User' if turn.role == 'user' else 'Assistant'}: {turn.text}" for turn in history
+    )
+    return {CONVERSATION: said, "question": question}
+
+
 class Sample(BaseModel):
     """One RAG interaction to be scored.
 
@@ -139,13 +151,5 @@ class Sample(BaseModel):
         return hashlib.sha256(content.encode()).hexdigest()
 
     def asked(self) -> dict[str, str]:
-        """The question as the judge is shown it: after the conversation so far, when there is
-        one, so that a follow-up is read as it was meant. Without one, the question alone, as
-        before conversations were supported (prompts and keys of single-turn samples stay)."""
-        if not self.history:
-            return {"question": self.question}
-        said = "\n".join(
-            f"{'User' if turn.role == 'user' else 'Assistant'}: {turn.text}"
-            for turn in self.history
-        )
-        return {CONVERSATION: said, "question": self.question}
+        """The question as the judge is shown it (``asked_after``)."""
+        return asked_after(self.question, self.history)
