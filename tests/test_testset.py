@@ -28,11 +28,14 @@ from ragmeter.testset import (
     deduplicate,
     generate_testset,
     read_documents,
+    unanswerable,
 )
 from ragmeter.testset.chunking import Chunk, document_title
 from ragmeter.testset.follow_ups import as_follow_up
 from ragmeter.testset.quality import REFERS_TO_SOURCE, Draft, Rejected, check
 from ragmeter.testset.queries import (
+    KINDS,
+    STYLES,
     fact_sentence,
     fact_sentences,
     misspell,
@@ -100,19 +103,20 @@ def reader(request: ChatRequest) -> str | ChatResponse:
     """Writes from the fact it is given ("Zorbium melts at 40 degrees." becomes "What is true
     of Zorbium melts?", a pair of facts "How are Zorbium melts and Quellite glows related?"),
     else from the passage's first sentence ("How does Zorbium melts work?"), that sentence
-    being the answer; and answers Yes/No by word overlap: supported when every
-    word of the statement is in the context, answered when the question's words are in the
-    passages (its words of five letters or more); a question with "it" is not understood
-    alone. A conversation's second question is "Where is Zorbium melts found?", which the run
-    turns into "Where are they found?". It knows nothing closed-book."""
+    being the answer. Answers Yes/No by word overlap: supported when every word of the
+    statement is in the context; a question with "it" is not understood alone. A
+    conversation's second question is "Where is Zorbium melts found?", which the run turns
+    into "Where are they found?". An unanswerable question is "Who sells Zorbium melts in
+    Antarctica?", expecting "Zorbium melts is sold in Antarctica by Penguin Traders.". Asked
+    to answer from passages that hold every word of five letters or more of the question, it
+    gives the sentence that holds most of them, else "Not in the passages.". It knows nothing
+    closed-book."""
     system, user = request.messages[0].content, request.messages[-1].content
     if request.max_tokens == 1 or request.max_tokens == 3:
         if "supported by a context" in system:
             # A short claim comes as the answer to its question: the claim's own words count.
             claim = _ANSWERING.sub("", _tag(user, "statement"))
             ok = _words(claim) <= _words(_tag(user, "context"))
-        elif "passages contain the answer" in system:
-            ok = _topic(_tag(user, "question")) <= _words(_tag(user, "passages"))
         elif "taken out of its conversation" in system:
             ok = "it" not in _WORD.findall(_tag(user, "question").lower())
         else:  # stands alone
@@ -120,6 +124,12 @@ def reader(request: ChatRequest) -> str | ChatResponse:
         return yes_no(0.9 if ok else 0.1)
     if "own knowledge" in system:
         return json.dumps({"answer": "I do not know."})
+    if "using only the passages" in system:
+        topic, passages = _topic(_tag(user, "question")), _tag(user, "passages")
+        if not topic <= _words(passages):
+            return json.dumps({"answer": "Not in the passages."})
+        sentences = re.split(r"(?<=\.)\s+|\n+", passages)
+        return json.dumps({"answer": max(sentences, key=lambda s: len(topic & _words(s)))})
     first = _first_sentence(_tag(user, "passage") or _tag(user, "passage 1"))
     fact = _tag(user, "fact") or _tag(user, "fact 1")
     subject = " ".join((fact or first).split()[:2]).strip(".")
@@ -133,7 +143,12 @@ def reader(request: ChatRequest) -> str | ChatResponse:
             }
         )
     if "does NOT answer" in system:
-        return json.dumps({"question": f"Who sells {subject} in Antarctica?"})
+        return json.dumps(
+            {
+                "question": f"Who sells {subject} in Antarctica?",
+                "expected_answer": f"{subject} is sold in Antarctica by Penguin Traders.",
+            }
+        )
     if "two passages" in system:
         second = _tag(user, "fact 2")
         other = " ".join(second.split()[:2]).strip(".")
@@ -363,7 +378,7 @@ def test_a_supported_answerable_question_passes_every_check():
     checks = _check(
         Draft("specific", "Where was Zorbium found?", "Zorbium was found in Patagonia.", [ZORB])
     )
-    assert checks["answerable"] == 0.9 and checks["stands_alone"] == 0.9
+    assert "answerable" not in checks and checks["stands_alone"] == 0.9
     assert checks["supported"] == {
         "claims": ["Zorbium was found in Patagonia."],
         "p": [0.9],
@@ -400,7 +415,11 @@ def test_a_two_chunk_question_that_one_chunk_answers_is_rejected():
         "Zorbium was found in Patagonia. Quellite grows in caves.",
         [ZORB, QUELL],
     )
-    assert _check(both)["supported_by_one_chunk"] == [False, False]
+    # Each chunk alone lacks one claim: chunk 1 the second, chunk 2 the first.
+    assert _check(both)["needs_both_chunks"] == {
+        "p_alone": [[0.9, 0.1], [0.1, 0.9]],
+        "chunk_supports_all": [False, False],
+    }
 
 
 def test_a_question_the_judge_answers_closed_book_is_rejected():
@@ -455,12 +474,82 @@ def test_a_question_that_copies_five_words_of_its_chunk_is_rejected_when_asked()
     assert not copies(four.question, four.chunks)  # "found in patagonia": three in a row
 
 
-def test_an_unanswerable_question_the_corpus_answers_is_rejected():
-    answered = Draft("unanswerable", "Where was Zorbium found?", DECLINE, [])
-    with pytest.raises(Rejected, match="answered by the documents"):
-        _check(answered, search=lambda q, k: [QUELL, ZORB][:k])
-    unanswered = Draft("unanswerable", "Who sells Zorbium in Antarctica?", DECLINE, [])
-    assert _check(unanswered, search=lambda q, k: [QUELL, ZORB][:k])["answered_by_documents"] == 0.1
+def _near(question: str, k: int) -> list[str]:
+    """The corpus's nearest chunks, as a fixed list: QUELL, then ZORB."""
+    return [QUELL, ZORB][:k]
+
+
+def test_an_unanswerable_question_whose_expected_answer_a_near_chunk_supports_is_rejected():
+    answered = Draft(
+        "unanswerable", "Where was Zorbium found?", DECLINE, [], expected="Zorbium was found in "
+        "Patagonia."
+    )  # fmt: skip
+    with pytest.raises(Rejected) as raised:
+        _check(answered, search=_near)
+    # Every word of the claim is in ZORB (0.9), not in QUELL (0.1): the best is 0.9 >= 0.5.
+    assert raised.value.reason == "answered by the documents"
+    assert "claim 'Zorbium was found in Patagonia.' of the expected answer" in raised.value.detail
+    # With one near chunk (QUELL) the claim is not found, and the chunk's answer declines.
+    alone = _check(answered, search=_near, search_k=1)["not_answered"]
+    assert (alone["nearest"], alone["expected_p"], alone["answer_claims"]) == (1, [0.1], [])
+
+
+def test_an_unanswerable_question_the_near_chunks_answer_otherwise_is_rejected():
+    # The expected answer is wrong (Peru), so no chunk supports it; but asked from the near
+    # chunks, the judge answers with ZORB's sentence, which ZORB supports.
+    contradicted = Draft(
+        "unanswerable", "Where was Zorbium found?", DECLINE, [], expected="Zorbium was found in "
+        "Peru."
+    )  # fmt: skip
+    checks: dict = {}
+    with pytest.raises(Rejected) as raised:
+        check(
+            contradicted,
+            JudgeSession(FakeJudge(responder=reader, model="reader")),
+            QualityOptions(),
+            _near,
+            checks,
+        )
+    assert raised.value.detail == (
+        "a near chunk supports the claim 'Zorbium was found in Patagonia.' of the answer the "
+        "near chunks give: P(supported) 0.90"
+    )
+    assert checks["not_answered"]["expected_p"] == [0.1]
+    assert checks["not_answered"]["answer_p"] == [0.9]
+
+
+def test_an_unanswerable_question_passes_when_no_claim_is_found_near():
+    draft = Draft(
+        "unanswerable", "Who sells Zorbium in Antarctica?", DECLINE, [],
+        expected="Zorbium is sold in Antarctica by Penguin Traders.",
+    )  # fmt: skip
+    assert _check(draft, search=_near)["not_answered"] == {
+        "nearest": 2,
+        "expected_answer": "Zorbium is sold in Antarctica by Penguin Traders.",
+        "expected_claims": ["Zorbium is sold in Antarctica by Penguin Traders."],
+        "expected_p": [0.1],
+        "answer_from_passages": "Not in the passages.",
+        "answer_claims": [],
+        "answer_p": [],
+    }
+    blank = Draft("unanswerable", draft.question, DECLINE, [], expected="...")
+    with pytest.raises(Rejected, match="expected answer has no claim"):
+        _check(blank, search=_near)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "declines"),
+    [
+        ("Not in the passages.", True),
+        ("The passages do not say how tall the tower is.", True),
+        ("There is no information about prices in the documents.", True),
+        ("The passage doesn't mention it.", True),
+        ("A single ticket costs 3 euros for children under twelve.", False),
+        ("The ferry does not run on Sundays.", False),  # a claim, though negative
+    ],
+)
+def test_an_answer_that_says_the_passages_lack_it_holds_no_claim(sentence, declines):
+    assert unanswerable.declines(sentence) is declines
 
 
 @pytest.mark.parametrize(
@@ -610,6 +699,28 @@ def test_a_rerun_asks_nothing_and_writes_the_same_set(docs, tmp_path):
     assert out.read_text() == first
 
 
+def test_candidates_judged_under_other_check_rules_are_judged_again(docs, tmp_path, monkeypatch):
+    from ragmeter.testset import quality
+
+    out, mix = tmp_path / "ts.jsonl", "specific=1,multi_hop=1,follow_up=1,unanswerable=1"
+    judge = FakeJudge(responder=reader, model="reader")
+    first = _generate(docs, 4, out, judge, mix=mix).summary
+    # Every prompt asked is one whose version is in the settings key.
+    known = [*quality.CHECK_PROMPTS, *(writing_prompt(k, s) for k in KINDS for s in STYLES)]
+    systems = {r.messages[0].content for r in judge.history}
+    named = {system: {p.name for p in known if p.instruction in system} for system in systems}
+    assert all(named.values()), [s[:60] for s, names in named.items() if not names]
+    asked = set().union(*named.values())
+    assert {"testset.stands_alone", "faithfulness.supported", "testset.closed_book"} <= asked
+    assert "testset.from_passages" in asked  # the unanswerable question's near chunks' answer
+    again = _generate(docs, 4, out, FakeJudge(model="reader"), mix=mix).summary
+    assert again.resumed == again.candidates == first.candidates  # the same rules: read back
+    monkeypatch.setattr(quality, "CHECK_RULES", quality.CHECK_RULES + ", and one more")
+    judge = FakeJudge(responder=reader, model="reader")
+    changed = _generate(docs, 4, out, judge, mix=mix).summary
+    assert changed.resumed == 0 and len(judge.history) > 0
+
+
 def test_the_seed_fixes_the_set_and_another_seed_changes_it(docs, tmp_path):
     a = _generate(docs, 2, None, mix="specific=1", seed=1).samples
     b = _generate(docs, 2, None, mix="specific=1", seed=1).samples
@@ -710,8 +821,8 @@ def test_the_command_estimates_without_calling_a_judge(docs, no_user_cache):
     assert result.exit_code == 0, result.output
     # 2 / 0.5 = 4 candidates wanted: the three chunks' first facts, then quellite.txt's second
     # (each chunk has two, and the round goes on in the seed's order). Each: write, stands
-    # alone, answerable, 2 claims, closed book, 2 claims against its answer = 8 calls.
-    assert re.search(r"specific\s+│\s+4\s+│\s+32\s+│", result.output)
+    # alone, 2 claims against the chunk, closed book, 2 claims against its answer = 7 calls.
+    assert re.search(r"specific\s+│\s+4\s+│\s+28\s+│", result.output)
     assert "No judge was called" in result.output
 
 
@@ -722,7 +833,6 @@ ONE_ACCEPTED = [
             "answer": "Zorbium was first found in Patagonia.",
         }
     ),
-    "Yes",  # the chunk answers it
     "Yes",  # it stands alone
     "Yes",  # the one claim is supported
     json.dumps({"answer": "I do not know."}),
@@ -916,15 +1026,12 @@ def test_personas_reach_the_prompt_and_misspelt_questions_keep_their_reference(d
     generated = _generate(
         docs, 1, None, judge, mix="specific=1", styles="misspelt=1", personas=["a geologist"]
     )
-    # The typo hides a word from the scripted judge's word match, so the first candidates
-    # are found unanswerable: look at what was written, accepted or not.
-    row = generated.rejected[0]
-    assert row["persona"] == "a geologist" and row["style"] == "misspelt"
+    row = generated.samples[0]
+    assert row["metadata"]["persona"] == "a geologist" and row["metadata"]["style"] == "misspelt"
     assert "<persona>\na geologist\n</persona>" in judge.history[0].messages[-1].content
     written = json.loads(reader(judge.history[0]))["question"]  # what the judge wrote
     assert row["question"] == misspell(written, f"1:{written}") != written
     assert row["reference"] == json.loads(reader(judge.history[0]))["answer"]
-    assert generated.rejected[0]["reason"] == "not answerable from its chunks"
 
 
 def test_paired_chunks_prefer_a_shared_named_entity(tmp_path):

@@ -138,7 +138,6 @@ def test_the_command_says_what_it_substituted_and_why(tmp_path, no_user_cache):
     ]:
         replies += [
             json.dumps({"question": question, "answer": answer}),
-            "Yes",  # the chunk answers it
             "Yes",  # it stands alone
             "Yes",  # the one claim is supported
             json.dumps({"answer": "I do not know."}),

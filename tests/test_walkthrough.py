@@ -41,9 +41,8 @@ def _example():
 
 walk = _example()
 
-# What the judge writes from each chunk of repairs.md (found by its heading). Every word of five
-# letters or more of a question is in its chunk, so the scripted checks find it answerable, and
-# each reference is a sentence of its chunk, so they find it supported.
+# What the judge writes from each chunk of repairs.md (found by its heading). Each reference is
+# a sentence of its chunk, so the scripted checks find it supported.
 WRITTEN = {
     "Repairs and servicing at Brightline Bikes": (
         "When does a Brightline bike get a free full service?",

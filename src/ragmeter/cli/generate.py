@@ -91,8 +91,8 @@ def generate_command(
     check: Annotated[
         list[str] | None,
         typer.Option(
-            help="Check threshold NAME=VALUE (repeat): answerable, stands_alone, supported, "
-            "closed_book_max, duplicate, search_k."
+            help="Check threshold NAME=VALUE (repeat): stands_alone, understood_alone, "
+            "supported, closed_book_max, answered, duplicate, copy_run, search_k."
         ),
     ] = None,
     entities: Annotated[

@@ -4,7 +4,8 @@ The candidates are those the run would plan first, ``n`` / ``ACCEPTANCE`` of the
 through every check (the calls of a candidate rejected early are fewer). Prompts are rendered
 from the real chunks and counted as characters / 4; the reference is guessed to have
 ``CLAIMS`` claims, and the judge to write ``WRITTEN_TOKENS`` tokens for a question with its
-reference and ``CLOSED_BOOK_TOKENS`` for a closed-book answer.
+reference and ``ANSWER_TOKENS`` for an answer it writes while checking (closed-book, or from
+an unanswerable question's nearest chunks, whose answers are guessed at one claim).
 """
 
 from __future__ import annotations
@@ -15,14 +16,16 @@ from collections.abc import Sequence
 from ragmeter.budget import Estimate, MetricEstimate, Price
 from ragmeter.claims import SUPPORTED
 from ragmeter.prompts import rendered_tokens
-from ragmeter.testset.quality import ANSWERS, CLOSED_BOOK, STANDS_ALONE, UNDERSTOOD_ALONE
+from ragmeter.testset.quality import CLOSED_BOOK, STANDS_ALONE, UNDERSTOOD_ALONE
 from ragmeter.testset.queries import PAIRED, writing_prompt
+from ragmeter.testset.unanswerable import FROM_PASSAGES
 
 ACCEPTANCE = 0.5
 """The share of candidates assumed accepted."""
 CLAIMS = 2
 WRITTEN_TOKENS = 80
-CLOSED_BOOK_TOKENS = 40
+ANSWER_TOKENS = 40
+"""A closed-book answer, or an answer from the nearest chunks."""
 CLAIM = "A sentence of about twenty words that the reference might say about the chunk."
 QUESTION = "A question of about fifteen words that the judge might write about the chunk?"
 
@@ -45,24 +48,27 @@ def candidate_calls(
     def yes_no(tokens: int) -> tuple[int, int]:
         return tokens, 1
 
+    def claims_against(texts: Sequence[str | Sequence[str]], claims: int) -> list[tuple[int, int]]:
+        return [
+            yes_no(rendered_tokens(SUPPORTED.render({"context": text, "statement": CLAIM})))
+            for text in texts
+            for _ in range(claims)
+        ]
+
     asked = {"question": QUESTION}
     calls.append(yes_no(rendered_tokens(STANDS_ALONE.render(asked))))
+    written = "x" * ANSWER_TOKENS * 4
     if kind == "unanswerable":
-        for chunk in chunks[:1] * search_k:  # the nearest chunks, as long as the source
-            calls.append(yes_no(rendered_tokens(ANSWERS.render({"passages": chunk, **asked}))))
-        return calls
-    calls.append(yes_no(rendered_tokens(ANSWERS.render({"passages": chunks, **asked}))))
+        nearest = chunks[:1] * search_k  # the nearest chunks, as long as the source
+        calls += claims_against(nearest, 1)  # the expected answer: one sentence
+        passages = {"passages": nearest, **asked}
+        calls.append((rendered_tokens(FROM_PASSAGES.render(passages)), ANSWER_TOKENS))
+        return calls + claims_against(nearest, 1)
     if kind == "follow_up":
         calls.append(yes_no(rendered_tokens(UNDERSTOOD_ALONE.render(asked))))
-    texts = [list(chunks), *([c] for c in chunks if kind in PAIRED)]
-    closed_book = "x" * CLOSED_BOOK_TOKENS * 4
-    calls += [
-        yes_no(rendered_tokens(SUPPORTED.render({"context": text, "statement": CLAIM})))
-        for text in [*texts, closed_book]
-        for _ in range(CLAIMS)
-    ]
-    calls.append((rendered_tokens(CLOSED_BOOK.render(asked)), CLOSED_BOOK_TOKENS))
-    return calls
+    calls += claims_against([list(chunks), *([c] for c in chunks if kind in PAIRED)], CLAIMS)
+    calls.append((rendered_tokens(CLOSED_BOOK.render(asked)), ANSWER_TOKENS))
+    return calls + claims_against([written], CLAIMS)
 
 
 def estimate_candidates(

@@ -1,8 +1,11 @@
 """The checks every written question passes before it enters a test set.
 
 Each check is measured and kept in the sample's metadata, so a reader sees why it was accepted;
-the first check that fails rejects the candidate with that reason. In the order asked (cheap
-ones first, so a bad candidate costs few calls):
+the first check that fails rejects the candidate with that reason. What the documents say is
+decided through claims (``ragmeter.claims``): one claim checked against one text is the
+judgement the offline judge makes reliably, while a holistic question such as "do the passages
+answer this?" got P 0.50-0.88 from it for every question, answered or not (docs/testsets.md).
+In the order asked (cheap ones first, so a bad candidate costs few calls):
 
 1. ``refers_to_source``: the question points at its source ("according to the passage"), found
    by a pattern: it would mean nothing to a user who never saw the chunk.
@@ -11,44 +14,57 @@ ones first, so a bad candidate costs few calls):
    often holds a product's name ("configure IBM Cloud Container Registry"), which people copy
    too; at 5 on MTRAG passages, 7 of the 10 questions it rejected from the offline judge were
    multi-hop ones (docs/testsets.md).
-2. ``answerable``: P(the chunks answer the question), at least ``answerable`` (0.5).
-3. ``stands_alone``: P(the question makes sense without the chunks), at least ``stands_alone``;
+2. ``stands_alone``: P(the question makes sense without the chunks), at least ``stands_alone``;
    a follow-up is read after its conversation. A follow-up needs its first turn by
    construction (``follow_ups``: the subject both name becomes a pronoun); the judge is asked
    whether it is understood alone only when ``understood_alone`` is below 1, and rejects it
    at or above that. Off by default: the offline judge gave every question 0.84-0.90,
    standalone or not (docs/testsets.md).
-4. ``supported``: every claim (sentence) of the reference is supported by the chunks with
-   P >= ``supported`` (0.7): one invented claim is enough to make a reference wrong, so the
-   rule is "all claims", not a mean. 0.7, not 0.5: with the offline judge, the claims read as
-   invented in a first run on MTRAG passages scored 0.53-0.63, the supported ones 0.72-0.94
-   (docs/testsets.md). A question from two chunks must need both: if every claim is
-   supported by one chunk alone, it is rejected as ``one chunk suffices``.
-5. ``closed_book``: the judge answers the question without the chunks; the share of the
-   reference's claims its answer supports is the closed-book recall. Above
-   ``closed_book_max`` (0.5: more than half of what the reference says is known without the
-   documents), the question tests the model's memory, not retrieval.
+3. ``supported``, which is also what makes a question answerable from its chunks: the
+   reference is an answer written from them, and every one of its claims (its sentences, a
+   short one read as the answer to the question: "3 euros." is checked as "In answer to the
+   question '...': 3 euros.") must be supported by the chunks with P >= ``supported`` (0.7).
+   One invented claim is enough to make a reference wrong, so the rule is "all claims", not a
+   mean. 0.7, not 0.5: with the offline judge, the claims read as invented in a first run on
+   MTRAG passages scored 0.53-0.63, the supported ones 0.72-0.94 (docs/testsets.md).
+4. ``needs_both_chunks`` (a question from two chunks): the same claims against each chunk
+   alone; each chunk must leave some claim unsupported (P < ``supported``), while the two
+   together support all (3). Otherwise ``one chunk suffices``.
+5. ``closed_book``: the judge answers the question without the chunks, with its best guess;
+   the share of the reference's claims its answer supports is the closed-book recall. Above
+   ``closed_book_max`` (0.5: more than half of what the reference says is guessed without the
+   documents), the question tests the model's memory, not retrieval. A best guess, not "say
+   you do not know": a judge allowed to decline declines, and a reference that any lighthouse
+   would fit ("built to guide ships at sea") then passes as if it came from the documents.
 
-An unanswerable question passes 1 and 3, then ``answered_by_documents``: the ``search_k``
-chunks of the corpus closest to it by embedding must each answer it with P below
-``answerable``.
+An unanswerable question passes 1 and 2, then ``not_answered`` (``unanswerable.py``): no claim
+of its expected answer, nor of the answer its ``search_k`` nearest chunks give, is supported
+by one of them.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from ragmeter.claims import as_checked, claim_sentences, supported
+from ragmeter.claims import (
+    CLAIM_RULES,
+    SHORT_CLAIM_RULE,
+    SUPPORTED,
+    as_checked,
+    claim_sentences,
+    supported,
+)
 from ragmeter.options import Options
 from ragmeter.prompts import Prompt, YesNoPrompt
-from ragmeter.sample import CONVERSATION
 from ragmeter.session import JudgeSession
+from ragmeter.testset.drafts import Draft, Rejected, Search
+from ragmeter.testset.queries import ANSWER_MAX_TOKENS, Answer
+from ragmeter.testset.unanswerable import FROM_PASSAGES, check_not_answered
 from ragmeter.text import WORD
 
 REFERS_TO_SOURCE = re.compile(
@@ -82,16 +98,6 @@ def copies(question: str, sources: Sequence[str], run: int = COPY_RUN) -> bool:
     return False
 
 
-ANSWERS = YesNoPrompt(
-    name="testset.answers",
-    instruction=(
-        "You check whether passages contain the answer to a question. Say Yes only if a "
-        "reader could answer the question from the passages alone. Say No if the passages "
-        "only touch the topic without giving the answer."
-    ),
-    question="Do the passages answer the question?",
-)
-
 STANDS_ALONE = YesNoPrompt(
     name="testset.stands_alone",
     instruction=(
@@ -114,22 +120,35 @@ UNDERSTOOD_ALONE = YesNoPrompt(
 )
 
 
-class ClosedBookAnswer(BaseModel):
-    answer: str
-
-
 CLOSED_BOOK = Prompt(
     name="testset.closed_book",
     instruction=(
-        "Answer the question from your own knowledge in one to three sentences. If you do not "
-        "know, say that you do not know."
+        "Answer the question from your own knowledge in one to three sentences. If you are "
+        "not sure, give your best guess."
     ),
-    output=ClosedBookAnswer,
+    output=Answer,
 )
+
+CHECK_RULES = (
+    "test-set checks v2: answerable when every reference claim is supported by the chunks; "
+    "two chunks each leave a claim unsupported; closed-book best guess; unanswerable when no "
+    "claim of the expected answer or of the near chunks' answer is supported by one of them"
+)
+"""The checks' rules in words. With the prompts and the claim rules (``versions``) it is part
+of the runner's settings key, so a candidate judged under other rules is judged again rather
+than read back from the candidates log: change it whenever a rule here changes."""
+
+CHECK_PROMPTS = (STANDS_ALONE, UNDERSTOOD_ALONE, SUPPORTED, CLOSED_BOOK, FROM_PASSAGES)
+"""Every prompt the checks ask."""
+
+
+def versions() -> list[str]:
+    """What decides the checks' verdicts beside their thresholds: each prompt's version, the
+    rules of the checks and of claims."""
+    return [*(p.version for p in CHECK_PROMPTS), CHECK_RULES, CLAIM_RULES, SHORT_CLAIM_RULE]
 
 
 class QualityOptions(Options):
-    answerable: float = Field(0.5, ge=0, le=1, description="P(the chunks answer) to pass.")
     stands_alone: float = Field(0.5, ge=0, le=1, description="P(makes sense alone) to pass.")
     understood_alone: float = Field(
         1.0,
@@ -147,6 +166,13 @@ class QualityOptions(Options):
         le=1,
         description="Highest share of the reference's claims the closed-book answer may support.",
     )
+    answered: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="P(supported) by a near chunk at which a claim of an unanswerable "
+        "question's expected answer, or of the answer the chunks give, rejects it.",
+    )
     duplicate: float = Field(
         0.92, ge=0, le=1, description="Question cosine to an accepted one that rejects."
     )
@@ -160,47 +186,6 @@ class QualityOptions(Options):
     search_k: int = Field(
         3, ge=1, le=20, description="Chunks an unanswerable question is checked against."
     )
-
-
-class Rejected(Exception):
-    """A candidate that failed a check: ``reason`` is the check's short name (the summary
-    counts by it), ``detail`` what was measured."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-        self.detail = detail
-
-
-@dataclass
-class Draft:
-    """A written question with what it was written from, before the checks."""
-
-    kind: str
-    question: str
-    reference: str
-    chunks: list[str]
-    """The texts the reference comes from (empty for an unanswerable question)."""
-    history: list[dict[str, str]] = field(default_factory=list)
-
-    def asked(self) -> dict[str, str]:
-        """The question as the judge is shown it, after its conversation when it has one."""
-        if not self.history:
-            return {"question": self.question}
-        said = "\n".join(
-            f"{'User' if t['role'] == 'user' else 'Assistant'}: {t['content']}"
-            for t in self.history
-        )
-        return {CONVERSATION: said, "question": self.question}
-
-
-Search = Callable[[str, int], list[str]]
-"""The ``k`` chunk texts of the corpus closest to a question."""
-
-
-def _fail_below(checks: dict[str, Any], name: str, value: float, threshold: float) -> bool:
-    checks[name] = round(value, 4)
-    return value < threshold
 
 
 def check(
@@ -224,41 +209,40 @@ def check(
             raise Rejected(
                 "copies its source", f"the question repeats {options.copy_run}+ words of its chunk"
             )
+    _check_stands_alone(draft, session, options, checks)
     if draft.kind == "unanswerable":
-        _check_unanswerable(draft, session, options, search, checks)
+        nearest = search(draft.question, options.search_k)
+        check_not_answered(draft, session, nearest, options.answered, checks)
         return
-    _check_answerable(draft, session, options, checks)
     _check_supported(draft, session, options, checks)
     _check_closed_book(draft, session, options, checks)
 
 
-def _check_answerable(
+def _check_stands_alone(
     draft: Draft, session: JudgeSession, options: QualityOptions, checks: dict[str, Any]
 ) -> None:
     asked = draft.asked()
-    questions: list[Any] = [
-        (ANSWERS, {"passages": draft.chunks, **asked}, {}),
-        (STANDS_ALONE, asked, {}),
-    ]
+    questions: list[Any] = [(STANDS_ALONE, asked, {})]
     asks_understood = bool(draft.history) and options.understood_alone < 1
     if asks_understood:
         questions.append((UNDERSTOOD_ALONE, {"question": draft.question}, {}))
     answers = session.ask_yes_no_all(questions)
-    if _fail_below(checks, "answerable", answers[0], options.answerable):
-        raise Rejected("not answerable from its chunks", f"P(answered) {answers[0]:.2f}")
-    if _fail_below(checks, "stands_alone", answers[1], options.stands_alone):
-        raise Rejected("does not stand alone", f"P(makes sense alone) {answers[1]:.2f}")
+    checks["stands_alone"] = round(answers[0], 4)
+    if answers[0] < options.stands_alone:
+        raise Rejected("does not stand alone", f"P(makes sense alone) {answers[0]:.2f}")
     if asks_understood:
-        checks["understood_alone"] = round(answers[2], 4)
-        if answers[2] >= options.understood_alone:
+        checks["understood_alone"] = round(answers[1], 4)
+        if answers[1] >= options.understood_alone:
             raise Rejected(
-                "follow-up does not need the first turn", f"P(understood alone) {answers[2]:.2f}"
+                "follow-up does not need the first turn", f"P(understood alone) {answers[1]:.2f}"
             )
 
 
 def _check_supported(
     draft: Draft, session: JudgeSession, options: QualityOptions, checks: dict[str, Any]
 ) -> None:
+    """3 and 4 above, from one table: the reference's claims against the chunks together, and
+    for a question from two chunks, against each alone."""
     claims = claim_sentences(draft.reference)
     if not claims:
         raise Rejected("reference has no claim", repr(draft.reference))
@@ -281,18 +265,23 @@ def _check_supported(
             f"claim {claims[weakest]!r}: P(supported) {together[weakest]:.2f}",
         )
     if len(draft.chunks) > 1:
-        alone = (table[:, 1:] >= options.supported).all(axis=0)
-        checks["supported_by_one_chunk"] = [bool(a) for a in alone]
-        if alone.any():
+        alone = table[:, 1:]  # claims x chunks
+        supports_all = (alone >= options.supported).all(axis=0)
+        checks["needs_both_chunks"] = {
+            "p_alone": [[round(float(p), 4) for p in column] for column in alone.T],
+            "chunk_supports_all": [bool(a) for a in supports_all],
+        }
+        if supports_all.any():
             raise Rejected(
-                "one chunk suffices", f"chunk {int(np.argmax(alone)) + 1} supports every claim"
+                "one chunk suffices",
+                f"chunk {int(np.argmax(supports_all)) + 1} supports every claim",
             )
 
 
 def _check_closed_book(
     draft: Draft, session: JudgeSession, options: QualityOptions, checks: dict[str, Any]
 ) -> None:
-    answer = session.ask(CLOSED_BOOK, draft.asked(), max_tokens=160).answer
+    answer = session.ask(CLOSED_BOOK, draft.asked(), max_tokens=ANSWER_MAX_TOKENS).answer
     claims = checks["supported"]["claims"]
     known = supported(session, [(as_checked(claims, draft.question), [answer])])[0][:, 0]
     recall = float((known >= options.supported).mean())
@@ -304,21 +293,17 @@ def _check_closed_book(
         )
 
 
-def _check_unanswerable(
-    draft: Draft,
-    session: JudgeSession,
-    options: QualityOptions,
-    search: Search,
-    checks: dict[str, Any],
-) -> None:
-    asked = draft.asked()
-    nearest = search(draft.question, options.search_k)
-    questions: list[Any] = [(STANDS_ALONE, asked, {})]
-    questions += [(ANSWERS, {"passages": text, **asked}, {}) for text in nearest]
-    answers = session.ask_yes_no_all(questions)
-    if _fail_below(checks, "stands_alone", answers[0], options.stands_alone):
-        raise Rejected("does not stand alone", f"P(makes sense alone) {answers[0]:.2f}")
-    best = max(answers[1:], default=0.0)
-    checks["answered_by_documents"] = round(best, 4)
-    if best >= options.answerable:
-        raise Rejected("answered by the documents", f"P(answered) {best:.2f} by a near chunk")
+__all__ = [
+    "CHECK_PROMPTS",
+    "CHECK_RULES",
+    "CLOSED_BOOK",
+    "STANDS_ALONE",
+    "UNDERSTOOD_ALONE",
+    "Draft",
+    "QualityOptions",
+    "Rejected",
+    "Search",
+    "check",
+    "copies",
+    "versions",
+]

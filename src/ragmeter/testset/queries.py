@@ -9,8 +9,10 @@ Six kinds, mixed by ``--mix``:
 - ``comparison``: how two things described in two chunks differ or compare (for both, a
   statement of each chunk is chosen by ``fact_sentence`` and given to the judge);
 - ``follow_up``: the second turn of a conversation, which needs the first to be understood;
-- ``unanswerable``: a plausible question on a chunk's topic that the documents do not answer;
-  its reference is the decline a good system gives (``DECLINE``).
+- ``unanswerable``: a plausible question on a chunk's topic that the documents do not answer,
+  made by construction: it asks for a detail the chunk never mentions, and comes with the answer
+  a user would expect, which the checks verify the nearest chunks do not support; its
+  reference is the decline a good system gives (``DECLINE``).
 
 Styles change how a question is phrased: ``full`` (a complete sentence), ``keywords`` (a short
 query, as typed into a search box) and ``misspelt`` (a full sentence with a typo, made by
@@ -125,6 +127,19 @@ class FollowUp(BaseModel):
 
 class Unanswered(BaseModel):
     question: Text
+    expected_answer: Text
+    """What a user would expect to be told: a plausible detail the passage does not give. The
+    checks verify that the documents do not say it (``unanswerable.py``)."""
+
+
+class Answer(BaseModel):
+    """An answer the judge writes while checking a question (closed-book, or from passages)."""
+
+    answer: Text
+
+
+ANSWER_MAX_TOKENS = 160
+"""The most tokens an answer written while checking may take: one to three sentences."""
 
 
 _STANDALONE = (
@@ -191,7 +206,10 @@ _INSTRUCTIONS = {
     "unanswerable": (
         "You write test questions for a search system from a passage of its documents. Write "
         "one question on the passage's topic that a user might plausibly ask but that the "
-        "passage does NOT answer: it asks for a detail the passage does not give. "
+        "passage does NOT answer: it asks for a detail of the passage's subject that the "
+        "passage never mentions (such as a size, a price, a date, a person or a place). Then "
+        "write the answer the user would expect, as one sentence with a plausible detail that "
+        "the passage does not give."
     ),
 }
 
@@ -270,7 +288,11 @@ _EXAMPLES: dict[str, list[tuple[dict[str, str], BaseModel]]] = {
     "unanswerable": [
         (
             {"title": _EXAMPLE_TITLE, "passage": _EXAMPLE_PASSAGE},
-            Unanswered(question="How much did it cost to build the Hubble Space Telescope?"),
+            Unanswered(
+                question="How much did it cost to build the Hubble Space Telescope?",
+                expected_answer="The Hubble Space Telescope cost about 1.5 billion dollars to "
+                "build.",
+            ),
         )
     ],
 }

@@ -19,7 +19,8 @@ How a run goes:
 
 Every judged candidate is appended to ``<out>.candidates.jsonl`` (a ``RecordLog``) under a
 key made of everything that shapes it (its chunks and fact, kind, style, persona, the prompts,
-the judge's identity and the check thresholds), so a rerun after a kill asks nothing twice: judged
+the judge's identity, the check thresholds and rules), so a rerun after a kill asks nothing
+twice, and a candidate judged under other rules is judged again: judged
 candidates come from the log, and the calls of the one in progress from the call cache.
 
 Candidates are judged by this process's threads or by Ray workers (``spread.py``); the plan,
@@ -40,7 +41,6 @@ import numpy as np
 from pydantic import BaseModel
 
 from ragmeter.budget import Estimate, price_for
-from ragmeter.claims import CLAIM_RULES, SHORT_CLAIM_RULE, SUPPORTED
 from ragmeter.cluster import Executor, ModelRecipe, RayExecutor, WorkerDied
 from ragmeter.judges import Embedder, Judge
 from ragmeter.judges.base import identity_of
@@ -50,6 +50,7 @@ from ragmeter.score import Unscorable, Usage
 from ragmeter.session import JudgeSession
 from ragmeter.testset.candidates import CandidateRecord
 from ragmeter.testset.chunking import MAX_CHARS, MIN_CHARS, unit_rows
+from ragmeter.testset.drafts import Draft, Rejected
 from ragmeter.testset.estimate import candidates_needed, estimate_candidates
 from ragmeter.testset.filling import KindQuotas, Substitution, no_more, share_used
 from ragmeter.testset.follow_ups import RULE as FOLLOW_UP_RULE
@@ -57,16 +58,8 @@ from ragmeter.testset.follow_ups import as_follow_up
 from ragmeter.testset.personas import MAX_PERSONAS, DerivedPersonas, estimate_personas
 from ragmeter.testset.personas import derive_personas as derive_personas_of
 from ragmeter.testset.planning import Corpus, Plan, plans
-from ragmeter.testset.quality import (
-    ANSWERS,
-    CLOSED_BOOK,
-    STANDS_ALONE,
-    UNDERSTOOD_ALONE,
-    Draft,
-    QualityOptions,
-    Rejected,
-    check,
-)
+from ragmeter.testset.quality import QualityOptions, check
+from ragmeter.testset.quality import versions as check_versions
 from ragmeter.testset.queries import (
     DECLINE,
     DEFAULT_MIX,
@@ -171,7 +164,8 @@ def _write(plan: Plan, session: JudgeSession) -> Draft:
         ]
         return Draft(plan.kind, follow_up, reply.answer.strip(), texts, history)
     if isinstance(reply, Unanswered):
-        return Draft(plan.kind, reply.question.strip(), DECLINE, [])
+        question, expected = reply.question.strip(), reply.expected_answer.strip()
+        return Draft(plan.kind, question, DECLINE, [], expected=expected)
     assert isinstance(reply, Written)
     question = reply.question.strip()
     if plan.style == "misspelt":
@@ -243,18 +237,16 @@ def _settings_key(
     max_chars: int,
     min_chars: int,
 ) -> str:
+    """What shapes every candidate's verdict: the models, the thresholds, the prompts that
+    write and check it, and the rules of the checks (``quality.versions``), so a candidate
+    judged under other rules is judged again rather than read back from the log."""
     prompts = [writing_prompt(k, s).version for k in KINDS for s in STYLES]
-    checks = [
-        *(p.version for p in (ANSWERS, STANDS_ALONE, UNDERSTOOD_ALONE, CLOSED_BOOK, SUPPORTED)),
-        CLAIM_RULES,
-        SHORT_CLAIM_RULE,
-    ]
     return digest(
         identity_of(judge).digest,
         identity_of(embedder).digest,
         quality.identity(),
         prompts,
-        checks,
+        check_versions(),
         DECLINE,
         FOLLOW_UP_RULE,
         max_chars,
