@@ -1,19 +1,21 @@
 """Refit the shipped verdict heads from scratch and measure them beside the zero-shot read.
 
     DATA=../shared/data/attributionbench
+    STATES=states=l_out-12,l_out-16,l_out-20,l_out-24,result_norm
     ragmeter meta attribution $DATA/dev_all_subset_balanced.jsonl \
-        --out runs/heads-ab-dev --judge-option heads=none
+        --out runs/heads-ab-dev --judge-option heads=none --judge-option $STATES
     ragmeter meta attribution $DATA/test_all_subset_balanced_sampled500.jsonl \
-        --out runs/heads-ab-test --judge-option heads=none
+        --out runs/heads-ab-test --judge-option heads=none --judge-option $STATES
     python bench/bench_heads.py --dev-run runs/heads-ab-dev --test-run runs/heads-ab-test \
         [--mtrag-run runs/heads-mtrag] [--write src/ragmeter/bundled_heads.json]
 
 The runs keep every verdict's zero-shot P(Yes) and the judge's hidden states (``Exchange.states``),
 so nothing here asks the model. What it prints:
 
-1. **Designs** on AttributionBench's dev file (1,198 human-labelled claims), 5-fold out of fold:
-   which hidden state a head reads (the final one, or a layer's output), ROC AUC and macro-F1 at
-   0.5, beside the zero-shot read (its macro-F1 at the threshold chosen in the other folds).
+1. **Designs** on AttributionBench's dev file (1,198 human-labelled claims about 331 questions),
+   5-fold out of fold with a question's claims in one fold (they share references): which hidden
+   state a head reads (the final one, or a layer's output), ROC AUC and macro-F1 at 0.5, beside
+   the zero-shot read.
 2. **The held-out test sample** (500 claims), the chosen design fitted on the dev file only:
    macro-F1 at 0.5 and at the threshold best on the dev file's out-of-fold reads, ROC AUC; the
    zero-shot read at the threshold best on the dev file, as ``meta attribution --calibrate``
@@ -30,7 +32,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -50,31 +54,30 @@ DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 DEV = DATA / "attributionbench" / "dev_all_subset_balanced.jsonl"
 TEST = DATA / "attributionbench" / "test_all_subset_balanced_sampled500.jsonl"
 MTRAG = DATA / "mtrag" / "mtrag_dev.jsonl"
-DESIGNS = [
-    (),
-    ("result_norm",),
-    ("l_out-8",),
-    ("l_out-12",),
-    ("l_out-16",),
-    ("l_out-20",),
-    ("l_out-24",),
-    ("l_out-16", "result_norm"),
-]
+DESIGNS = [(), ("result_norm",), ("l_out-12",), ("l_out-16",), ("l_out-20",), ("l_out-24",)]
 """What a head may read: nothing (a calibration of P(Yes)), one hidden state, or two."""
 
 
-def attribution_verdicts(
-    run: Path, data: Path, states: tuple[str, ...]
-) -> tuple[Verdicts, np.ndarray]:
-    """The claims' verdicts in a ``meta attribution`` run, and people's labels, in file order."""
-    labels = {claim.id: claim.label for claim in load_attribution(data)}
+@dataclass
+class Labelled:
+    """A ``meta attribution`` run's verdicts with people's labels and each claim's question
+    (claims about one question share its references: they share a fold)."""
+
+    verdicts: Verdicts
+    truth: np.ndarray
+    questions: list[str]
+
+
+def attribution_verdicts(run: Path, data: Path, states: tuple[str, ...]) -> Labelled:
+    """The claims' verdicts in a ``meta attribution`` run, in the order stored."""
+    claims = {claim.id: claim for claim in load_attribution(data)}
     scores = [Score.model_validate_json(p) for p in stored_payloads(run / "verdicts.sqlite")]
-    scores = [s for s in scores if s.sample_id in labels and s.scored]
+    scores = [s for s in scores if s.sample_id in claims and s.scored]
     material, notes = gather(scores, SUPPORTED, states, lambda _: None)
     for note in notes:
         print("note:", note)
-    truth = np.array([labels[key] for key in material.samples], dtype=float)
-    return material.verdicts, truth
+    truth = np.array([claims[key].label for key in material.samples], dtype=float)
+    return Labelled(material.verdicts, truth, [claims[key].question for key in material.samples])
 
 
 def macro_f1(truth: np.ndarray, predicted: np.ndarray) -> float:
@@ -91,88 +94,65 @@ def best_threshold(truth: np.ndarray, probability: np.ndarray) -> float:
     return float(max(candidates, key=lambda t: (macro_f1(truth, probability >= t), -abs(t - 0.5))))
 
 
-def fitter(verdicts: Verdicts, truth: np.ndarray, states: tuple[str, ...], learned: str) -> Fitter:
+def fitter(data: Labelled, states: tuple[str, ...], learned: str) -> Fitter:
     design = Design(SUPPORTED.name, SUPPORTED.version, states, learned)
+    truth = data.truth.astype(bool)
 
     def auc(rows: np.ndarray, predicted: np.ndarray) -> float:
-        return roc_auc(truth[rows].astype(bool), predicted) or 0.5
+        return roc_auc(truth[rows], predicted) or 0.5
 
-    return Fitter(design, verdicts, labels=truth, score=auc)
+    return Fitter(design, data.verdicts, labels=data.truth, score=auc, together=data.questions)
 
 
-def designs_table(dev: Verdicts, truth: np.ndarray) -> dict[tuple[str, ...], np.ndarray]:
-    print(f"\n## 1. Designs on the dev file ({len(truth)} claims), 5-fold out of fold\n")
-    print("| reads | ROC AUC | macro-F1 at 0.5 | macro-F1, threshold from the other folds |")
+def designs_table(dev: Labelled) -> dict[tuple[str, ...], np.ndarray]:
+    print(f"\n## 1. Designs on the dev file ({len(dev.truth)} claims), 5-fold out of fold\n")
+    print("| reads | ROC AUC | macro-F1 at 0.5 | penalty (all dev) |")
     print("|---|---|---|---|")
-    t = truth.astype(bool)
-    zero = dev.zero_shot
-    folds = np.arange(len(t)) % 5
-    chosen = np.empty(len(t), dtype=bool)
-    for fold in range(5):
-        cut = best_threshold(t[folds != fold], zero[folds != fold])
-        chosen[folds == fold] = zero[folds == fold] >= cut
-    print(
-        f"| zero-shot P(Yes) | {roc_auc(t, zero):.3f} | {macro_f1(t, zero >= 0.5):.3f} | "
-        f"{macro_f1(t, chosen):.3f} |"
-    )
+    t = dev.truth.astype(bool)
+    zero = dev.verdicts.zero_shot
+    print(f"| zero-shot P(Yes) | {roc_auc(t, zero):.3f} | {macro_f1(t, zero >= 0.5):.3f} | |")
     found = {}
     for states in DESIGNS:
-        oof = fitter(dev, truth, states, "dev").out_of_fold()
-        found[states] = oof
-        name = " + ".join(states) or "calibration of P(Yes)"
+        fitting = fitter(dev, states, "dev")
+        oof = found[states] = fitting.out_of_fold()
+        name = " + ".join(states) or "calibration of P(Yes) alone"
         print(
             f"| head: {name} | {roc_auc(t, oof):.3f} | {macro_f1(t, oof >= 0.5):.3f} | "
-            f"{macro_f1(t, oof >= best_threshold(t, oof)):.3f} (in-sample threshold) |",
+            f"{fitting.fitted().penalty:g} |",
             flush=True,
         )
     return found
 
 
 def test_table(
-    dev: Verdicts,
-    dev_truth: np.ndarray,
-    test: Verdicts,
-    test_truth: np.ndarray,
-    states: tuple[str, ...],
-    dev_oof: np.ndarray,
-) -> tuple[Head, dict[str, float]]:
-    print(f"\n## 2. Held-out test sample ({len(test_truth)} claims), heads fitted on dev only\n")
+    dev: Labelled, test: Labelled, states: tuple[str, ...], dev_oof: np.ndarray
+) -> tuple[Head, dict[str, Any]]:
+    print(f"\n## 2. Held-out test sample ({len(test.truth)} claims), heads fitted on dev only\n")
     print("| read | threshold | macro-F1 | accuracy | ROC AUC |")
     print("|---|---|---|---|---|")
-    t, d = test_truth.astype(bool), dev_truth.astype(bool)
-    zero_cut = best_threshold(d, dev.zero_shot)
-    zero = test.zero_shot
-    print(
-        f"| zero-shot P(Yes) | {zero_cut:.3f} (best on dev) | {macro_f1(t, zero >= zero_cut):.3f} "
-        f"| {np.mean((zero >= zero_cut) == t):.3f} | {roc_auc(t, zero):.3f} |"
-    )
-    fitted = fitter(dev, dev_truth, states, "dev").fitted()
-    read = predict(fitted.head, test)
-    figures = {}
-    for label, cut in (
-        ("0.5", 0.5),
-        (
-            f"{best_threshold(d, dev_oof):.3f} (best on dev, out of fold)",
-            best_threshold(d, dev_oof),
-        ),
-    ):
-        figures.setdefault("macro_f1", macro_f1(t, read >= cut))
+    t, d = test.truth.astype(bool), dev.truth.astype(bool)
+    zero_cut = best_threshold(d, dev.verdicts.zero_shot)
+    zero = test.verdicts.zero_shot
+    rows = [("zero-shot P(Yes)", f"{zero_cut:.3f} (best on dev)", zero, zero_cut)]
+    fitted = fitter(dev, states, "dev").fitted()
+    read = predict(fitted.head, test.verdicts)
+    name = f"head: {' + '.join(states)} (penalty {fitted.penalty:g})"
+    cut = best_threshold(d, dev_oof)
+    rows += [(name, "0.5", read, 0.5), (name, f"{cut:.3f} (best on dev, out of fold)", read, cut)]
+    for label, threshold, probability, at in rows:
+        predicted = probability >= at
         print(
-            f"| head: {' + '.join(states)} (penalty {fitted.penalty:g}) | {label} | "
-            f"{macro_f1(t, read >= cut):.3f} | {np.mean((read >= cut) == t):.3f} | "
-            f"{roc_auc(t, read):.3f} |"
+            f"| {label} | {threshold} | {macro_f1(t, predicted):.3f} | "
+            f"{np.mean(predicted == t):.3f} | {roc_auc(t, probability):.3f} |"
         )
-    figures.update(
-        {
-            "test_rows": len(t),
-            "test_roc_auc": roc_auc(t, read),
-            "test_macro_f1_at_0.5": macro_f1(t, read >= 0.5),
-            "zero_shot_test_roc_auc": roc_auc(t, zero),
-            "zero_shot_test_macro_f1": macro_f1(t, zero >= zero_cut),
-            "dev_out_of_fold_roc_auc": roc_auc(d, dev_oof),
-        }
-    )
-    figures.pop("macro_f1")
+    figures = {
+        "test_claims": len(t),
+        "test_roc_auc": round(float(roc_auc(t, read) or 0), 3),
+        "test_macro_f1_at_0.5": round(macro_f1(t, read >= 0.5), 3),
+        "zero_shot_test_roc_auc": round(float(roc_auc(t, zero) or 0), 3),
+        "zero_shot_test_macro_f1_at_dev_threshold": round(macro_f1(t, zero >= zero_cut), 3),
+        "dev_grouped_out_of_fold_roc_auc": round(float(roc_auc(d, dev_oof) or 0), 3),
+    }
     return fitted.head, figures
 
 
@@ -232,34 +212,36 @@ def main() -> None:
     args = parser.parse_args()
 
     every = tuple(sorted({name for design in DESIGNS for name in design}))
-    dev, dev_truth = attribution_verdicts(args.dev_run, DEV, every)
-    test, test_truth = attribution_verdicts(args.test_run, TEST, every)
-    oof = designs_table(dev, dev_truth)
+    dev = attribution_verdicts(args.dev_run, DEV, every)
+    test = attribution_verdicts(args.test_run, TEST, every)
+    oof = designs_table(dev)
     if args.states:
         states = tuple(args.states.split(","))
     else:
-        states = max(
-            (d for d in DESIGNS if d),
-            key=lambda d: roc_auc(dev_truth.astype(bool), oof[d]) or 0.0,
-        )
-    head, figures = test_table(dev, dev_truth, test, test_truth, states, oof[states])
+        states = max((d for d in DESIGNS if d), key=lambda d: roc_auc(dev.truth > 0, oof[d]) or 0)
+    head, figures = test_table(dev, test, states, oof[states])
     if args.mtrag_run:
         mtrag_table(args.mtrag_run, head)
     if args.write:
-        both = Verdicts(
-            np.concatenate([dev.zero_shot, test.zero_shot]),
-            {n: np.concatenate([dev.states[n], test.states[n]]) for n in states},
+        both = Labelled(
+            Verdicts(
+                np.concatenate([dev.verdicts.zero_shot, test.verdicts.zero_shot]),
+                {
+                    n: np.concatenate([dev.verdicts.states[n], test.verdicts.states[n]])
+                    for n in states
+                },
+            ),
+            np.concatenate([dev.truth, test.truth]),
+            [*dev.questions, *test.questions],
         )
-        truth = np.concatenate([dev_truth, test_truth])
         learned = (
-            f"AttributionBench (Li et al., 2024; dataset card: Apache-2.0) in-domain dev file "
-            f"({len(dev_truth)} claims) and test sample ({len(test_truth)}), human attribution "
-            "labels; claims shown with their question"
+            "AttributionBench (Li et al., 2024; dataset card: Apache-2.0): its in-domain dev file "
+            f"({len(dev.truth)} claims) and test sample ({len(test.truth)}), human attribution "
+            "labels; each claim shown as the answer to its question"
         )
-        shipped = fitter(both, truth, states, learned).fitted().head
-        shipped = Head(**{**shipped.__dict__, "figures": figures})
+        shipped = fitter(both, states, learned).fitted().head
         heads = Heads(
-            heads={SUPPORTED.name: shipped},
+            heads={SUPPORTED.name: replace(shipped, figures=figures)},
             judge={
                 "name": f"local:{QWEN_CODER_1_5B.name}",
                 "weights_sha256": QWEN_CODER_1_5B.sha256,

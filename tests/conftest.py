@@ -4,10 +4,11 @@ import json
 import math
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-from ragmeter.judges.base import ChatRequest, ChatResponse, TokenLogprobs
+from ragmeter.judges.base import ChatRequest, ChatResponse, TokenLogprobs, pack_state
 from ragmeter.judges.fake import FakeJudge
 
 from .fault_server import prompt_kind
@@ -27,8 +28,9 @@ def prompt_name(request: ChatRequest) -> str:
     return "needed" if kind == "sentence" else kind
 
 
-def yes_no(p_yes: float) -> ChatResponse:
-    """A one-token reply whose alternatives give P(yes) = p_yes, as a local judge returns it."""
+def yes_no(p_yes: float, states: dict[str, list[float]] | None = None) -> ChatResponse:
+    """A one-token reply whose alternatives give P(yes) = p_yes, as a local judge returns it,
+    with the hidden ``states`` it shows (packed as the local judge packs them)."""
     top = {
         "Yes": math.log(p_yes) if p_yes else -100.0,
         "No": math.log(1 - p_yes) if p_yes < 1 else -100.0,
@@ -39,6 +41,7 @@ def yes_no(p_yes: float) -> ChatResponse:
         logprobs=[TokenLogprobs(token=first, logprob=top[first], top=top)],
         prompt_tokens=10,
         completion_tokens=1,
+        states={k: pack_state(np.array(v)) for k, v in states.items()} if states else None,
     )
 
 

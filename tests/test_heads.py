@@ -10,11 +10,13 @@ import pytest
 from ragmeter import evaluate
 from ragmeter.claims import SUPPORTED
 from ragmeter.heads import Head, Heads, HeadsError, WithHeads, heads_for, logit
-from ragmeter.judges.base import ChatRequest, ChatResponse, TokenLogprobs, identity_of, pack_state
+from ragmeter.judges.base import ChatRequest, ChatResponse, identity_of
 from ragmeter.judges.cache import CachedJudge, CallCache
 from ragmeter.judges.fake import FakeJudge
 from ragmeter.judges.registry import resolve_models
 from ragmeter.tuning import Design, Fitter, Verdicts, folds_of, predict
+
+from .conftest import yes_no
 
 SAMPLE = {
     "id": "s1",
@@ -26,19 +28,7 @@ SAMPLE = {
 
 def probe_reply(p_yes: float, state: list[float]) -> ChatResponse:
     """A Yes/No reply as the local judge gives it: the first token's alternatives and a state."""
-    return ChatResponse(
-        text="Yes",
-        logprobs=[
-            TokenLogprobs(
-                token="Yes",
-                logprob=math.log(p_yes),
-                top={"Yes": math.log(p_yes), "No": math.log(1 - p_yes)},
-            )
-        ],
-        prompt_tokens=10,
-        completion_tokens=1,
-        states={"final": pack_state(np.array(state))},
-    )
+    return yes_no(p_yes, {"final": state})
 
 
 class StatesJudge(FakeJudge):
@@ -208,7 +198,9 @@ def test_a_head_beats_the_zero_shot_read_only_where_the_states_know_better():
     def accuracy(rows, predicted):
         return float(((predicted >= 0.5) == truth[rows]).mean())
 
-    fitter = Fitter(design, verdicts, labels=truth.astype(float), score=accuracy)
+    fitter = Fitter(
+        design, verdicts, labels=truth.astype(float), score=accuracy, penalties=(0.01, 0.1, 1.0)
+    )
     out_of_fold = fitter.out_of_fold()
     assert accuracy(np.arange(n), out_of_fold) > 0.9
     assert accuracy(np.arange(n), zero_shot) < 0.75
@@ -234,7 +226,7 @@ def test_a_head_fitted_through_the_mean_tracks_the_samples_ratings():
         means = {g: predicted[groups[rows] == g].mean() for g in set(groups[rows].tolist())}
         return -sum((means[g] - targets[g]) ** 2 for g in means)
 
-    fitter = Fitter(design, verdicts, targets=targets, score=fit_of)
+    fitter = Fitter(design, verdicts, targets=targets, score=fit_of, penalties=(0.01, 0.1, 1.0))
     predicted = fitter.out_of_fold()
     means = np.array([predicted[groups == g].mean() for g in range(60)])
     assert np.corrcoef(means, rating)[0, 1] > 0.9

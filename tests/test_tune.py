@@ -3,18 +3,17 @@ they beat the zero-shot read out of fold."""
 
 import hashlib
 import json
-import math
 import re
 
-import numpy as np
 from typer.testing import CliRunner
 
 from ragmeter import evaluate
 from ragmeter.claims import SUPPORTED
 from ragmeter.cli.main import app
 from ragmeter.heads import Heads
-from ragmeter.judges.base import ChatResponse, TokenLogprobs, pack_state
 from ragmeter.judges.fake import FakeJudge
+
+from .conftest import yes_no
 
 runner = CliRunner()
 STATEMENT = re.compile(r"<statement>\n(.*?)\n</statement>", re.S)
@@ -39,18 +38,8 @@ class KnowingJudge(FakeJudge):
         statement = STATEMENT.search(request.messages[-1].content).group(1)
         p_yes = 0.2 + 0.6 * _noise(statement, "p")
         signal = 1.0 if "right" in statement and self.informative else 0.0
-        state = np.array([signal + 0.1 * _noise(statement, "s"), _noise(statement, "t")])
-        return ChatResponse(
-            text="Yes",
-            logprobs=[
-                TokenLogprobs(
-                    token="Yes",
-                    logprob=math.log(p_yes),
-                    top={"Yes": math.log(p_yes), "No": math.log(1 - p_yes)},
-                )
-            ],
-            states={"l_out-16": pack_state(state)},
-        )
+        state = [signal + 0.1 * _noise(statement, "s"), _noise(statement, "t")]
+        return yes_no(p_yes, {"l_out-16": state})
 
 
 def _samples(n: int = 30):

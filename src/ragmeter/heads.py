@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import resources
@@ -47,6 +48,7 @@ LOGIT_LIMIT = 12.0
 """The zero-shot logit is clipped here: P(Yes) is read from the ten likeliest first tokens, so
 a No outside them gives P(Yes) = 1 and an infinite logit."""
 BUNDLED_FILE = "bundled_heads.json"
+_NUMBER_LIST = re.compile(r"\[\s*((?:-?[\d.e+-]+,?\s*)+)\]")
 
 
 class HeadsError(ValueError):
@@ -200,7 +202,10 @@ class Heads:
         }
 
     def save(self, path: Path | str) -> None:
-        Path(path).write_text(json.dumps(self.to_json(), indent=1) + "\n")
+        """Written for people where it is read by people: indented, each vector on one line."""
+        text = json.dumps(self.to_json(), indent=1)
+        text = _NUMBER_LIST.sub(lambda m: "[" + " ".join(m.group(1).split()) + "]", text)
+        Path(path).write_text(text + "\n")
 
     @classmethod
     def from_json(cls, data: dict[str, Any], source: str) -> Heads:

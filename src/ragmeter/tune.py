@@ -37,7 +37,8 @@ from ragmeter.stats import coefficients, roc_auc
 from ragmeter.tuning import Design, Fitter, Verdicts
 
 DEFAULT_STATES = ("l_out-16",)
-"""The hidden state heads read unless told otherwise (see docs/heads.md for the choice)."""
+"""The hidden state heads read unless told otherwise: the output of the judge's 16th layer, the
+best of those compared on AttributionBench (docs/heads.md)."""
 CLAIM_FIELD = "claim"
 SUPPORTED_FIELD = "supported"
 
@@ -316,7 +317,17 @@ def tune_claims(
 
     learned = f"{len(rows)} labelled faithfulness claims ({source})"
     design = Design(SUPPORTED.name, SUPPORTED.version, tuple(states), learned)
-    fitter = Fitter(design, verdicts, labels=truth.astype(float), score=auc, folds=folds, seed=seed)
+    # A sample's claims share its texts: they share a fold, so no head is read on a text it
+    # learned from.
+    fitter = Fitter(
+        design,
+        verdicts,
+        labels=truth.astype(float),
+        score=auc,
+        folds=folds,
+        seed=seed,
+        together=[pairs[i][0] for i in rows],
+    )
     everything = np.arange(len(rows))
     fitted = fitter.fitted()
     return TunedHead(

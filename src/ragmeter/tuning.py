@@ -25,7 +25,7 @@ import numpy as np
 
 from ragmeter.heads import Head, logit, sigmoid
 
-PENALTIES = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
+PENALTIES = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
 """Candidate L2 penalties on the standardised state weights, per unit of training weight."""
 SCALE_FLOOR = 1e-3
 
@@ -185,10 +185,13 @@ class Fitter:
         penalties: Sequence[float] = PENALTIES,
         folds: int = 5,
         seed: int = 0,
+        together: Sequence[Any] | None = None,
     ) -> None:
         """Per-verdict ``labels`` (0/1, one per verdict), or per-group ``targets`` (0-1 by
         group, with ``verdicts.groups``); ``score(rows, predicted)`` says how good predictions
-        are (higher is better) for the inner choice of penalty."""
+        are (higher is better) for the inner choice of penalty. ``together`` gives each
+        verdict a key; verdicts that share one share a fold (claims about the same references:
+        a head that saw one of them would be read on text it has learned)."""
         if (labels is None) == (targets is None):
             raise ValueError("give labels for the verdicts or targets for their groups")
         if targets is not None and verdicts.groups is None:
@@ -201,8 +204,11 @@ class Fitter:
         self.penalties = tuple(penalties) if design.states else (0.0,)
         self.folds = folds
         self.seed = seed
+        self.together = None if together is None else np.asarray(together, dtype=object)
 
     def _keys(self, rows: np.ndarray) -> list[Any]:
+        if self.together is not None:
+            return list(self.together[rows])
         groups = self.verdicts.groups
         return list(rows) if groups is None or self.targets is None else list(groups[rows])
 

@@ -33,22 +33,34 @@ from ragmeter.judges.llama_engine import DECODER, FINAL_STATE, amx_backend, log_
 from ragmeter.judges.weights import BUNDLED, QWEN_CODER_1_5B, ensure_weights, weights_sha256
 from ragmeter.options import Options
 
-STATES = (FINAL_STATE, "l_out-8", "l_out-12", "l_out-16", "l_out-20", "l_out-24")
-"""The hidden states every Yes/No probe returns with its log-probabilities, for verdict heads.
-They add to a reply without changing it, so they are not part of the judge's identity: the call
-cache serves a stored probe only if it holds them all (see ``CachedJudge``)."""
+STATES = ("l_out-16", FINAL_STATE)
+"""The hidden states every Yes/No probe returns with its log-probabilities by default, for
+verdict heads: the 16th layer's output (of 28), which the shipped heads read, and the final
+state. They add to a reply without changing it, so they are not part of the judge's identity:
+the call cache serves a stored probe only if it holds them all (see ``CachedJudge``)."""
 
 
 class LocalJudgeOptions(Options):
     """Options of the ``local`` judge (``--judge-option NAME=VALUE``)."""
 
-    operational = frozenset({"n_ctx", "n_threads"})
+    # Hidden states add to a reply without changing it: not part of the judge's identity.
+    operational = frozenset({"n_ctx", "n_threads", "states"})
 
     n_ctx: int = Field(8192, ge=256, description="Context window in tokens.")
     n_threads: int | None = Field(
         None, ge=1, description="CPU threads; RAGMETER_THREADS or all cores when unset."
     )
     seed: int = Field(0, description="Sampling seed (replies are greedy unless asked otherwise).")
+    states: str = Field(
+        ",".join(STATES),
+        pattern=r"^((l_out-\d+|result_norm)(,(l_out-\d+|result_norm))*)?$",
+        description="Hidden states each Yes/No verdict keeps, for verdict heads and ragmeter "
+        "tune: l_out-N (layer N's output) or result_norm (the final state), comma-separated.",
+    )
+
+    @property
+    def state_names(self) -> tuple[str, ...]:
+        return tuple(name for name in self.states.split(",") if name)
 
 
 def local_identity(
@@ -84,8 +96,6 @@ def default_threads() -> int:
 class LocalJudge:
     answers_batches = True
     """Probes asked together read their shared prefix once (see ``complete_batch``)."""
-    states = STATES
-    """The hidden states each probe's reply carries."""
 
     def __init__(
         self,
@@ -112,7 +122,7 @@ class LocalJudge:
             self.model_path,
             n_ctx=options.n_ctx,
             n_threads=options.n_threads or default_threads(),
-            states=STATES,
+            states=options.state_names,
         )
         model = self._engine.model
         self._formatter = Jinja2ChatFormatter(
@@ -125,6 +135,11 @@ class LocalJudge:
     @property
     def name(self) -> str:
         return self.identity.name
+
+    @property
+    def states(self) -> tuple[str, ...]:
+        """The hidden states each probe's reply carries."""
+        return self.options.state_names
 
     def complete(self, request: ChatRequest) -> ChatResponse:
         reply = self.complete_batch([request])[0]
