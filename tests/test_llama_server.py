@@ -32,9 +32,7 @@ def test_the_server_scores_every_sample_as_the_in_process_judge_does(
 ):
     # The server returns no hidden states, so the remote judge reads Yes/No zero-shot; the
     # in-process judge is read the same way here rather than through its bundled heads.
-    in_process = evaluate(
-        samples, cache=tmp_path / "local.sqlite", judge_options={"heads": "none"}
-    )
+    in_process = evaluate(samples, cache=tmp_path / "local.sqlite", judge_options={"heads": "none"})
     with served(log=tmp_path / "server.log") as url:
         monkeypatch.setenv("RAGMETER_BASE_URL", url)
         with warnings.catch_warnings(record=True) as caught:
