@@ -36,8 +36,9 @@ class StatesJudge(FakeJudge):
 
     states = ("final",)
 
-    def __init__(self, p_yes: float, state: list[float]) -> None:
-        super().__init__(responder=lambda request: probe_reply(p_yes, state), model="states")
+    def __init__(self, p_yes: float, state: list[float], responder=None) -> None:
+        reply = probe_reply(p_yes, state)
+        super().__init__(responder=responder or (lambda request: reply), model="states")
 
 
 def supported_head(version: str = SUPPORTED.version) -> Head:
@@ -95,12 +96,36 @@ def test_a_head_fitted_on_another_prompt_version_leaves_the_score_unscored(tmp_p
 
 def test_a_head_that_needs_states_the_reply_lacks_is_refused(tmp_path):
     path = heads_file(tmp_path, supported_head())
-    judge = FakeJudge(
-        responder=lambda r: probe_reply(0.5, [0.0, 0.0]).model_copy(update={"states": None}),
-        model="states",
-    )
+    stateless = probe_reply(0.5, [0.0, 0.0]).model_copy(update={"states": None})
+    judge = StatesJudge(0.5, [0.0, 0.0], responder=lambda request: stateless)
     score = faithfulness(judge, tmp_path, path).scores[0]
     assert score.value is None and "does not carry" in score.unscored_reason
+    narrow = StatesJudge(0.5, [0.0, 0.0, 0.0])  # three numbers where the head reads two
+    score = faithfulness(narrow, tmp_path, path).scores[0]
+    assert score.value is None and "reads 2 numbers of final, and the reply carries 3" in (
+        score.unscored_reason
+    )
+
+
+def test_heads_that_read_states_the_judge_does_not_keep_are_refused_before_judging(tmp_path):
+    path = heads_file(tmp_path, supported_head())
+    plain = FakeJudge(responder=lambda r: probe_reply(0.5, [0.0, 0.0]), model="states")
+    with pytest.raises(HeadsError, match="reads the hidden state 'final', which the judge"):
+        resolve_models(plain, cache=False, judge_options={"heads": str(path)})
+
+
+def test_a_heads_file_with_numbers_that_cannot_be_read_is_refused(tmp_path):
+    path = heads_file(tmp_path, supported_head())
+    data = json.loads(path.read_text())
+    data["heads"][SUPPORTED.name]["scale"] = [1.0, 0.0]
+    path.write_text(json.dumps(data))
+    with pytest.raises(HeadsError, match="scale <= 0"):
+        Heads.load(path)
+    data["heads"][SUPPORTED.name]["scale"] = [1.0, 1.0]
+    data["heads"][SUPPORTED.name]["weights"] = [float("nan"), 0.0]
+    path.write_text(json.dumps(data))
+    with pytest.raises(HeadsError, match="not finite"):
+        Heads.load(path)
 
 
 def test_heads_fitted_on_another_judge_are_refused(tmp_path):
@@ -236,3 +261,14 @@ def test_folds_keep_a_samples_verdicts_together():
     folds = folds_of(["a", "a", "b", "c", "c", "d"], 2, seed=0)
     assert folds[0] == folds[1] and folds[3] == folds[4]
     assert set(folds.tolist()) == {0, 1}
+
+
+def test_the_local_judge_refuses_a_layer_it_cannot_read_by_position():
+    from ragmeter.judges.base import JudgeError
+    from ragmeter.judges.llama_engine import _check_layers
+
+    _check_layers(("l_out-0", "l_out-26", "result_norm"), layers=28)
+    # The last layer's output is kept at the output rows only; layer 28 does not exist.
+    for name in ("l_out-27", "l_out-28"):
+        with pytest.raises(JudgeError, match="layers l_out-0 to l_out-26"):
+            _check_layers((name,), layers=28)

@@ -289,6 +289,28 @@ def test_an_answer_without_claims_is_unscored_before_any_check():
     assert judge.history == []
 
 
+def test_a_claim_stands_alone_from_five_words_unless_it_opens_with_yes_or_no():
+    from ragmeter.claims import stands_alone
+
+    assert not stands_alone("Only for adults, weekdays.")  # four words
+    assert stands_alone("Tickets are for adults only.")  # five
+    assert not stands_alone("Yes, the ferry runs on Sundays too.")
+    assert not stands_alone("- No, it closed in the winter of 1990.")
+    assert stands_alone("Nobody lived in the lighthouse after 1990.")  # "No" is not a word here
+    assert stands_alone("Yesterday the ferry ran on time.")
+
+
+def test_the_short_claim_rule_is_part_of_every_claim_checking_metrics_version(monkeypatch):
+    from ragmeter.metrics.claim_metric import ClaimMetric
+    from ragmeter.metrics.faithfulness import Faithfulness
+
+    before = metric_by_name("answer_correctness").version, Faithfulness().version
+    monkeypatch.setattr(ClaimMetric, "rules", ("claim sentences v1", "short claims changed"))
+    monkeypatch.setattr(Faithfulness, "rules", ("short claims changed",))
+    after = metric_by_name("answer_correctness").version, Faithfulness().version
+    assert before[0] != after[0] and before[1] != after[1]
+
+
 def test_a_claim_too_short_to_stand_alone_is_checked_as_the_answer_to_the_question():
     _, explanation, judge = scored("answer_correctness")
     asked = {_checked(r)[0] for r in judge.history}

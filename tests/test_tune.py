@@ -111,8 +111,43 @@ def test_claim_labels_teach_the_head_verdict_by_verdict(tmp_path):
     claims.write_text("\n".join(lines) + "\n")
     result = runner.invoke(app, ["tune", str(out), str(claims), "--out", str(tmp_path / "h.json")])
     assert result.exit_code == 0, result.output
-    assert "ROC AUC" in result.output and "claim labels" in result.output
-    assert (tmp_path / "h.json").is_file()
+    row = next(line for line in result.output.splitlines() if line.startswith("│ faithfulness"))
+    cells = [c.strip() for c in row.strip("│").split("│")]
+    assert cells[2:6] == ["claim labels", "90", "90", "ROC AUC"]
+    # Dimension 0 of the state is 1 + noise / 10 for a right claim and noise / 10 for a wrong
+    # one: out of fold the head ranks every right claim first.
+    assert float(cells[7]) == 1.0 and float(cells[6]) < 0.75
+    head = Heads.load(tmp_path / "h.json").heads[SUPPORTED.name]
+    assert head.figures["out_of_fold"] == 1.0 and head.figures["rows"] == 90
+    assert head.figures["figure"] == "ROC AUC" and head.figures["folds"] == 5
+
+
+def test_claim_labels_of_one_kind_or_labelled_twice_otherwise_are_refused(tmp_path):
+    out, _ = _run(tmp_path, KnowingJudge())
+    claims = tmp_path / "claims.csv"
+    wrong = [f"s{i},Claim {i}-{k} is wrong.,0\n" for i in range(0, 30, 4) for k in range(3)]
+    claims.write_text("id,claim,supported\n" + "".join(wrong))
+    result = runner.invoke(app, ["tune", str(out), str(claims)])
+    assert result.exit_code == 2
+    assert "a head needs claims of both kinds" in result.output
+    claims.write_text("id,claim,supported\ns1,Claim 1-0 is right.,1\ns1,Claim 1-0 is right.,0\n")
+    result = runner.invoke(app, ["tune", str(out), str(claims)])
+    assert result.exit_code == 2
+    assert "row 3, field 'supported': the claim is labelled otherwise in row 2" in result.output
+
+
+def test_a_run_without_states_fits_nothing_and_says_why(tmp_path):
+    class Remote(KnowingJudge):
+        states = ()
+
+        def _reply(self, request):
+            return super()._reply(request).model_copy(update={"states": None})
+
+    out, labels = _run(tmp_path, Remote())
+    result = runner.invoke(app, ["tune", str(out), str(labels), "--scale", "faithfulness=1-4"])
+    assert result.exit_code == 2, result.output
+    assert "30 sample(s) left out, verdicts without the hidden states l_out-16" in result.output
+    assert "no head could be fitted" in result.output
 
 
 def test_bad_label_rows_are_named(tmp_path):

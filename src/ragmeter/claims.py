@@ -192,14 +192,20 @@ ShortClaims = Literal["with_question", "as_they_stand"]
 STANDS_ALONE_WORDS = 5
 """A claim of fewer words is read as the answer to its question: "3 euros.", "Only for adults."
 and a list's bare item say nothing checkable alone."""
-SHORT_CLAIM_RULE = f"short claims: under {STANDS_ALONE_WORDS} words or opening with yes/no (1)"
-"""What ``stands_alone`` decides, in words, for keys that hold the checks' rules."""
 _YES_OR_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
 
 
 def answering(question: str, claim: str) -> str:
     """The claim said as the answer to ``question``, which it needs to be read."""
     return f"In answer to the question '{question}': {claim}"
+
+
+SHORT_CLAIM_RULE = (
+    f"short claims: under {STANDS_ALONE_WORDS} words or matching {_YES_OR_NO.pattern}, "
+    f"checked as {answering('QUESTION', 'CLAIM')}"
+)
+"""What ``stands_alone`` decides and how ``as_checked`` words it, for the keys of everything
+that checks claims: a change to either is a change of their results."""
 
 
 def stands_alone(claim: str) -> bool:

@@ -40,6 +40,7 @@ from ragmeter.judges.base import (
     Wrapper,
     complete_each,
     identity_of,
+    states_of,
     unpack_state,
 )
 
@@ -87,6 +88,11 @@ class Head:
         if not self.states:
             return np.zeros(0)
         raw = np.concatenate([states[name] for name in self.states])
+        if len(raw) != len(self.center):
+            raise HeadsError(
+                f"the head for {self.prompt!r} reads {len(self.center)} numbers of "
+                f"{'+'.join(self.states)}, and the reply carries {len(raw)}"
+            )
         return (raw - self.center) / self.scale
 
     def logit(self, zero_shot_logit: float | np.ndarray, features: np.ndarray) -> Any:
@@ -124,6 +130,11 @@ class Head:
         sizes = {len(head.center), len(head.scale), len(head.weights)}
         if len(sizes) != 1 or (head.states and not len(head.weights)):
             raise HeadsError(f"head {head.prompt!r}: center, scale and weights differ in length")
+        numbers = np.concatenate(
+            [head.center, head.scale, head.weights, [head.zero_shot_weight, head.bias]]
+        )
+        if not np.isfinite(numbers).all() or (head.scale <= 0).any():
+            raise HeadsError(f"head {head.prompt!r}: a number that is not finite, or a scale <= 0")
         return head
 
 
@@ -225,12 +236,14 @@ class Heads:
             raise HeadsError(f"cannot read heads from {path}: {exc}") from None
         return cls.from_json(data, str(path))
 
-    def check_judge(self, identity_settings: dict[str, Any], name: str) -> None:
-        """Refuse heads fitted on another judge: states from other weights mean nothing to
-        them, and a calibration of another judge's P(Yes) miscalibrates this one's."""
+    def check_judge(self, judge: Judge) -> None:
+        """Refuse heads fitted on another judge (states from other weights mean nothing to
+        them, and a calibration of another judge's P(Yes) miscalibrates this one's), and heads
+        that read states the judge does not keep."""
+        name = judge.name
         fitted = self.judge.get("weights_sha256")
         if fitted is not None:
-            if identity_settings.get("weights_sha256") != fitted:
+            if identity_of(judge).settings.get("weights_sha256") != fitted:
                 raise HeadsError(
                     f"the heads in {self.source} were fitted on the states of weights "
                     f"{fitted[:12]}..., not on the judge {name}'s"
@@ -240,6 +253,15 @@ class Heads:
                 f"the heads in {self.source} were fitted on the judge {self.judge.get('name')}, "
                 f"not on {name}"
             )
+        kept = states_of(judge)
+        for head in self.heads.values():
+            missing = [state for state in head.states if state not in kept]
+            if missing:
+                raise HeadsError(
+                    f"the head for {head.prompt!r} reads the hidden state {missing[0]!r}, which "
+                    f"the judge {name} does not keep (the local judge keeps those its 'states' "
+                    "option names)"
+                )
 
 
 def bundled_heads() -> Heads:
@@ -260,7 +282,7 @@ class WithHeads(Wrapper):
 
     def __init__(self, inner: Judge, heads: Heads) -> None:
         super().__init__(inner)
-        heads.check_judge(identity_of(inner).settings, inner.name)
+        heads.check_judge(inner)
         self._heads = heads
 
     @property

@@ -19,7 +19,7 @@ and read on the fold held out; the zero-shot read is shown beside it on the same
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,9 @@ DEFAULT_STATES = ("l_out-16",)
 best of those compared on AttributionBench (docs/heads.md)."""
 CLAIM_FIELD = "claim"
 SUPPORTED_FIELD = "supported"
+MIN_GAIN = 0.01
+"""How much a head must beat the zero-shot read out of fold to be written: a smaller gain is
+within what another draw of the folds moves the figures by."""
 
 
 @dataclass(frozen=True)
@@ -105,30 +108,39 @@ def gather(
     rows: dict[str, list[np.ndarray]] = {name: [] for name in states}
     samples: list[str] = []
     claims: list[str] = []
-    notes: list[str] = []
+    left_out: dict[str, list[str]] = {}
     for score in scores:
         exchanges = _verdicts(score, prompt)
         if not exchanges:
             continue
         texts = claims_of(score) or [""] * len(exchanges)
         if len(texts) != len(exchanges):
-            notes.append(f"{score.sample_id}: its verdicts and claims differ in number; left out")
-            continue
-        lacking = [e for e in exchanges if not set(states) <= set(e.states or ())]
-        if lacking:
-            notes.append(
-                f"{score.sample_id}: {len(lacking)} verdict(s) without the hidden states "
-                f"{', '.join(states)} (a judge that does not show them); left out"
+            reason = "their verdicts and claims differ in number"
+        elif any(not set(states) <= set(e.states or ()) for e in exchanges):
+            reason = (
+                f"verdicts without the hidden states {', '.join(states)} (a judge that does "
+                "not show them)"
             )
+        elif any(zero_shot_of(e) is None for e in exchanges):
+            reason = "a verdict without its zero-shot read"
+        else:
+            reason = ""
+        if reason:
+            left_out.setdefault(reason, []).append(score.sample_id)
             continue
         for exchange, text in zip(exchanges, texts, strict=True):
-            zero_shot.append(float(zero_shot_of(exchange) or 0.0))
+            zero_shot.append(float(zero_shot_of(exchange)))  # type: ignore[arg-type]
             for name in states:
                 rows[name].append(unpack_state(exchange.states[name]))  # type: ignore[index]
             samples.append(score.sample_id)
             claims.append(text)
     matrices = {name: np.array(vectors) for name, vectors in rows.items()}
     verdicts = Verdicts(np.array(zero_shot), matrices, np.array(samples, dtype=object))
+    notes = [
+        f"{len(keys)} sample(s) left out, {reason}: {', '.join(keys[:3])}"
+        + (", ..." if len(keys) > 3 else "")
+        for reason, keys in left_out.items()
+    ]
     return Material(verdicts, samples, claims), notes
 
 
@@ -164,7 +176,18 @@ class TunedHead:
 
     @property
     def kept(self) -> bool:
-        return self.fitted is not None and self.gain is not None and self.gain > 0
+        return self.fitted is not None and self.gain is not None and self.gain >= MIN_GAIN
+
+    def figures(self, folds: int, seed: int) -> dict[str, Any]:
+        """What the written head records of how it was measured."""
+        return {
+            "figure": self.figure,
+            "out_of_fold": self.head,
+            "zero_shot": self.zero_shot,
+            "rows": self.rows,
+            "folds": folds,
+            "seed": seed,
+        }
 
 
 @dataclass
@@ -175,8 +198,13 @@ class TuneReport:
     seed: int
 
     def written(self, judge: dict[str, Any], source: str) -> Heads | None:
-        """The heads that beat the zero-shot read, as one set; None when none does."""
-        kept = {h.prompt: h.fitted for h in self.heads if h.kept and h.fitted is not None}
+        """The heads that beat the zero-shot read, as one set, each with its figures; None
+        when none does."""
+        kept = {
+            h.prompt: replace(h.fitted, figures=h.figures(self.folds, self.seed))
+            for h in self.heads
+            if h.kept and h.fitted is not None
+        }
         return Heads(heads=kept, judge=judge, source=source) if kept else None
 
 
@@ -228,10 +256,14 @@ def tune_ratings(
     groups = verdicts.groups
     assert groups is not None
 
-    def agreement(rows: np.ndarray, predicted: np.ndarray) -> float:
+    def agreement(rows: np.ndarray, predicted: np.ndarray) -> float | None:
         means = _means(groups[rows], predicted)
         keys = list(means)
-        found = _spearman(np.array([means[k] for k in keys]), np.array([targets[k] for k in keys]))
+        return _spearman(np.array([means[k] for k in keys]), np.array([targets[k] for k in keys]))
+
+    def choosing(rows: np.ndarray, predicted: np.ndarray) -> float:
+        """For choosing a penalty: a fold without a defined correlation counts as the worst."""
+        found = agreement(rows, predicted)
         return -1.0 if found is None else found
 
     design = Design(
@@ -240,7 +272,7 @@ def tune_ratings(
         tuple(states),
         f"{metric} ratings of {len(set(material.samples))} samples ({source})",
     )
-    fitter = Fitter(design, verdicts, targets=targets, score=agreement, folds=folds, seed=seed)
+    fitter = Fitter(design, verdicts, targets=targets, score=choosing, folds=folds, seed=seed)
     everything = np.arange(len(verdicts))
     zero_shot = agreement(everything, verdicts.zero_shot)
     head = agreement(everything, fitter.out_of_fold())
@@ -263,6 +295,7 @@ def read_claim_labels(path: Path, result: Result) -> dict[tuple[str, str], bool]
     """(sample id, claim) -> supported, from a file of claim labels; every bad row is named."""
     known = {s.key for s in result.samples}
     labels: dict[tuple[str, str], bool] = {}
+    first_row: dict[tuple[str, str], int] = {}
     problems: list[str] = []
     for number, row in read_rows(path):
         key = str(row.get(ID_FIELD) or "").strip()
@@ -274,8 +307,14 @@ def read_claim_labels(path: Path, result: Result) -> dict[tuple[str, str], bool]
             problems.append(f"row {number}, field {CLAIM_FIELD!r}: missing")
         elif value not in ("1", "0", "true", "false", "1.0", "0.0"):
             problems.append(f"row {number}, field {SUPPORTED_FIELD!r}: {value!r} is not 1 or 0")
+        elif (key, claim) in labels and labels[(key, claim)] != (value in ("1", "true", "1.0")):
+            problems.append(
+                f"row {number}, field {SUPPORTED_FIELD!r}: the claim is labelled otherwise in "
+                f"row {first_row[(key, claim)]}"
+            )
         else:
             labels[(key, claim)] = value in ("1", "true", "1.0")
+            first_row.setdefault((key, claim), number)
     if problems:
         raise LabelsError(
             f"{path}: "
@@ -311,9 +350,16 @@ def tune_claims(
         return None, [*notes, f"{len(rows)} labelled claims found; {2 * folds} are needed"]
     verdicts = material.verdicts.rows(rows)
     truth = np.array([labels[pairs[i]] for i in rows])
+    if truth.all() or not truth.any():
+        raise LabelsError(
+            f"every labelled claim found in the run is {'supported' if truth.all() else 'not'}"
+            ": a head needs claims of both kinds"
+        )
 
     def auc(rows_: np.ndarray, predicted: np.ndarray) -> float:
-        return roc_auc(truth[rows_], predicted) or 0.5
+        """For choosing a penalty: a fold of one kind of claim tells nothing (0.5)."""
+        found = roc_auc(truth[rows_], predicted)
+        return 0.5 if found is None else found
 
     learned = f"{len(rows)} labelled faithfulness claims ({source})"
     design = Design(SUPPORTED.name, SUPPORTED.version, tuple(states), learned)

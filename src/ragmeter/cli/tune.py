@@ -1,6 +1,7 @@
 """``ragmeter tune RUN LABELS``: verdict heads fitted on a team's labels, written only where they
-beat the zero-shot read out of fold. Exit status: 0 heads written, 1 no head beat the zero-shot
-read (nothing written), 2 bad input (a labels row is named with its field)."""
+beat the zero-shot read out of fold (by ``tune.MIN_GAIN`` at least). Exit status: 0 heads written,
+1 no head beat the zero-shot read (nothing written), 2 bad input (a labels row is named with its
+field) or labels from which no head could be fitted."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ragmeter.cli.calibrate import evaluation
 from ragmeter.cli.common import LabelScales, print_warning, user_errors, wide_console
 from ragmeter.heads import HEADS_OPTION
 from ragmeter.labels import parse_scales
-from ragmeter.tune import DEFAULT_STATES, TuneReport, tune
+from ragmeter.tune import DEFAULT_STATES, MIN_GAIN, TuneReport, tune
 from ragmeter.viewer import open_run
 from ragmeter.viewer.views import fmt
 
@@ -62,6 +63,9 @@ def tune_command(
             seed=seed,
         )
     print_tuning(console, report)
+    if not report.heads:
+        console.print("no head could be fitted from these labels (see above)", highlight=False)
+        raise typer.Exit(2)
     target = out or run / HEADS_FILE
     judge = result.run.models.get("judge")
     fitted_on = {"name": result.run.judge}
@@ -73,7 +77,9 @@ def tune_command(
         raise typer.Exit(1)
     heads.save(target)
     console.print(
-        f"written to {target}; judge with it: --judge-option {HEADS_OPTION}={target}",
+        f"written to {target}; judge with it: --judge-option {HEADS_OPTION}={target} (a head "
+        "reads every verdict of its prompt, in every metric that asks it: "
+        f"{', '.join(sorted(heads.heads))})",
         soft_wrap=True,
         highlight=False,
     )
@@ -104,7 +110,8 @@ def print_tuning(console: Console, report: TuneReport) -> None:
     for head in report.heads:
         if not head.kept and head.gain is not None:
             console.print(
-                f"{head.metric}: the head does not beat the zero-shot read out of fold "
+                f"{head.metric}: the head does not beat the zero-shot read out of fold by "
+                f"{MIN_GAIN} "
                 f"({head.figure} {head.head:.3f} against {head.zero_shot:.3f}, by "
                 f"{head.gain:+.3f}); not written",
                 highlight=False,

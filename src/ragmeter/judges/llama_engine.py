@@ -87,9 +87,11 @@ class _StateTap:
             self.found[name.decode()] = data.copy()
         return True
 
-    def rows(self, width: int, batch_rows: Sequence[int]) -> list[dict[str, np.ndarray]]:
-        """Each output position's states, from what the last decode left: a layer's output
-        holds a row per token of the batch, the final state a row per output."""
+    def rows(
+        self, width: int, tokens: int, batch_rows: Sequence[int]
+    ) -> list[dict[str, np.ndarray]]:
+        """Each output position's states, from what the last decode of ``tokens`` tokens left:
+        a layer's output holds a row per token of the batch, the final state a row per output."""
         found, self.found = self.found, {}
         out: list[dict[str, np.ndarray]] = [{} for _ in batch_rows]
         for name in self.names:
@@ -97,9 +99,13 @@ class _StateTap:
                 raise JudgeError(f"llama.cpp computed no hidden state named {name!r}")
             table = found[name].reshape(-1, width)
             final = name == FINAL_STATE
-            if final and len(table) != len(batch_rows):
-                # More than one micro-batch: the rows of the last would be read as the batch's.
-                raise JudgeError(f"{name!r} came in {len(table)} rows for {len(batch_rows)}")
+            if len(table) != (len(batch_rows) if final else tokens):
+                # More than one micro-batch, or a layer trimmed to the output rows: a row read
+                # by its place in the batch would be another token's state.
+                raise JudgeError(
+                    f"{name!r} came in {len(table)} rows for a batch of {tokens} tokens "
+                    f"with {len(batch_rows)} outputs"
+                )
             for n, row in enumerate(batch_rows):
                 out[n][name] = table[n if final else row].copy()
         return out
@@ -132,6 +138,18 @@ class Generated:
     """The log-softmax over the vocabulary before each emitted token (only if asked)."""
     finish_reason: str
     read: int
+
+
+def _check_layers(states: Sequence[str], layers: int) -> None:
+    """Refuse a layer the model lacks, or its last: llama.cpp keeps the last layer's output
+    only at the output rows, so it cannot be read by a token's place in the batch (its
+    normalized form is ``result_norm``)."""
+    for name in states:
+        if name != FINAL_STATE and not 0 <= int(name.removeprefix("l_out-")) < layers - 1:
+            raise JudgeError(
+                f"hidden state {name!r}: this model has layers l_out-0 to l_out-{layers - 2} "
+                f"to read (and {FINAL_STATE})"
+            )
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -282,6 +300,7 @@ class LlamaEngine:
         context.n_threads = context.n_threads_batch = n_threads
         context.kv_unified = True
         context.no_perf = True
+        _check_layers(states, native.llama_model_n_layer(self.model.model))
         self._tap = _StateTap(states) if states else None
         if self._tap is not None:
             context.cb_eval = self._tap.callback
@@ -526,7 +545,7 @@ class LlamaEngine:
                 pointer = native.llama_get_logits_ith(self._ctx, i)
                 rows.append(np.ctypeslib.as_array(pointer, shape=(self.n_vocab,)).copy())
             if tap is not None and states is not None:
-                states += tap.rows(self.width, wanted)
+                states += tap.rows(self.width, len(chunk), wanted)
         return rows
 
     def _evict(self, protect: _Slot) -> bool:

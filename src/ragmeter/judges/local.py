@@ -29,15 +29,16 @@ from ragmeter.judges.base import (
     is_probe,
     pack_state,
 )
-from ragmeter.judges.llama_engine import DECODER, FINAL_STATE, amx_backend, log_softmax
+from ragmeter.judges.llama_engine import DECODER, amx_backend, log_softmax
 from ragmeter.judges.weights import BUNDLED, QWEN_CODER_1_5B, ensure_weights, weights_sha256
 from ragmeter.options import Options
 
-STATES = ("l_out-16", FINAL_STATE)
+STATES = ("l_out-16",)
 """The hidden states every Yes/No probe returns with its log-probabilities by default, for
-verdict heads: the 16th layer's output (of 28), which the shipped heads read, and the final
-state. They add to a reply without changing it, so they are not part of the judge's identity:
-the call cache serves a stored probe only if it holds them all (see ``CachedJudge``)."""
+verdict heads: the 16th layer's output (of 28), which the shipped heads and ``tune`` read. Each
+adds about 4 KB to a cached probe; ``states=`` keeps others (``FINAL_STATE``, another layer).
+They add to a reply without changing it, so they are not part of the judge's identity: the call
+cache serves a stored probe only if it holds them all (see ``CachedJudge``)."""
 
 
 class LocalJudgeOptions(Options):

@@ -31,6 +31,9 @@ class Metric(ABC):
     """The metric's options; the constructor takes them as keyword arguments."""
     higher_is_better: ClassVar[bool] = True
     """False for a share of faults (hallucination): a comparison counts a fall as better."""
+    rules: ClassVar[tuple[str, ...]] = ()
+    """The rules in code (not a prompt or an option) that decide the output, each in words
+    that change whenever the rule does (``claims.CLAIM_RULES``, ...): part of ``version``."""
 
     def __init__(self, **options: Any) -> None:
         self.options = self.options_model.parse(options, f"the metric {self.name}")
@@ -55,9 +58,8 @@ class Metric(ABC):
     @property
     def version(self) -> str:
         """Identifies everything that determines this metric's output besides the models."""
-        material = json.dumps(
-            [self.name, self.config(), [p.version for p in self.prompts]], sort_keys=True
-        )
+        parts = [self.name, self.config(), [p.version for p in self.prompts]]
+        material = json.dumps([*parts, list(self.rules)] if self.rules else parts, sort_keys=True)
         return hashlib.sha256(material.encode()).hexdigest()[:12]
 
     def score(self, sample: Sample, session: JudgeSession) -> Score:

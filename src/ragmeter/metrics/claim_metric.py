@@ -9,8 +9,6 @@ ask the same checks, which the call cache then answers once.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from abc import abstractmethod
 from typing import Any, ClassVar
 
@@ -19,6 +17,7 @@ from pydantic import Field
 
 from ragmeter.claims import (
     CLAIM_RULES,
+    SHORT_CLAIM_RULE,
     ClaimSource,
     ClaimTable,
     Part,
@@ -63,16 +62,11 @@ class ClaimMetric(Metric):
     options: ClaimOptions
     parts: ClassVar[tuple[Part, ...]]
     """The blocks of the table the metric reads."""
+    rules = (CLAIM_RULES, SHORT_CLAIM_RULE)
 
     @property
     def prompts(self) -> list[Any]:
         return claim_prompts(self.options.claims)
-
-    @property
-    def version(self) -> str:
-        """The base version with the claim rules, which are code, not a prompt or an option."""
-        material = json.dumps([super().version, CLAIM_RULES])
-        return hashlib.sha256(material.encode()).hexdigest()[:12]
 
     @property
     def uses_answer(self) -> bool:

@@ -33,6 +33,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ragmeter.claims import (
+    SHORT_CLAIM_RULE,
     STATEMENTS,
     SUPPORTED,
     ShortClaims,
@@ -134,6 +135,7 @@ class Faithfulness(Metric):
     name = "faithfulness"
     options_model = FaithfulnessOptions
     options: FaithfulnessOptions
+    rules = (SHORT_CLAIM_RULE,)
 
     @property
     def prompts(self) -> list[Any]:
