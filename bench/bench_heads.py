@@ -21,9 +21,10 @@ so nothing here asks the model. What it prints:
    zero-shot read at the threshold best on the dev file, as ``meta attribution --calibrate``
    picks it.
 3. With ``--mtrag-run`` (a ``meta mtrag`` run with ``faithfulness``): faithfulness's Spearman
-   correlation with people's ratings of 180 answers, zero-shot, read by the head fitted on
-   AttributionBench (data it never saw), and by heads fitted on MTRAG's own ratings through the
-   mean (5-fold, each fold read by a head fitted on the other four).
+   correlation with people's ratings of 180 answers, zero-shot, read by the heads fitted on
+   AttributionBench (data they never saw: the dev file's, and the shipped one), and by heads
+   fitted on MTRAG's own ratings through the mean (5-fold, a conversation's answers in one
+   fold, each fold read by a head fitted on the other four).
 4. ``--write FILE``: the shipped head, the chosen design fitted on the dev file and the test
    sample together (after the test figures above are measured), with its figures.
 """
@@ -158,7 +159,7 @@ def test_table(
     return fitted.head, figures
 
 
-def mtrag_table(run: Path, head: Head) -> None:
+def mtrag_table(run: Path, head: Head, shipped: Head) -> None:
     rows = {row.sample.key: row for row in load_mtrag(MTRAG)}
     scores = [s for s in read_scores(run)[0] if s.metric == "faithfulness" and s.scored]
     material, notes = gather(scores, SUPPORTED, head.states, lambda _: None)
@@ -180,7 +181,11 @@ def mtrag_table(run: Path, head: Head) -> None:
     print("| read | Spearman [95 % CI] |")
     print("|---|---|")
     print(f"| zero-shot | {spearman(verdicts.zero_shot)} |")
-    print(f"| head fitted on AttributionBench | {spearman(predict(head, verdicts))} |")
+    print(f"| head fitted on AttributionBench's dev file | {spearman(predict(head, verdicts))} |")
+    print(
+        "| the shipped head (AttributionBench's dev file and test sample) | "
+        f"{spearman(predict(shipped, verdicts))} |"
+    )
     targets = {k: (ratings[k] - 1) / 3 for k in keys}
     chosen = np.isin(groups, keys)
     sub = verdicts.rows(np.flatnonzero(chosen))
@@ -194,11 +199,16 @@ def mtrag_table(run: Path, head: Head) -> None:
         return -1.0 if found is None else found.value
 
     design = Design(SUPPORTED.name, SUPPORTED.version, head.states, "MTRAG ratings")
-    oof = Fitter(design, sub, targets=targets, score=agreement).out_of_fold()
+    # The answers of one conversation share its passages: they share a fold.
+    conversations = [key.split("<::>")[0] for key in sub_groups]
+    oof = Fitter(
+        design, sub, targets=targets, score=agreement, together=conversations
+    ).out_of_fold()
     full = np.full(len(verdicts), np.nan)
     full[chosen] = oof
     print(
-        f"| head fitted on MTRAG ratings through the mean, 5-fold out of fold | {spearman(full)} |"
+        "| head fitted on MTRAG ratings through the mean, 5-fold out of fold (a conversation's "
+        f"answers in one fold) | {spearman(full)} |"
     )
 
 
@@ -222,26 +232,23 @@ def main() -> None:
     else:
         states = max((d for d in DESIGNS if d), key=lambda d: roc_auc(dev.truth > 0, oof[d]) or 0)
     head, figures = test_table(dev, test, states, oof[states])
+    both = Labelled(
+        Verdicts(
+            np.concatenate([dev.verdicts.zero_shot, test.verdicts.zero_shot]),
+            {n: np.concatenate([dev.verdicts.states[n], test.verdicts.states[n]]) for n in states},
+        ),
+        np.concatenate([dev.truth, test.truth]),
+        [*dev.questions, *test.questions],
+    )
+    learned = (
+        "AttributionBench (Li et al., 2024; dataset card: Apache-2.0): its in-domain dev file "
+        f"({len(dev.truth)} claims) and test sample ({len(test.truth)}), human attribution "
+        "labels; each claim shown as the answer to its question"
+    )
+    shipped = fitter(both, states, learned).fitted().head
     if args.mtrag_run:
-        mtrag_table(args.mtrag_run, head)
+        mtrag_table(args.mtrag_run, head, shipped)
     if args.write:
-        both = Labelled(
-            Verdicts(
-                np.concatenate([dev.verdicts.zero_shot, test.verdicts.zero_shot]),
-                {
-                    n: np.concatenate([dev.verdicts.states[n], test.verdicts.states[n]])
-                    for n in states
-                },
-            ),
-            np.concatenate([dev.truth, test.truth]),
-            [*dev.questions, *test.questions],
-        )
-        learned = (
-            "AttributionBench (Li et al., 2024; dataset card: Apache-2.0): its in-domain dev file "
-            f"({len(dev.truth)} claims) and test sample ({len(test.truth)}), human attribution "
-            "labels; each claim shown as the answer to its question"
-        )
-        shipped = fitter(both, states, learned).fitted().head
         heads = Heads(
             heads={SUPPORTED.name: replace(shipped, figures=figures)},
             judge={
