@@ -272,3 +272,20 @@ def test_the_local_judge_refuses_a_layer_it_cannot_read_by_position():
     for name in ("l_out-27", "l_out-28"):
         with pytest.raises(JudgeError, match="layers l_out-0 to l_out-26"):
             _check_layers((name,), layers=28)
+
+
+def test_a_judge_resolved_once_keeps_its_read_when_resolved_again(tmp_path):
+    path = heads_file(tmp_path, supported_head())
+    read, _ = resolve_models(
+        StatesJudge(0.5, [2.0, 5.0]), cache=False, judge_options={"heads": str(path)}
+    )
+    again, _ = resolve_models(read, cache=False, needs_embedder=False)
+    assert again is read  # not wrapped a second time
+    plain = StatesJudge(0.5, [2.0, 5.0])
+    zero_shot, _ = resolve_models(plain, cache=False, needs_embedder=False)
+    assert zero_shot is plain  # a Judge object is read as it comes: zero-shot here
+    # What meta ragchecker --pairwise does: the judge opened with its options, then evaluated.
+    score = evaluate([SAMPLE], ["faithfulness"], judge=read, cache=False).scores[0]
+    assert score.value == pytest.approx(1 / (1 + math.exp(-2.0)), abs=1e-3)
+    score = evaluate([SAMPLE], ["faithfulness"], judge=zero_shot, cache=False).scores[0]
+    assert score.value == pytest.approx(0.5)

@@ -68,7 +68,9 @@ def resolve_models(
             cached calls cost nothing).
     """
     judge_options = dict(judge_options or {})
-    heads = judge_options.pop(HEADS_OPTION, None)
+    # A judge named by a spec gets the default heads; a Judge object is read as it comes, with
+    # the heads it was resolved with (if any): resolving it again must not change how it reads.
+    heads = judge_options.pop(HEADS_OPTION, None if isinstance(judge, str) else "none")
     if judge_options and not isinstance(judge, str):
         raise ValueError("judge options apply to a judge named by a spec, not to a Judge object")
     if embedder_options and not isinstance(embedder, str | None):
