@@ -45,7 +45,7 @@ from ragmeter.judges.weights import QWEN_CODER_1_5B
 from ragmeter.meta.attribution import load_attribution
 from ragmeter.meta.mtrag import load_mtrag
 from ragmeter.score import Score
-from ragmeter.stats import correlation, roc_auc
+from ragmeter.stats import correlation, macro_f1, roc_auc
 from ragmeter.store import stored_payloads
 from ragmeter.tune import gather
 from ragmeter.tuning import Design, Fitter, Verdicts, predict
@@ -79,15 +79,6 @@ def attribution_verdicts(run: Path, data: Path, states: tuple[str, ...]) -> Labe
         print("note:", note)
     truth = np.array([claims[key].label for key in material.samples], dtype=float)
     return Labelled(material.verdicts, truth, [claims[key].question for key in material.samples])
-
-
-def macro_f1(truth: np.ndarray, predicted: np.ndarray) -> float:
-    def f1(t: np.ndarray, p: np.ndarray) -> float:
-        tp, fp, fn = np.sum(t & p), np.sum(~t & p), np.sum(t & ~p)
-        return float(2 * tp / (2 * tp + fp + fn)) if tp + fp + fn else 0.0
-
-    t, p = truth.astype(bool), predicted.astype(bool)
-    return (f1(t, p) + f1(~t, ~p)) / 2
 
 
 def best_threshold(truth: np.ndarray, probability: np.ndarray) -> float:

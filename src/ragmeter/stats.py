@@ -131,6 +131,20 @@ def percentile_interval(
     return low, high
 
 
+def f1(truth: np.ndarray, predicted: np.ndarray) -> float:
+    """F1 of the positive class between two boolean arrays (0 when neither has a positive)."""
+    tp = float(np.sum(truth & predicted))
+    fp = float(np.sum(~truth & predicted))
+    fn = float(np.sum(truth & ~predicted))
+    return 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0
+
+
+def macro_f1(truth: np.ndarray, predicted: np.ndarray) -> float:
+    """The mean of both classes' F1."""
+    truth, predicted = truth.astype(bool), predicted.astype(bool)
+    return (f1(truth, predicted) + f1(~truth, ~predicted)) / 2
+
+
 def roc_auc(truth: np.ndarray, scores: np.ndarray) -> float | None:
     """Probability that a supported claim outscores an unsupported one (ties count half)."""
     positive, negative = scores[truth], scores[~truth]

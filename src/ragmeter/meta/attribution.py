@@ -25,7 +25,7 @@ from ragmeter.cluster import (
 from ragmeter.judges import Judge, identity_of
 from ragmeter.score import Score
 from ragmeter.session import JudgeSession, measured
-from ragmeter.stats import roc_auc
+from ragmeter.stats import f1, macro_f1, roc_auc
 from ragmeter.store import ScoreStore
 
 MAX_REFERENCE_CHARS = 6000
@@ -205,13 +205,6 @@ class Classification(BaseModel):
     roc_auc: float | None
 
 
-def _f1(truth: np.ndarray, predicted: np.ndarray) -> float:
-    tp = float(np.sum(truth & predicted))
-    fp = float(np.sum(~truth & predicted))
-    fn = float(np.sum(truth & ~predicted))
-    return 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0
-
-
 def classify(verdicts: Sequence[Verdict], threshold: float = 0.5) -> Classification:
     """Accuracy and macro-F1 at ``threshold``. An unscored claim is counted as a wrong answer,
     so failures lower the figures instead of leaving the sample."""
@@ -224,9 +217,9 @@ def classify(verdicts: Sequence[Verdict], threshold: float = 0.5) -> Classificat
         rows=len(verdicts),
         unscored=int((~scored).sum()),
         accuracy=float((predicted == truth).mean()) if len(truth) else 0.0,
-        macro_f1=(_f1(truth, predicted) + _f1(~truth, ~predicted)) / 2,
-        f1_supported=_f1(truth, predicted),
-        f1_unsupported=_f1(~truth, ~predicted),
+        macro_f1=macro_f1(truth, predicted),
+        f1_supported=f1(truth, predicted),
+        f1_unsupported=f1(~truth, ~predicted),
         roc_auc=roc_auc(truth[scored], probability[scored]),
     )
 
