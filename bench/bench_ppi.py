@@ -6,7 +6,7 @@
 
 On each human-rated dev set, ``n`` samples are drawn as the "rated" ones ``--rounds`` times;
 every other sample is judged only. Each draw gives the PPI++ 95 % interval of the people's mean
-(``ragmeter.calibration.human_mean``, what ``calibrate`` prints) and the ratings-only interval.
+(``ragmeter.heads.ppi.human_mean``, what ``calibrate`` prints) and the ratings-only interval.
 Reported per set, judge and ``n``: how often each interval covers the mean of all the people's
 ratings, and the PPI width over the ratings-only width (mean over draws).
 
@@ -47,8 +47,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ragmeter.calibration import human_mean
-from ragmeter.labels import Scale
+from ragmeter.heads.ppi import human_mean
+from ragmeter.heads.ratings import Scale
 from ragmeter.meta.ragchecker import FIGURES, load_ragchecker
 from ragmeter.score import Score
 from ragmeter.text import WORD

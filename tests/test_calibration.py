@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ragmeter import evaluate
-from ragmeter.calibration import (
+from ragmeter.cli.main import app
+from ragmeter.heads.ppi import (
     calibrate,
     cross_fit,
     human_mean,
@@ -24,9 +25,8 @@ from ragmeter.calibration import (
     ppi_mean,
     t_quantile,
 )
-from ragmeter.cli.main import app
+from ragmeter.heads.ratings import LabelsError, Scale, parse_scale, parse_scales, read_labels
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
-from ragmeter.labels import LabelsError, Scale, parse_scale, parse_scales, read_labels
 from ragmeter.metrics import metric_by_name
 from ragmeter.report import write_outputs
 from ragmeter.sample import Sample

@@ -145,6 +145,18 @@ def macro_f1(truth: np.ndarray, predicted: np.ndarray) -> float:
     return (f1(truth, predicted) + f1(~truth, ~predicted)) / 2
 
 
+def balanced_accuracy(truth: np.ndarray, predicted: np.ndarray) -> float:
+    """The mean of the recall of each class present (SummEdits' figure: a verifier that says
+    Yes to everything scores 0.5 whatever the labels' balance)."""
+    truth, predicted = truth.astype(bool), predicted.astype(bool)
+    recalls = [
+        float(np.mean(predicted[truth == kind] == kind))
+        for kind in (True, False)
+        if (truth == kind).any()
+    ]
+    return float(np.mean(recalls)) if recalls else 0.0
+
+
 def roc_auc(truth: np.ndarray, scores: np.ndarray) -> float | None:
     """Probability that a supported claim outscores an unsupported one (ties count half)."""
     positive, negative = scores[truth], scores[~truth]

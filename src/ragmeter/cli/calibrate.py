@@ -14,7 +14,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ragmeter.calibration import (
+from ragmeter.cli.common import LabelScales, print_warning, user_errors, wide_console
+from ragmeter.heads.ppi import (
     DEFAULT_FOLDS,
     CalibrationReport,
     DifferenceCalibration,
@@ -23,8 +24,7 @@ from ragmeter.calibration import (
     MetricCalibration,
     calibrate,
 )
-from ragmeter.cli.common import LabelScales, print_warning, user_errors, wide_console
-from ragmeter.labels import parse_scales
+from ragmeter.heads.ratings import parse_scales
 from ragmeter.result import Result
 from ragmeter.viewer import open_run
 from ragmeter.viewer.folders import OpenedRun

@@ -12,10 +12,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ragmeter.calibration import DifferenceCalibration, calibrate_difference
 from ragmeter.cli.calibrate import evaluation, print_differences
 from ragmeter.cli.common import LabelScales, LabelsFiles, print_warning, user_errors, wide_console
-from ragmeter.labels import parse_scales, ratings_for_runs
+from ragmeter.heads.ppi import DifferenceCalibration, calibrate_difference
+from ragmeter.heads.ratings import parse_scales, ratings_for_runs
 from ragmeter.viewer import Comparison, compare_runs, open_run
 from ragmeter.viewer.compare import MetricComparison
 from ragmeter.viewer.folders import OpenedRun

@@ -23,7 +23,6 @@ from ragmeter.budget import (
     is_pending,
     price_for,
 )
-from ragmeter.calibration import calibrate_result
 from ragmeter.cli.calibrate import print_calibration
 from ragmeter.cli.common import (
     USER_ERRORS,
@@ -51,7 +50,8 @@ from ragmeter.cli.common import (
 )
 from ragmeter.data import LoadedDataset, load_samples
 from ragmeter.evaluate import DEFAULT_METRICS, BudgetWarning, evaluate
-from ragmeter.labels import Labels, parse_scales, read_labels
+from ragmeter.heads.ppi import calibrate_result
+from ragmeter.heads.ratings import Labels, parse_scales, read_labels
 from ragmeter.limits import MAX_INPUT_CHARS, InputTruncatedWarning
 from ragmeter.manifest import Counts
 from ragmeter.metrics import Metric

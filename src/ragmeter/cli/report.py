@@ -8,10 +8,10 @@ from typing import Annotated
 
 import typer
 
-from ragmeter.calibration import CalibrationReport, calibrate_result
 from ragmeter.cli.calibrate import evaluation, print_calibration
 from ragmeter.cli.common import LabelScales, LabelsFiles, print_warning, user_errors, wide_console
-from ragmeter.labels import parse_scales, ratings_for_runs
+from ragmeter.heads.ppi import CalibrationReport, calibrate_result
+from ragmeter.heads.ratings import parse_scales, ratings_for_runs
 from ragmeter.viewer import OpenedRun, open_run, write_report
 
 

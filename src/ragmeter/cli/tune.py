@@ -16,8 +16,8 @@ from rich.text import Text
 from ragmeter.cli.calibrate import evaluation
 from ragmeter.cli.common import LabelScales, print_warning, user_errors, wide_console
 from ragmeter.heads import HEADS_OPTION
-from ragmeter.labels import parse_scales
-from ragmeter.tune import DEFAULT_STATES, MIN_GAIN, TuneReport, tune
+from ragmeter.heads.ratings import parse_scales
+from ragmeter.heads.tuning import DEFAULT_STATES, MIN_GAIN, TuneReport, tune
 from ragmeter.viewer import open_run
 from ragmeter.viewer.views import fmt
 

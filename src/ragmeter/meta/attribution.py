@@ -40,6 +40,11 @@ class Claim(BaseModel):
     references: list[str]
     label: bool
     """True when people judged the claim attributable to the references."""
+    source: str = ""
+    """The data set the row comes from (``src_dataset``)."""
+    group: str = ""
+    """Rows that share evidence (``group``; else the question, whose claims share references):
+    a fold of a cross-validation keeps them together."""
 
 
 def load_attribution(path: Path | str) -> list[Claim]:
@@ -59,6 +64,8 @@ def load_attribution(path: Path | str) -> list[Claim]:
                     claim=row["claim"],
                     references=list(row["references"]),
                     label=label == "attributable",
+                    source=str(row.get("src_dataset") or ""),
+                    group=str(row.get("group") or f"question:{row.get('question') or ''}"),
                 )
             )
         except KeyError as exc:

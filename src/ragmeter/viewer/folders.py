@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from ragmeter.calibration import CALIBRATION_FILE
+from ragmeter.heads.ppi import CALIBRATION_FILE
 from ragmeter.manifest import MANIFEST_SCHEMA, RUN_FILE, RunRecord
 from ragmeter.result import Result
 from ragmeter.sample import Sample

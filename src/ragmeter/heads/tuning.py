@@ -26,15 +26,14 @@ from typing import Any
 import numpy as np
 
 from ragmeter.claims import SUPPORTED
-from ragmeter.heads import Head, Heads
-from ragmeter.judges.base import unpack_state
-from ragmeter.labels import ID_FIELD, LabelsError, Scale, read_labels, read_rows
+from ragmeter.heads.fitting import Design, Fitter, gather
+from ragmeter.heads.ratings import ID_FIELD, LabelsError, Scale, read_labels, read_rows
+from ragmeter.heads.reading import Head, Heads
 from ragmeter.metrics.answer_relevance import COMPLETE
 from ragmeter.prompts import YesNoPrompt
 from ragmeter.result import Result
-from ragmeter.score import Exchange, Score
+from ragmeter.score import Score
 from ragmeter.stats import coefficients, roc_auc
-from ragmeter.tuning import Design, Fitter, Verdicts
 
 DEFAULT_STATES = ("l_out-16",)
 """The hidden state heads read unless told otherwise: the output of the judge's 16th layer, the
@@ -74,74 +73,6 @@ AGGREGATIONS: dict[str, Aggregation] = {
     "answer_relevance": Aggregation(COMPLETE, _answer_relevance),
 }
 """The metrics whose ratings can teach a head through their aggregation."""
-
-
-def zero_shot_of(exchange: Exchange) -> float | None:
-    """The zero-shot P(Yes) of a verdict, whichever way the run read it."""
-    return exchange.zero_shot if exchange.head else exchange.probability
-
-
-def _verdicts(score: Score, prompt: YesNoPrompt) -> list[Exchange]:
-    """The answered Yes/No exchanges of ``prompt`` in ``score``, in the order asked (a retried
-    question ends in one answered exchange)."""
-    return [e for e in score.exchanges if e.prompt == prompt.name and e.probability is not None]
-
-
-@dataclass
-class Material:
-    """The verdicts of one prompt gathered from a run: one row per verdict."""
-
-    verdicts: Verdicts
-    samples: list[str]
-    claims: list[str]
-
-
-def gather(
-    scores: Sequence[Score],
-    prompt: YesNoPrompt,
-    states: Sequence[str],
-    claims_of: Callable[[Score], list[str] | None],
-) -> tuple[Material, list[str]]:
-    """The verdicts of ``prompt`` in ``scores`` with the ``states`` a head reads, and notes on
-    what was left out (a score without such verdicts, verdicts without the states)."""
-    zero_shot: list[float] = []
-    rows: dict[str, list[np.ndarray]] = {name: [] for name in states}
-    samples: list[str] = []
-    claims: list[str] = []
-    left_out: dict[str, list[str]] = {}
-    for score in scores:
-        exchanges = _verdicts(score, prompt)
-        if not exchanges:
-            continue
-        texts = claims_of(score) or [""] * len(exchanges)
-        if len(texts) != len(exchanges):
-            reason = "their verdicts and claims differ in number"
-        elif any(not set(states) <= set(e.states or ()) for e in exchanges):
-            reason = (
-                f"verdicts without the hidden states {', '.join(states)} (a judge that does "
-                "not show them)"
-            )
-        elif any(zero_shot_of(e) is None for e in exchanges):
-            reason = "a verdict without its zero-shot read"
-        else:
-            reason = ""
-        if reason:
-            left_out.setdefault(reason, []).append(score.sample_id)
-            continue
-        for exchange, text in zip(exchanges, texts, strict=True):
-            zero_shot.append(float(zero_shot_of(exchange)))  # type: ignore[arg-type]
-            for name in states:
-                rows[name].append(unpack_state(exchange.states[name]))  # type: ignore[index]
-            samples.append(score.sample_id)
-            claims.append(text)
-    matrices = {name: np.array(vectors) for name, vectors in rows.items()}
-    verdicts = Verdicts(np.array(zero_shot), matrices, np.array(samples, dtype=object))
-    notes = [
-        f"{len(keys)} sample(s) left out, {reason}: {', '.join(keys[:3])}"
-        + (", ..." if len(keys) > 3 else "")
-        for reason, keys in left_out.items()
-    ]
-    return Material(verdicts, samples, claims), notes
 
 
 def _statements(score: Score) -> list[str] | None:

@@ -22,7 +22,7 @@ cross-fitted: the rated samples are split into ``folds`` folds, each rated sampl
 by the line fitted on the other folds (so no rating corrects itself), and each unrated sample by
 the mean of the folds' lines (Zrnic and Candès, 2024).
 
-The ratings come from ``ragmeter.labels``.
+The ratings come from ``ragmeter.heads.ratings``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
-from ragmeter.labels import Labels, Scale, read_labels
+from ragmeter.heads.ratings import Labels, Scale, read_labels
 from ragmeter.result import Result
 
 Z_95 = 1.959964

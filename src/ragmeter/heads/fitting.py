@@ -23,7 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from ragmeter.heads import Head, logit, sigmoid
+from ragmeter.heads.reading import Head, logit, sigmoid
+from ragmeter.judges.base import unpack_state
+from ragmeter.prompts import YesNoPrompt
+from ragmeter.score import Exchange, Score
 
 PENALTIES = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
 """Candidate L2 penalties on the standardised state weights, per unit of training weight."""
@@ -69,26 +72,45 @@ def _require_scipy() -> Any:
 
 @dataclass(frozen=True)
 class Design:
-    """What a head reads and how it is fitted: the states (none: a calibration of P(Yes))."""
+    """What a head reads and how it is fitted: the states (none: a calibration of P(Yes)).
+
+    Every design is a linear read of the states, so each is written as the same ``Head`` (a
+    center, a scale and weights over the states side by side) and read the same way."""
 
     prompt: str
     prompt_version: str
     states: tuple[str, ...]
     learned_from: str
+    pooled: bool = False
+    """Read the mean of the states (layers) rather than the states side by side: one direction
+    shared by the layers, a fraction of the weights to learn."""
+    components: int | None = None
+    """Fit the weights in the span of the training states' first principal components (after
+    standardising): fewer directions, less room to learn one corpus's style."""
+
+    @property
+    def name(self) -> str:
+        reads = " + ".join(self.states) or "P(Yes) alone"
+        if self.pooled and len(self.states) > 1:
+            reads = f"mean of {reads}"
+        return reads + (f", {self.components} components" if self.components else "")
 
 
 Loss = Callable[[np.ndarray, np.ndarray, np.ndarray, float], tuple[float, np.ndarray]]
 """(parameters [a, b, w...], zero-shot logits, standardised states, penalty) -> loss, gradient."""
 
 
-def _verdict_loss(labels: np.ndarray) -> Loss:
+def _verdict_loss(labels: np.ndarray, weights: np.ndarray | None = None) -> Loss:
+    """Log-loss of per-verdict labels, each row counted ``weights[i]`` times (once if None)."""
+    counts = np.ones(len(labels)) if weights is None else weights
+
     def loss(theta: np.ndarray, z: np.ndarray, x: np.ndarray, penalty: float) -> Any:
         a, b, w = theta[0], theta[1], theta[2:]
         score = a * z + b + x @ w
         p = sigmoid(score)
         # Log-loss written stably: log(1 + e^s) - y s.
-        value = np.sum(np.logaddexp(0, score) - labels * score) + 0.5 * penalty * w @ w
-        residual = p - labels
+        value = counts @ (np.logaddexp(0, score) - labels * score) + 0.5 * penalty * w @ w
+        residual = (p - labels) * counts
         gradient = np.concatenate([[residual @ z, residual.sum()], x.T @ residual + penalty * w])
         return value, gradient
 
@@ -121,14 +143,27 @@ def _standardise(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return center, np.maximum(scale, SCALE_FLOOR)
 
 
+def _read(design: Design, verdicts: Verdicts) -> np.ndarray:
+    """The states as the design reads them: side by side, or their mean."""
+    if design.pooled and len(design.states) > 1:
+        return np.mean([verdicts.matrix((name,)) for name in design.states], axis=0)
+    return verdicts.matrix(design.states)
+
+
 def fit(design: Design, verdicts: Verdicts, loss: Loss, penalty: float, weight: float) -> Head:
     """A head fitted by L-BFGS from the zero-shot read (a = 1, b = 0, w = 0); ``weight`` is the
     training set's size in the loss's units, which the penalty is scaled by."""
     optimize = _require_scipy()
     z = verdicts.logits()
-    raw = verdicts.matrix(design.states)
+    raw = _read(design, verdicts)
     center, scale = _standardise(raw)
     x = (raw - center) / scale
+    basis = None
+    if design.components and design.components < min(x.shape):
+        # The weights live in the span of the first principal directions: fitted there, then
+        # written back as weights over the standardised states.
+        basis = np.linalg.svd(x, full_matrices=False)[2][: design.components].T
+        x = x @ basis
     start = np.concatenate([[1.0, 0.0], np.zeros(x.shape[1])])
     # The states' weights are penalised in proportion to the data, so one penalty means the
     # same for a hundred labels or ten thousand.
@@ -137,13 +172,19 @@ def fit(design: Design, verdicts: Verdicts, loss: Loss, penalty: float, weight: 
         loss, start, args=(z, x, strength), jac=True, method="L-BFGS-B", options={"maxiter": 500}
     )
     theta = result.x
+    weights = theta[2:] if basis is None else basis @ theta[2:]
+    if design.pooled and len(design.states) > 1:
+        # The mean of k states read as the states side by side: each state's center is the
+        # mean's, and its scale k times the mean's.
+        k = len(design.states)
+        center, scale, weights = np.tile(center, k), np.tile(scale * k, k), np.tile(weights, k)
     return Head(
         prompt=design.prompt,
         prompt_version=design.prompt_version,
         states=design.states,
         center=center,
         scale=scale,
-        weights=theta[2:],
+        weights=weights,
         zero_shot_weight=float(theta[0]),
         bias=float(theta[1]),
         learned_from=design.learned_from,
@@ -180,6 +221,7 @@ class Fitter:
         verdicts: Verdicts,
         *,
         labels: np.ndarray | None = None,
+        weights: np.ndarray | None = None,
         targets: dict[Any, float] | None = None,
         score: Callable[[np.ndarray, np.ndarray], float],
         penalties: Sequence[float] = PENALTIES,
@@ -188,7 +230,8 @@ class Fitter:
         together: Sequence[Any] | None = None,
     ) -> None:
         """Per-verdict ``labels`` (0/1, one per verdict), or per-group ``targets`` (0-1 by
-        group, with ``verdicts.groups``); ``score(rows, predicted)`` says how good predictions
+        group, with ``verdicts.groups``); ``weights`` counts each labelled verdict that many
+        times (to balance sources and labels); ``score(rows, predicted)`` says how good predictions
         are (higher is better) for the inner choice of penalty. ``together`` gives each
         verdict a key; verdicts that share one share a fold (claims about the same references:
         a head that saw one of them would be read on text it has learned)."""
@@ -199,6 +242,7 @@ class Fitter:
         self.design = design
         self.verdicts = verdicts
         self.labels = labels
+        self.weights = weights
         self.targets = targets
         self.score = score
         self.penalties = tuple(penalties) if design.states else (0.0,)
@@ -215,7 +259,10 @@ class Fitter:
     def _fit(self, rows: np.ndarray, penalty: float) -> Head:
         verdicts = self.verdicts.rows(rows)
         if self.labels is not None:
-            return fit(self.design, verdicts, _verdict_loss(self.labels[rows]), penalty, len(rows))
+            counts = None if self.weights is None else self.weights[rows]
+            loss = _verdict_loss(self.labels[rows], counts)
+            total = len(rows) if counts is None else float(counts.sum())
+            return fit(self.design, verdicts, loss, penalty, total)
         assert self.targets is not None and verdicts.groups is not None
         groups = len(set(verdicts.groups.tolist()))
         loss = _mean_loss(verdicts.groups, self.targets)
@@ -250,3 +297,71 @@ class Fitter:
             head = self.fitted(rows[~held]).head
             predicted[held] = predict(head, self.verdicts.rows(rows[held]))
         return predicted
+
+
+def zero_shot_of(exchange: Exchange) -> float | None:
+    """The zero-shot P(Yes) of a verdict, whichever way the run read it."""
+    return exchange.zero_shot if exchange.head else exchange.probability
+
+
+def _verdicts(score: Score, prompt: YesNoPrompt) -> list[Exchange]:
+    """The answered Yes/No exchanges of ``prompt`` in ``score``, in the order asked (a retried
+    question ends in one answered exchange)."""
+    return [e for e in score.exchanges if e.prompt == prompt.name and e.probability is not None]
+
+
+@dataclass
+class Material:
+    """The verdicts of one prompt gathered from a run: one row per verdict."""
+
+    verdicts: Verdicts
+    samples: list[str]
+    claims: list[str]
+
+
+def gather(
+    scores: Sequence[Score],
+    prompt: YesNoPrompt,
+    states: Sequence[str],
+    claims_of: Callable[[Score], list[str] | None],
+) -> tuple[Material, list[str]]:
+    """The verdicts of ``prompt`` in ``scores`` with the ``states`` a head reads, and notes on
+    what was left out (a score without such verdicts, verdicts without the states)."""
+    zero_shot: list[float] = []
+    rows: dict[str, list[np.ndarray]] = {name: [] for name in states}
+    samples: list[str] = []
+    claims: list[str] = []
+    left_out: dict[str, list[str]] = {}
+    for score in scores:
+        exchanges = _verdicts(score, prompt)
+        if not exchanges:
+            continue
+        texts = claims_of(score) or [""] * len(exchanges)
+        if len(texts) != len(exchanges):
+            reason = "their verdicts and claims differ in number"
+        elif any(not set(states) <= set(e.states or ()) for e in exchanges):
+            reason = (
+                f"verdicts without the hidden states {', '.join(states)} (a judge that does "
+                "not show them)"
+            )
+        elif any(zero_shot_of(e) is None for e in exchanges):
+            reason = "a verdict without its zero-shot read"
+        else:
+            reason = ""
+        if reason:
+            left_out.setdefault(reason, []).append(score.sample_id)
+            continue
+        for exchange, text in zip(exchanges, texts, strict=True):
+            zero_shot.append(float(zero_shot_of(exchange)))  # type: ignore[arg-type]
+            for name in states:
+                rows[name].append(unpack_state(exchange.states[name]))  # type: ignore[index]
+            samples.append(score.sample_id)
+            claims.append(text)
+    matrices = {name: np.array(vectors) for name, vectors in rows.items()}
+    verdicts = Verdicts(np.array(zero_shot), matrices, np.array(samples, dtype=object))
+    notes = [
+        f"{len(keys)} sample(s) left out, {reason}: {', '.join(keys[:3])}"
+        + (", ..." if len(keys) > 3 else "")
+        for reason, keys in left_out.items()
+    ]
+    return Material(verdicts, samples, claims), notes

@@ -48,7 +48,7 @@ FORMAT = "ragmeter-heads/1"
 LOGIT_LIMIT = 12.0
 """The zero-shot logit is clipped here: P(Yes) is read from the ten likeliest first tokens, so
 a No outside them gives P(Yes) = 1 and an infinite logit."""
-BUNDLED_FILE = "bundled_heads.json"
+BUNDLED_FILE = "bundled.json"
 _NUMBER_LIST = re.compile(r"\[\s*((?:-?[\d.e+-]+,?\s*)+)\]")
 
 
@@ -266,7 +266,7 @@ class Heads:
 
 def bundled_heads() -> Heads:
     """The heads shipped with ragmeter, for the bundled local judge."""
-    text = resources.files("ragmeter").joinpath(BUNDLED_FILE).read_text()
+    text = resources.files("ragmeter.heads").joinpath(BUNDLED_FILE).read_text()
     return Heads.from_json(json.loads(text), "bundled")
 
 
