@@ -4,14 +4,20 @@ they beat the zero-shot read out of fold."""
 import hashlib
 import json
 import re
+from dataclasses import replace
+from pathlib import Path
 
+import numpy as np
 from typer.testing import CliRunner
 
 from ragmeter import evaluate
 from ragmeter.claims import SUPPORTED
 from ragmeter.cli.main import app
 from ragmeter.heads import Heads
+from ragmeter.heads.fitting import Verdicts
+from ragmeter.heads.verifier import LabelledClaims, TrainingSet
 from ragmeter.judges.fake import FakeJudge
+from ragmeter.meta.attribution import load_attribution, verify_claims
 
 from .conftest import yes_no
 
@@ -163,3 +169,89 @@ def test_bad_label_rows_are_named(tmp_path):
     assert result.exit_code == 2
     assert "row 1, field 'supported'" in result.output
     assert "row 2, field 'id'" in result.output
+
+
+def _training_set(tmp_path) -> Path:
+    """Shipped training claims of three sources: dimension 0 of the state says "right"."""
+    parts = []
+    for source in ["s1", "s2", "s3"]:
+        truth = np.arange(40) % 2 == 0
+        noise = np.array([_noise(f"{source}{i}", "t") for i in range(40)])
+        state = np.column_stack([truth + 0.1 * noise, noise])
+        zero = 0.2 + 0.6 * np.array([_noise(f"{source}{i}", "p") for i in range(40)])
+        parts.append(
+            LabelledClaims(
+                Verdicts(zero, {"l_out-16": state}),
+                truth,
+                np.array([source] * 40, dtype=object),
+                np.array([f"{source}-{i // 2}" for i in range(40)], dtype=object),
+                [f"{source}-{i}" for i in range(40)],
+            )
+        )
+    training = TrainingSet.build(LabelledClaims.join(parts), ("l_out-16",), 2, SUPPORTED.version)
+    path = tmp_path / "training.npz"
+    training.save(path)
+    return path
+
+
+def _team_claims(tmp_path, n: int = 30) -> tuple[Path, Path]:
+    """A team's claims in AttributionBench's format, read by a meta attribution run."""
+    rows = [
+        {
+            "question": "",
+            "claim": f"Claim {i} is {'right' if i % 3 else 'wrong'}.",
+            "references": [f"Reference {i}."],
+            "attribution_label": "attributable" if i % 3 else "not attributable",
+            "id": f"t{i}",
+            "group": f"doc{i // 3}",
+        }
+        for i in range(n)
+    ]
+    labels = tmp_path / "our_claims.jsonl"
+    labels.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    run = tmp_path / "claims-run"
+    verify_claims(load_attribution(labels), KnowingJudge(), out_dir=run, cache=False)
+    return run, labels
+
+
+def test_tune_refits_the_verifier_on_the_shipped_claims_and_a_teams_own(tmp_path, monkeypatch):
+    training = TrainingSet.load(_training_set(tmp_path))
+    monkeypatch.setattr("ragmeter.cli.tune.shipped_training_set", lambda: training)
+    run, labels = _team_claims(tmp_path)
+    result = runner.invoke(app, ["tune", str(run), str(labels), "--out", str(tmp_path / "h.json")])
+    assert result.exit_code == 0, result.output
+    rows = {
+        cells[0]: cells
+        for line in result.output.splitlines()
+        if line.startswith("│")
+        for cells in [[c.strip() for c in line.strip("│").split("│")]]
+    }
+    # Every source is left out in turn, the team's among them, named as such.
+    assert {"s1", "s2", "s3", "our_claims (yours)"} <= set(rows)
+    assert rows["our_claims (yours)"][1] == "30"
+    # The zero-shot read is noise; the state knows: left out or not, the head ranks them all.
+    assert float(rows["our_claims (yours)"][2]) < 0.8
+    assert (
+        float(rows["our_claims (yours)"][3]) == 1.0 and float(rows["our_claims (yours)"][4]) == 1.0
+    )
+    head = Heads.load(tmp_path / "h.json").heads[SUPPORTED.name]
+    assert head.states == ("l_out-16",) and len(head.weights) == 2
+    assert "30 of our_claims.jsonl" in head.learned_from
+    # Written back over the full state, it reads a claim as the fitted projection did.
+    states = {"l_out-16": np.array([1.05, 0.3])}, {"l_out-16": np.array([0.05, 0.3])}
+    right, wrong = (head.logit(0.0, head.features(s)) for s in states)
+    assert right > 2 and wrong < -2
+
+
+def test_tune_on_claims_says_what_is_missing(tmp_path, monkeypatch):
+    training = TrainingSet.load(_training_set(tmp_path))
+    monkeypatch.setattr("ragmeter.cli.tune.shipped_training_set", lambda: training)
+    _, labels = _team_claims(tmp_path)
+    result = runner.invoke(app, ["tune", str(tmp_path / "nowhere"), str(labels)])
+    assert result.exit_code == 2
+    assert "not a meta attribution run; read the claims first" in result.output
+    stale = replace(training, prompt_version="0ld")
+    monkeypatch.setattr("ragmeter.cli.tune.shipped_training_set", lambda: stale)
+    run, labels = _team_claims(tmp_path)
+    result = runner.invoke(app, ["tune", str(run), str(labels)])
+    assert result.exit_code == 2 and "version 0ld" in result.output

@@ -13,11 +13,21 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ragmeter.claims import SUPPORTED
 from ragmeter.cli.calibrate import evaluation
 from ragmeter.cli.common import LabelScales, print_warning, user_errors, wide_console
-from ragmeter.heads import HEADS_OPTION
+from ragmeter.heads import HEADS_OPTION, Heads, bundled_heads
 from ragmeter.heads.ratings import parse_scales
-from ragmeter.heads.tuning import DEFAULT_STATES, MIN_GAIN, TuneReport, tune
+from ragmeter.heads.tuning import (
+    DEFAULT_STATES,
+    MIN_GAIN,
+    TuneReport,
+    VerifierTuning,
+    is_attribution_file,
+    tune,
+    tune_verifier,
+)
+from ragmeter.heads.verifier import shipped_training_set
 from ragmeter.viewer import open_run
 from ragmeter.viewer.views import fmt
 
@@ -25,12 +35,19 @@ HEADS_FILE = "heads.json"
 
 
 def tune_command(
-    run: Annotated[Path, typer.Argument(help="An evaluate run's results folder.")],
+    run: Annotated[
+        Path,
+        typer.Argument(
+            help="An evaluate run's results folder (a meta attribution run's for claims)."
+        ),
+    ],
     labels: Annotated[
         Path,
         typer.Argument(
-            help="Ratings of samples (an 'id' and a column per metric, as calibrate reads) or "
-            "labels of claims (an 'id', the 'claim' as the run checked it, 'supported' 1/0)."
+            help="Ratings of samples (an 'id' and a column per metric, as calibrate reads), "
+            "labels of claims (an 'id', the 'claim' as the run checked it, 'supported' 1/0), "
+            "or labelled claims in AttributionBench's format over a 'meta attribution' run "
+            "(refits the verifier on the shipped training claims and these)."
         ),
     ],
     scale: LabelScales = None,
@@ -51,6 +68,9 @@ def tune_command(
     claims, over the hidden states the run's judge kept with its verdicts; print each head's
     out-of-fold agreement beside the zero-shot read's; write the heads that beat it."""
     console = wide_console()
+    if is_attribution_file(labels):
+        _tune_verifier(console, run, labels, folds, seed, out)
+        return
     with user_errors(console):
         opened = open_run(run)
         result = evaluation(opened)
@@ -83,6 +103,57 @@ def tune_command(
         soft_wrap=True,
         highlight=False,
     )
+
+
+def _tune_verifier(
+    console: Console, run: Path, labels: Path, folds: int, seed: int, out: Path | None
+) -> None:
+    """Labelled claims in AttributionBench's format, over a ``meta attribution`` run on them:
+    the verifier's head refitted on the shipped training claims and these."""
+    training = shipped_training_set()
+    if training is None:
+        print_warning(console, "this installation ships no training claims for the verifier")
+        raise typer.Exit(2)
+    with user_errors(console):
+        tuned = tune_verifier(run, labels, training, folds=folds, seed=seed)
+    print_verifier_tuning(console, tuned)
+    if not any((tuned.gain(source) or 0) >= MIN_GAIN for source in tuned.yours):
+        console.print(
+            "your labels do not raise the verifier's ROC AUC on your claims by "
+            f"{MIN_GAIN} or more out of fold: nothing written"
+        )
+        raise typer.Exit(1)
+    target = out or run / HEADS_FILE
+    heads = Heads(heads={SUPPORTED.name: tuned.head}, judge=bundled_heads().judge)
+    heads.save(target)
+    console.print(
+        f"written to {target}; judge with it: --judge-option {HEADS_OPTION}={target}",
+        soft_wrap=True,
+        highlight=False,
+    )
+
+
+def print_verifier_tuning(console: Console, tuned: VerifierTuning) -> None:
+    table = Table(title="the verifier, each source left out in turn (ROC AUC)")
+    for column in ["source", "claims", "zero-shot", "head without it", "with its own labels"]:
+        table.add_column(column, justify="left" if column == "source" else "right")
+    for figures in tuned.left_out.figures:
+        yours = figures.source in tuned.yours
+        table.add_row(
+            Text(figures.source + (" (yours)" if yours else "")),
+            str(figures.claims),
+            fmt(figures.zero_shot_auc, 3),
+            fmt(figures.head_auc, 3),
+            fmt(tuned.with_yours.get(figures.source), 3) if yours else "",
+        )
+    console.print(table)
+    console.print(
+        f"'with its own labels': heads fitted on the shipped claims and the rest of your "
+        f"source's, {tuned.folds} folds with a group's claims in one fold",
+        highlight=False,
+    )
+    for note in tuned.notes:
+        print_warning(console, note)
 
 
 def print_tuning(console: Console, report: TuneReport) -> None:

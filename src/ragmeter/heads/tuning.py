@@ -26,9 +26,19 @@ from typing import Any
 import numpy as np
 
 from ragmeter.claims import SUPPORTED
-from ragmeter.heads.fitting import Design, Fitter, gather
+from ragmeter.heads.fitting import Design, Fitter, folds_of, gather, predict
 from ragmeter.heads.ratings import ID_FIELD, LabelsError, Scale, read_labels, read_rows
 from ragmeter.heads.reading import Head, Heads
+from ragmeter.heads.verifier import (
+    LabelledClaims,
+    LeftOut,
+    Recipe,
+    TrainingSet,
+    fit_head,
+    leave_one_source_out,
+    load_claims,
+    read_run,
+)
 from ragmeter.metrics.answer_relevance import COMPLETE
 from ragmeter.prompts import YesNoPrompt
 from ragmeter.result import Result
@@ -361,3 +371,88 @@ def tune(
         heads += [tuned] if tuned else []
         notes += found
     return TuneReport(heads, notes, folds, seed)
+
+
+def is_attribution_file(path: Path) -> bool:
+    """Labelled claims in AttributionBench's row format (``attribution_label``), as
+    ``meta attribution`` reads them."""
+    rows = read_rows(path)
+    return bool(rows) and "attribution_label" in rows[0][1]
+
+
+@dataclass
+class VerifierTuning:
+    """A verifier head refitted on the shipped training claims and a team's own, with the
+    leave-one-source-out table that has the team's source(s) in it."""
+
+    left_out: LeftOut
+    yours: list[str]
+    """The team's sources."""
+    with_yours: dict[str, float | None]
+    """Each of the team's sources read by heads fitted on the shipped claims and the rest of
+    its own (``folds`` folds, a group per fold): what its labels add."""
+    head: Head
+    notes: list[str]
+    folds: int
+
+    def gain(self, source: str) -> float | None:
+        zero = next(f.zero_shot_auc for f in self.left_out.figures if f.source == source)
+        found = self.with_yours.get(source)
+        return None if found is None or zero is None else found - zero
+
+
+def tune_verifier(
+    run: Path, labels: Path, training: TrainingSet, *, folds: int = 5, seed: int = 0
+) -> VerifierTuning:
+    """The verifier's head refitted on the shipped training claims plus the labelled claims in
+    ``labels`` (AttributionBench's format), over the verdicts a ``meta attribution`` run on
+    them kept. Rows without a ``src_dataset`` are one source named after the file."""
+    if training.prompt_version != SUPPORTED.version:
+        raise LabelsError(
+            f"the shipped training claims were read with version {training.prompt_version} of "
+            f"{SUPPORTED.name}, and this is version {SUPPORTED.version}: they cannot be joined"
+        )
+    claims = [
+        claim if claim.source else claim.model_copy(update={"source": labels.stem})
+        for claim in load_claims([labels])
+    ]
+    if not (run / "verdicts.sqlite").is_file():
+        raise LabelsError(
+            f"{run}: not a meta attribution run; read the claims first: ragmeter meta "
+            f"attribution {labels} --out {run} --judge-option states={','.join(training.states)}"
+        )
+    read, notes = read_run(run, claims, training.states)
+    if len(read) < 2 * folds:
+        raise LabelsError(f"{run}: {len(read)} of the {len(claims)} claims were read")
+    if read.truth.all() or not read.truth.any():
+        raise LabelsError(f"{labels}: a head needs claims of both kinds; these are all of one")
+    mine = training.project(read)
+    shipped = set(training.claims.sources.tolist())
+    clashing = sorted(set(mine.sources.tolist()) & shipped)
+    if clashing:
+        notes.append(f"your source {clashing[0]!r} is also a shipped source: read as one")
+    joined = LabelledClaims.join([training.claims, mine])
+    design = Design(SUPPORTED.name, SUPPORTED.version, (TrainingSet.PROJECTED,), "")
+    recipe = Recipe(design)
+    yours = sorted(set(mine.sources.tolist()))
+    left_out = leave_one_source_out(joined, recipe)
+    with_yours = {}
+    for source in yours:
+        rows = np.flatnonzero(joined.sources == source)
+        fold = folds_of(list(joined.groups[rows]), folds, seed)
+        predicted = np.empty(len(rows))
+        for number in range(folds):
+            held = rows[fold == number]
+            if not len(held):
+                continue
+            train = joined.rows(np.setdiff1d(np.arange(len(joined)), held))
+            head, _ = fit_head(train, recipe)
+            predicted[fold == number] = predict(head, joined.verdicts.rows(held))
+        with_yours[source] = roc_auc(joined.truth[rows], predicted)
+    head, penalty = fit_head(joined, recipe)
+    learned = (
+        f"the shipped training claims ({len(training.claims)}) and {len(mine)} of "
+        f"{labels.name}, balanced by source and label; penalty {penalty:g}"
+    )
+    final = replace(training.head_over_states(head), learned_from=learned)
+    return VerifierTuning(left_out, yours, with_yours, final, notes, folds)

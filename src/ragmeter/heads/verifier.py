@@ -257,3 +257,121 @@ def with_figures(head: Head, left_out: LeftOut, learned_from: str) -> Head:
         "worst_gain": round(left_out.worst_gain(), 3),
     }
     return replace(head, learned_from=learned_from, figures=figures)
+
+
+TRAINING_FILE = "verifier_training.npz"
+"""The shipped head's training claims, kept as a head reads them, so that a team refits on top
+of them (``ragmeter tune RUN CLAIMS``)."""
+
+
+@dataclass
+class TrainingSet:
+    """Labelled claims as a head reads them, without their text: each claim's state projected
+    on a few principal directions of the training states (after standardising), its zero-shot
+    P(Yes), its label, source and group. A head fitted on the projections is written back as a
+    head over the full state (``head_over_states``), which the judge reads as any other."""
+
+    states: tuple[str, ...]
+    center: np.ndarray
+    scale: np.ndarray
+    basis: np.ndarray
+    """Standardised state -> projection: one column per principal direction."""
+    claims: LabelledClaims
+    """The projections, as the single state ``PROJECTED``."""
+    prompt_version: str
+
+    PROJECTED = "projected"
+
+    @classmethod
+    def build(
+        cls, data: LabelledClaims, states: tuple[str, ...], components: int, prompt_version: str
+    ) -> TrainingSet:
+        raw = data.verdicts.matrix(states)
+        center = raw.mean(axis=0)
+        scale = np.maximum(raw.std(axis=0), 1e-3)
+        basis = np.linalg.svd((raw - center) / scale, full_matrices=False)[2][:components].T
+        found = cls(states, center, scale, basis, data, prompt_version)
+        return replace(found, claims=found.project(data))
+
+    def project(self, data: LabelledClaims) -> LabelledClaims:
+        """Other claims (a team's), read by the same judge, in this set's projection."""
+        missing = [name for name in self.states if name not in data.verdicts.states]
+        if missing:
+            raise ValueError(
+                f"the claims' verdicts lack the hidden state {missing[0]!r}, which the shipped "
+                "training set was read with: read them keeping it (--judge-option "
+                f"states={','.join(self.states)})"
+            )
+        raw = data.verdicts.matrix(self.states)
+        projected = ((raw - self.center) / self.scale) @ self.basis
+        return LabelledClaims(
+            Verdicts(data.verdicts.zero_shot, {self.PROJECTED: projected}),
+            data.truth,
+            data.sources,
+            data.groups,
+            data.ids,
+        )
+
+    def head_over_states(self, head: Head) -> Head:
+        """A head fitted on the projections, as a head over the full states:
+        ``w . (p - c) / s`` with ``p = ((x - center) / scale) @ basis`` is
+        ``((x - center) / scale) @ (basis @ (w / s)) - (w / s) . c``."""
+        per_unit = head.weights / head.scale
+        return replace(
+            head,
+            states=self.states,
+            center=self.center,
+            scale=self.scale,
+            weights=self.basis @ per_unit,
+            bias=head.bias - float(per_unit @ head.center),
+        )
+
+    def save(self, path: Path) -> None:
+        data = self.claims
+        np.savez_compressed(
+            path,
+            states=np.array(self.states),
+            center=self.center.astype(np.float32),
+            scale=self.scale.astype(np.float32),
+            basis=self.basis.astype(np.float16),
+            projected=data.verdicts.states[self.PROJECTED].astype(np.float16),
+            zero_shot=data.verdicts.zero_shot.astype(np.float32),
+            truth=data.truth,
+            sources=data.sources.astype(str),
+            groups=data.groups.astype(str),
+            prompt_version=np.array(self.prompt_version),
+        )
+
+    @classmethod
+    def load(cls, path: Path) -> TrainingSet:
+        with np.load(path, allow_pickle=False) as found:
+            truth = found["truth"].astype(bool)
+            claims = LabelledClaims(
+                Verdicts(
+                    found["zero_shot"].astype(np.float64),
+                    {cls.PROJECTED: found["projected"].astype(np.float64)},
+                ),
+                truth,
+                found["sources"].astype(object),
+                found["groups"].astype(object),
+                [f"shipped-{i}" for i in range(len(truth))],
+            )
+            return cls(
+                tuple(str(name) for name in found["states"]),
+                found["center"].astype(np.float64),
+                found["scale"].astype(np.float64),
+                found["basis"].astype(np.float64),
+                claims,
+                str(found["prompt_version"]),
+            )
+
+
+def shipped_training_set() -> TrainingSet | None:
+    """The shipped head's training claims, where the package has them."""
+    from importlib import resources
+
+    resource = resources.files("ragmeter.heads").joinpath(TRAINING_FILE)
+    if not resource.is_file():
+        return None
+    with resources.as_file(resource) as path:
+        return TrainingSet.load(path)
