@@ -14,8 +14,8 @@ from ragmeter import evaluate
 from ragmeter.claims import SUPPORTED
 from ragmeter.cli.main import app
 from ragmeter.heads import Heads
-from ragmeter.heads.fitting import Verdicts
-from ragmeter.heads.verifier import LabelledClaims, TrainingSet
+from ragmeter.heads.fitting import Design, Verdicts
+from ragmeter.heads.verifier import LabelledClaims, Recipe, TrainingSet
 from ragmeter.judges.fake import FakeJudge
 from ragmeter.meta.attribution import load_attribution, verify_claims
 
@@ -188,7 +188,9 @@ def _training_set(tmp_path) -> Path:
                 [f"{source}-{i}" for i in range(40)],
             )
         )
-    training = TrainingSet.build(LabelledClaims.join(parts), ("l_out-16",), 2, SUPPORTED.version)
+    design = Design(SUPPORTED.name, SUPPORTED.version, ("l_out-16",), "", components=2)
+    recipe = Recipe(design, "both", (0.1, 1.0))
+    training = TrainingSet.build(LabelledClaims.join(parts), recipe, SUPPORTED.version)
     path = tmp_path / "training.npz"
     training.save(path)
     return path
@@ -240,7 +242,7 @@ def test_tune_refits_the_verifier_on_the_shipped_claims_and_a_teams_own(tmp_path
     # Written back over the full state, it reads a claim as the fitted projection did.
     states = {"l_out-16": np.array([1.05, 0.3])}, {"l_out-16": np.array([0.05, 0.3])}
     right, wrong = (head.logit(0.0, head.features(s)) for s in states)
-    assert right > 2 and wrong < -2
+    assert right > 1 and wrong < -1
 
 
 def test_tune_on_claims_says_what_is_missing(tmp_path, monkeypatch):

@@ -160,9 +160,12 @@ def fit(design: Design, verdicts: Verdicts, loss: Loss, penalty: float, weight: 
     x = (raw - center) / scale
     basis = None
     if design.components and design.components < min(x.shape):
-        # The weights live in the span of the first principal directions: fitted there, then
-        # written back as weights over the standardised states.
-        basis = np.linalg.svd(x, full_matrices=False)[2][: design.components].T
+        # The weights live in the span of the first principal directions, each standardised
+        # (as a ``verifier.TrainingSet``'s projections are): fitted there, then written back
+        # as weights over the standardised states.
+        directions = np.linalg.svd(x, full_matrices=False)[2][: design.components].T
+        projected = x @ directions
+        basis = directions / np.maximum(projected.std(axis=0), SCALE_FLOOR)
         x = x @ basis
     start = np.concatenate([[1.0, 0.0], np.zeros(x.shape[1])])
     # The states' weights are penalised in proportion to the data, so one penalty means the

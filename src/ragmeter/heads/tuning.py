@@ -32,7 +32,6 @@ from ragmeter.heads.reading import Head, Heads
 from ragmeter.heads.verifier import (
     LabelledClaims,
     LeftOut,
-    Recipe,
     TrainingSet,
     fit_head,
     leave_one_source_out,
@@ -432,8 +431,7 @@ def tune_verifier(
     if clashing:
         notes.append(f"your source {clashing[0]!r} is also a shipped source: read as one")
     joined = LabelledClaims.join([training.claims, mine])
-    design = Design(SUPPORTED.name, SUPPORTED.version, (TrainingSet.PROJECTED,), "")
-    recipe = Recipe(design)
+    recipe = training.recipe()
     yours = sorted(set(mine.sources.tolist()))
     left_out = leave_one_source_out(joined, recipe)
     with_yours = {}
@@ -449,10 +447,10 @@ def tune_verifier(
             head, _ = fit_head(train, recipe)
             predicted[fold == number] = predict(head, joined.verdicts.rows(held))
         with_yours[source] = roc_auc(joined.truth[rows], predicted)
-    head, penalty = fit_head(joined, recipe)
+    head, penalty = training.fit(mine)
     learned = (
         f"the shipped training claims ({len(training.claims)}) and {len(mine)} of "
-        f"{labels.name}, balanced by source and label; penalty {penalty:g}"
+        f"{labels.name}, balanced by {training.balance}; penalty {penalty:g}"
     )
-    final = replace(training.head_over_states(head), learned_from=learned)
+    final = replace(head, learned_from=learned)
     return VerifierTuning(left_out, yours, with_yours, final, notes, folds)

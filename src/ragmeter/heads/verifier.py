@@ -279,19 +279,39 @@ class TrainingSet:
     claims: LabelledClaims
     """The projections, as the single state ``PROJECTED``."""
     prompt_version: str
+    balance: str = "both"
+    penalties: tuple[float, ...] = PENALTIES
+    """How heads are fitted on it (``Recipe``): the shipped head's way, which a refit keeps."""
 
     PROJECTED = "projected"
 
     @classmethod
-    def build(
-        cls, data: LabelledClaims, states: tuple[str, ...], components: int, prompt_version: str
-    ) -> TrainingSet:
+    def build(cls, data: LabelledClaims, recipe: Recipe, prompt_version: str) -> TrainingSet:
+        """The claims of ``data`` in the first ``recipe.design.components`` principal
+        directions of their states, for heads fitted the recipe's way."""
+        states, components = recipe.design.states, recipe.design.components
+        if not components or recipe.design.pooled:
+            raise ValueError("a training set keeps a design's principal components of its states")
         raw = data.verdicts.matrix(states)
         center = raw.mean(axis=0)
         scale = np.maximum(raw.std(axis=0), 1e-3)
         basis = np.linalg.svd((raw - center) / scale, full_matrices=False)[2][:components].T
-        found = cls(states, center, scale, basis, data, prompt_version)
+        found = cls(
+            states, center, scale, basis, data, prompt_version, recipe.balance, recipe.penalties
+        )
         return replace(found, claims=found.project(data))
+
+    def recipe(self) -> Recipe:
+        """How a head is fitted on the projections."""
+        design = Design(SUPPORTED.name, self.prompt_version, (self.PROJECTED,), "")
+        return Recipe(design, self.balance, self.penalties)
+
+    def fit(self, extra: LabelledClaims | None = None) -> tuple[Head, float]:
+        """A head fitted on these claims (and ``extra``, projected), written over the states,
+        and its penalty."""
+        claims = self.claims if extra is None else LabelledClaims.join([self.claims, extra])
+        head, penalty = fit_head(claims, self.recipe())
+        return self.head_over_states(head), penalty
 
     def project(self, data: LabelledClaims) -> LabelledClaims:
         """Other claims (a team's), read by the same judge, in this set's projection."""
@@ -340,6 +360,8 @@ class TrainingSet:
             sources=data.sources.astype(str),
             groups=data.groups.astype(str),
             prompt_version=np.array(self.prompt_version),
+            balance=np.array(self.balance),
+            penalties=np.array(self.penalties),
         )
 
     @classmethod
@@ -363,6 +385,8 @@ class TrainingSet:
                 found["basis"].astype(np.float64),
                 claims,
                 str(found["prompt_version"]),
+                str(found["balance"]),
+                tuple(float(value) for value in found["penalties"]),
             )
 
 
