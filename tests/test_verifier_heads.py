@@ -183,3 +183,22 @@ def test_claims_carry_their_source_and_group(tmp_path):
     assert (first.source, first.group, first.label) == ("S", "g", True)
     # Without a group, a question's claims share their references.
     assert (second.source, second.group, second.label) == ("T", "question:q2", False)
+
+
+def test_the_shipped_head_is_what_its_shipped_training_set_fits():
+    from ragmeter.claims import SUPPORTED
+    from ragmeter.heads import bundled_heads
+    from ragmeter.heads.verifier import shipped_training_set
+
+    training = shipped_training_set()
+    assert training is not None
+    shipped = bundled_heads().heads[SUPPORTED.name]
+    refitted, _ = training.fit()
+    assert shipped.states == training.states
+    assert shipped.prompt_version == training.prompt_version == SUPPORTED.version
+    # The heads file keeps six significant digits of each number.
+    assert np.allclose(refitted.weights, shipped.weights, rtol=1e-4, atol=1e-6)
+    assert refitted.bias == pytest.approx(shipped.bias, abs=1e-4)
+    assert refitted.zero_shot_weight == pytest.approx(shipped.zero_shot_weight, abs=1e-4)
+    # Every source the shipped head was measured on left out is in the training set.
+    assert set(shipped.figures["sources"]) == set(training.claims.sources.tolist())
