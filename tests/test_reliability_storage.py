@@ -248,7 +248,12 @@ def test_a_call_cache_that_is_not_a_database_is_left_aside_with_a_warning(tmp_pa
     assert scores(result) == scores(reference) and result.run.counts.cached_calls == 0
     assert cache.read_bytes() == b"not a cache\n" * 500
     with pytest.warns(CacheWarning), pytest.raises(OSError, match="move it away"):
-        CallCache(cache).entries()  # the cache commands say so too
+        CallCache(cache).entries()
+    shown = CliRunner().invoke(app, ["cache", "info", "--path", str(cache)])  # the command says so
+    assert shown.exit_code == 2 and "Traceback" not in shown.output
+    assert f"error: the call cache {cache} cannot be used (file is not a database): move it" in (
+        " ".join(shown.output.split())
+    )
 
 
 def test_a_damaged_cache_entry_is_asked_again(tmp_path, reference, calls):
