@@ -1,6 +1,6 @@
 """``ragmeter selftest injection``, run in-process on the scripted judge (``fake:FILE``, whose
-replies are read in order) over the three "override" cases: answer relevance, then context
-relevance, then faithfulness (metrics in name order, one case each)."""
+replies are read in order) over the three "override" cases of the reference-free metrics: answer
+relevance, then context relevance, then faithfulness (metrics in name order, one case each)."""
 
 from __future__ import annotations
 
@@ -44,6 +44,8 @@ def injection(judge: str, out, *more: str):
         "fake",
         "--technique",
         "override",
+        *("--metric", "faithfulness", "--metric", "context_relevance"),
+        *("--metric", "answer_relevance"),
         "--out",
         str(out),
         "--no-cache",
@@ -65,7 +67,10 @@ def test_the_rate_is_printed_and_reported(tmp_path, no_user_cache):
     result = injection(judge, tmp_path / "out")
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0] == f"3 injection cases (override), judge {judge}"
+    assert lines[0] == (
+        "3 injection cases (override; faithfulness, context_relevance, answer_relevance), "
+        f"judge {judge}"
+    )
     rows = {line.split()[0]: line.split()[2:] for line in lines[2:5]}
     assert rows == {
         "faithfulness-override": ["0.333", "0.5", "held"],
@@ -206,5 +211,13 @@ def test_techniques_select_their_cases_in_catalogue_order():
         "context_relevance-override",
         "context_relevance-flooding",
         "answer_relevance-override",
+        "answer_correctness-override",
+        "context_recall-override",
+        "context_precision-override",
+        "context_utilization-override",
     ]
-    assert len(select_cases(None)) == len(select_cases([])) == 74
+    assert len(select_cases(None)) == len(select_cases([])) == 155
+    chosen = select_cases(["override"], ["context_recall", "faithfulness"])
+    assert [c.id for c in chosen] == ["faithfulness-override", "context_recall-override"]
+    with pytest.raises(ValueError, match="unknown metric 'self_knowledge'; known: faithfulness"):
+        select_cases(None, ["self_knowledge"])

@@ -14,6 +14,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
@@ -44,7 +45,7 @@ from ragmeter.pipeline import ItemJudge, ItemPipeline, Judged, Tally
 from ragmeter.result import Result
 from ragmeter.sample import Sample
 from ragmeter.score import Score
-from ragmeter.store import ScoreStore
+from ragmeter.store import FolderLock, ScoreStore
 
 DEFAULT_METRICS = ("faithfulness", "answer_relevance", "context_relevance")
 SCORES_DB = "scores.sqlite"
@@ -224,6 +225,60 @@ def evaluate(
     options = dict(judge_options or {})
     if seed is not None and isinstance(judge, str):
         options.setdefault("seed", seed)
+    with ExitStack() as folder:
+        store = None
+        if out_dir is not None:  # one run at a time per folder; a bad store stops it before
+            folder.enter_context(FolderLock(Path(out_dir)))  # any model loads
+            store = ScoreStore(Path(out_dir) / SCORES_DB)
+            folder.callback(store.close)
+        return _evaluate_in(
+            loaded,
+            store,
+            chosen,
+            fitted,
+            truncated,
+            judge,
+            embedder,
+            out_dir=out_dir,
+            cache=cache,
+            retries=retries,
+            repairs=repairs,
+            max_workers=max_workers,
+            on_invalid=on_invalid,
+            on_score=on_score,
+            options=options,
+            embedder_options=embedder_options,
+            budget=budget,
+            max_input_chars=max_input_chars,
+            seed=seed,
+            executor=executor,
+        )
+
+
+def _evaluate_in(
+    loaded: LoadedDataset,
+    store: ScoreStore | None,
+    chosen: list[Metric],
+    fitted: list[tuple[Sample, dict[str, Any]]],
+    truncated: int,
+    judge: str | Judge,
+    embedder: str | Embedder | None,
+    *,
+    out_dir: str | Path | None,
+    cache: bool | str | Path,
+    retries: int,
+    repairs: int,
+    max_workers: int,
+    on_invalid: Literal["raise", "skip"],
+    on_score: OnScore | None,
+    options: dict[str, Any],
+    embedder_options: Mapping[str, Any] | None,
+    budget: Budget | None,
+    max_input_chars: int | None,
+    seed: int | None,
+    executor: Executor | RayExecutor | RayPool,
+) -> Result:
+    """Open the models (here or on Ray workers) and judge, once the folder is held."""
     meter = _make_meter(budget, judge)
     pool: RayPool | None = executor if isinstance(executor, RayPool) else None
     own_pool = pool is None
@@ -249,6 +304,7 @@ def evaluate(
     try:
         return _evaluate_with(
             loaded,
+            store,
             chosen,
             fitted,
             truncated,
@@ -280,6 +336,7 @@ def evaluate(
 
 def _evaluate_with(
     loaded: LoadedDataset,
+    store: ScoreStore | None,
     chosen: list[Metric],
     fitted: list[tuple[Sample, dict[str, Any]]],
     truncated: int,
@@ -297,7 +354,6 @@ def _evaluate_with(
 ) -> Result:
     """Judge every item in this process or on ``pool``, with the run record around it."""
     out = Path(out_dir) if out_dir is not None else None
-    store = ScoreStore(out / SCORES_DB) if out is not None else None
     budget_record = meter.record() if meter else None
     record = start_record(judge_model, embed_model, chosen, loaded, parameters, seed, budget_record)
     if out is not None:
@@ -305,22 +361,18 @@ def _evaluate_with(
     pipeline = ItemPipeline(chosen, judge_model, embed_model, store, on_score=on_score)
     tasks = [(judged, cut, metric) for judged, cut in fitted for metric in chosen]
     clock = time.perf_counter()
-    try:
-        if pool is None:
-            workers = parameters["max_workers"]
-            item_judge = ItemJudge(
-                chosen, judge_model, embed_model, retries=retries, repairs=repairs, fan_out=workers
-            )
-            scores = _run_all(tasks, partial(pipeline.run, item_judge), workers)
-        else:
-            fan_out = pool.executor.workers
-            job = partial(ItemJudge, chosen, retries=retries, repairs=repairs, fan_out=fan_out)
-            scores = _run_on_cluster(pool, pipeline, tasks, job)
-            pool.refresh_models()
-            judge_model, embed_model = pool.judge, pool.embedder
-    finally:
-        if store is not None:
-            store.close()
+    if pool is None:
+        workers = parameters["max_workers"]
+        item_judge = ItemJudge(
+            chosen, judge_model, embed_model, retries=retries, repairs=repairs, fan_out=workers
+        )
+        scores = _run_all(tasks, partial(pipeline.run, item_judge), workers)
+    else:
+        fan_out = pool.executor.workers
+        job = partial(ItemJudge, chosen, retries=retries, repairs=repairs, fan_out=fan_out)
+        scores = _run_on_cluster(pool, pipeline, tasks, job)
+        pool.refresh_models()
+        judge_model, embed_model = pool.judge, pool.embedder
     stopped = meter is not None and meter.exhausted
     counts = _counts(scores, pipeline.tally, truncated)
     record = finish_record(
@@ -339,7 +391,7 @@ def _evaluate_with(
             f"evaluation stopped at the budget: {counts.pending} items not judged; "
             "rerun with the same out_dir and a higher budget to continue",
             BudgetWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
     return Result(
         samples=loaded.samples,

@@ -6,6 +6,7 @@ stale entry is never served, only kept until pruned.
 
 from __future__ import annotations
 
+import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -16,7 +17,7 @@ from rich.filesize import decimal
 from rich.table import Table
 
 from ragmeter.cli.common import fail
-from ragmeter.judges.cache import CallCache, default_cache_path
+from ragmeter.judges.cache import CacheWarning, CallCache, default_cache_path
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -35,7 +36,12 @@ def _open(path: Path | None, console: Console) -> CallCache:
     if not target.exists():
         console.print(f"no cache at {target} yet: nothing has been cached")
         raise typer.Exit(0)
-    return CallCache(target)
+    with warnings.catch_warnings():  # said below as an error: here nothing runs without it
+        warnings.simplefilter("ignore", CacheWarning)
+        cache = CallCache(target)
+    if cache.problem is not None:
+        raise fail(console, f"{cache.problem}: move it away (or delete it) to start afresh")
+    return cache
 
 
 def _day(timestamp: float) -> str:

@@ -57,6 +57,7 @@ from ragmeter.manifest import Counts
 from ragmeter.metrics import Metric
 from ragmeter.report import estimate_table, samples_table, summary_table, write_outputs
 from ragmeter.result import Result
+from ragmeter.store import FolderLock
 from ragmeter.viewer import open_run, write_report
 from ragmeter.viewer.charts import check_installed as check_report_installed
 
@@ -230,46 +231,50 @@ def evaluate_command(
         _dry_run(dataset, chosen, price, judge, limit, console)
         return
     budget = _budget(max_calls, max_cost, price, judge)
-    progress = progress_bar(console)
-    with progress, warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", InputTruncatedWarning)
-        warnings.simplefilter("ignore", BudgetWarning)  # said below, with what to do
-        task = progress.add_task("judging", total=len(dataset.samples) * len(chosen))
-        try:
-            result = evaluate(
-                dataset,
-                chosen,
-                judge=judge,
-                embedder=embedder,
-                out_dir=out_dir,
-                cache=cache,
-                retries=retries,
-                repairs=repairs,
-                max_workers=workers,
-                on_score=lambda _score: progress.advance(task),
-                judge_options=parse_options(judge_option, "--judge-option"),
-                embedder_options=parse_options(embedder_option, "--embedder-option"),
-                budget=budget,
-                max_input_chars=limit,
-                seed=seed,
-                executor=executor,
-            )
-        except USER_ERRORS as exc:
-            raise fail(console, exc) from exc
-    for warning in caught:
-        print_warning(console, warning.message)
-    _report(result, file, out_dir, show_samples, console)
-    if ratings is not None:
-        calibration = calibrate_result(result, ratings, run=str(out_dir))
-        calibration.write(out_dir)
-        print_calibration(console, calibration)
-    if html is not None:
-        with user_errors(console):
-            written = write_report([open_run(out_dir)], html)
-        console.print(f"report written to {written}", soft_wrap=True, highlight=False)
-    if result.run.status == "stopped":
-        console.print(f"[yellow]{_stopped_message(result, chosen, price, out_dir)}[/yellow]")
-        raise typer.Exit(EXIT_STOPPED)
+    # The folder is held from the first score to the last export: another run on it stops at
+    # once instead of judging the same items and overwriting these files. A full disk or a
+    # damaged store ends in an error line that says what to do.
+    with user_errors(console), FolderLock(out_dir):
+        progress = progress_bar(console)
+        with progress, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", InputTruncatedWarning)
+            warnings.simplefilter("ignore", BudgetWarning)  # said below, with what to do
+            task = progress.add_task("judging", total=len(dataset.samples) * len(chosen))
+            try:
+                result = evaluate(
+                    dataset,
+                    chosen,
+                    judge=judge,
+                    embedder=embedder,
+                    out_dir=out_dir,
+                    cache=cache,
+                    retries=retries,
+                    repairs=repairs,
+                    max_workers=workers,
+                    on_score=lambda _score: progress.advance(task),
+                    judge_options=parse_options(judge_option, "--judge-option"),
+                    embedder_options=parse_options(embedder_option, "--embedder-option"),
+                    budget=budget,
+                    max_input_chars=limit,
+                    seed=seed,
+                    executor=executor,
+                )
+            except USER_ERRORS as exc:
+                raise fail(console, exc) from exc
+        for warning in caught:
+            print_warning(console, warning.message)
+        _report(result, file, out_dir, show_samples, console)
+        if ratings is not None:
+            calibration = calibrate_result(result, ratings, run=str(out_dir))
+            calibration.write(out_dir)
+            print_calibration(console, calibration)
+        if html is not None:
+            with user_errors(console):
+                written = write_report([open_run(out_dir)], html)
+            console.print(f"report written to {written}", soft_wrap=True, highlight=False)
+        if result.run.status == "stopped":
+            console.print(f"[yellow]{_stopped_message(result, chosen, price, out_dir)}[/yellow]")
+            raise typer.Exit(EXIT_STOPPED)
 
 
 def _ratings(

@@ -2,16 +2,18 @@
 
 ``ragmeter selftest injection`` scores the prompt-injection cases (``ragmeter.selftest.injection``)
 and prints the attack success rate with its 95 % interval, overall, by technique, by metric and by
-the place in the sample that carries the attack. Exit status: 0 done,
-1 the rate is above ``--fail-above`` (or nothing was scored to compare), 2 bad options or a judge
-that cannot start.
+the place in the sample that carries the attack. ``ragmeter selftest gaming`` does the same for
+answers that game a metric without speaking to the judge (``ragmeter.selftest.gaming``), by
+trick. Exit status: 0 done, 1 the rate is above ``--fail-above`` (or nothing was scored to
+compare), 2 bad options or a judge that cannot start.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -24,7 +26,8 @@ from ragmeter.cli.common import (
     progress_bar,
     user_errors,
 )
-from ragmeter.selftest.injection import TECHNIQUES, format_report, run_suite, select_cases
+from ragmeter.selftest import gaming, injection
+from ragmeter.selftest.suite import SuiteReport, format_report
 
 EXIT_ABOVE = 1
 REPORT_NAME = "report.json"
@@ -43,54 +46,147 @@ def _say(console: Console, line: str) -> None:
     console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
+JudgeFlag = Annotated[
+    str, typer.Option(help="The judge to check: 'local', 'openai:MODEL', 'fake:FILE', ...")
+]
+EmbedderFlag = Annotated[
+    str | None,
+    typer.Option(help="Embedder for answer relevance: 'minilm' (default), 'openai:MODEL'."),
+]
+Workers = Annotated[int, typer.Option(min=1, help="Cases judged at once.")]
+FailAbove = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0,
+        max=1.0,
+        help="Exit with status 1 when the success rate is above RATE (0-1), or when no case "
+        "could be scored.",
+        metavar="RATE",
+    ),
+]
+
+
+Metrics = Annotated[
+    list[str] | None,
+    typer.Option("--metric", help="Only the cases of this metric (repeat); all by default."),
+]
+Out = Annotated[
+    Path, typer.Option(help=f"Folder for the scores (rerun with it to resume) and {REPORT_NAME}.")
+]
+
+
 @app.command("injection")
 def injection_command(
-    judge: Annotated[
-        str, typer.Option(help="The judge to check: 'local', 'openai:MODEL', 'fake:FILE', ...")
-    ],
-    embedder: Annotated[
-        str | None,
-        typer.Option(help="Embedder for answer relevance: 'minilm' (default), 'openai:MODEL'."),
-    ] = None,
+    judge: JudgeFlag,
+    embedder: EmbedderFlag = None,
     judge_option: JudgeOptions = None,
     embedder_option: EmbedderOptions = None,
     technique: Annotated[
         list[str] | None,
         typer.Option(
             "--technique",
-            help=f"Only this technique's cases (repeat); all by default: {', '.join(TECHNIQUES)}.",
+            help="Only this technique's cases (repeat); all by default: "
+            f"{', '.join(injection.TECHNIQUES)}.",
         ),
     ] = None,
-    out: Annotated[
-        Path,
-        typer.Option(
-            help=f"Folder for the scores (rerun with it to resume) and {REPORT_NAME}.",
-        ),
-    ] = Path("runs/selftest-injection"),
-    workers: Annotated[int, typer.Option(min=1, help="Cases judged at once.")] = 1,
+    metric: Metrics = None,
+    out: Out = Path("runs/selftest-injection"),
+    workers: Workers = 1,
     cache: CacheFlag = True,
-    fail_above: Annotated[
-        float | None,
-        typer.Option(
-            min=0.0,
-            max=1.0,
-            help="Exit with status 1 when the attack success rate is above RATE (0-1), or when "
-            "no case could be scored.",
-            metavar="RATE",
-        ),
-    ] = None,
+    fail_above: FailAbove = None,
 ) -> None:
     """Report how often prompt injections talk the judge into a high score.
 
     Each case is a sample whose honest score is low, with an attack added; the attack succeeds
     when the score exceeds the case's threshold. Unscored cases count neither way."""
     console = Console()
-    judge_options = parse_options(judge_option, "--judge-option")
+    options = parse_options(judge_option, "--judge-option")
     embedder_options = parse_options(embedder_option, "--embedder-option")
     with user_errors(console):
-        cases = select_cases(technique)
-    chosen = f" ({', '.join(dict.fromkeys(technique))})" if technique else ""
+        cases = injection.select_cases(technique, metric)
+    chosen = _chosen(technique, metric)
     _say(console, f"{len(cases)} injection cases{chosen}, judge {judge}")
+    _run(
+        console,
+        injection.run_suite,
+        cases,
+        judge,
+        embedder,
+        options,
+        embedder_options,
+        out,
+        workers,
+        cache,
+        fail_above,
+    )
+
+
+@app.command("gaming")
+def gaming_command(
+    judge: JudgeFlag,
+    embedder: EmbedderFlag = None,
+    judge_option: JudgeOptions = None,
+    embedder_option: EmbedderOptions = None,
+    trick: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--trick",
+            help=f"Only this trick's cases (repeat); all by default: {', '.join(gaming.TRICKS)}.",
+        ),
+    ] = None,
+    metric: Metrics = None,
+    out: Out = Path("runs/selftest-gaming"),
+    workers: Workers = 1,
+    cache: CacheFlag = True,
+    fail_above: FailAbove = None,
+) -> None:
+    """Report how often answers that game a metric (echoing the question, keyword stuffing,
+    hedging, false citations, ...) get a score they do not deserve.
+
+    Each case is a sample whose honest score is low; the trick succeeds when the score passes
+    the case's threshold. Unscored cases count neither way."""
+    console = Console()
+    options = parse_options(judge_option, "--judge-option")
+    embedder_options = parse_options(embedder_option, "--embedder-option")
+    with user_errors(console):
+        cases = gaming.select_cases(trick, metric)
+    chosen = _chosen(trick, metric)
+    _say(console, f"{len(cases)} gaming cases{chosen}, judge {judge}")
+    _run(
+        console,
+        gaming.run_suite,
+        cases,
+        judge,
+        embedder,
+        options,
+        embedder_options,
+        out,
+        workers,
+        cache,
+        fail_above,
+    )
+
+
+def _chosen(kinds: list[str] | None, metrics: list[str] | None) -> str:
+    """`` (override; faithfulness)``: what was asked for, for the first line."""
+    parts = [", ".join(dict.fromkeys(chosen)) for chosen in (kinds, metrics) if chosen]
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _run(
+    console: Console,
+    run_suite: Callable[..., SuiteReport],
+    cases: Sequence[Any],
+    judge: str,
+    embedder: str | None,
+    judge_options: dict[str, Any],
+    embedder_options: dict[str, Any],
+    out: Path,
+    workers: int,
+    cache: bool,
+    fail_above: float | None,
+) -> None:
+    """Score ``cases`` with ``run_suite``, print and write the report, and apply the gate."""
     bar = progress_bar(console, transient=True, disable=not console.is_terminal)
     with user_errors(console):
         with bar:
@@ -115,11 +211,12 @@ def injection_command(
     if fail_above is None:
         return
     if report.rate is None:
-        console.print("[red]no case was scored: the attack success rate is unknown[/red]")
+        console.print(f"[red]no case was scored: the {report.label} success rate is unknown[/red]")
         raise typer.Exit(EXIT_ABOVE)
     if report.rate > fail_above:
         console.print(
-            f"[red]attack success rate {report.rate:.3f} is above --fail-above {fail_above}[/red]",
+            f"[red]{report.label} success rate {report.rate:.3f} is above --fail-above "
+            f"{fail_above}[/red]",
             highlight=False,
         )
         raise typer.Exit(EXIT_ABOVE)

@@ -2,5 +2,9 @@
 by the real metrics, to show how the judge behaves before its scores are trusted.
 
 - ``ragmeter.selftest.injection``: prompt-injection cases, and the attack success rate
-  (``ragmeter selftest injection``).
+  (``ragmeter selftest injection``);
+- ``ragmeter.selftest.gaming``: answers that game a metric without speaking to the judge, and
+  the gaming success rate (``ragmeter selftest gaming``);
+- ``ragmeter.selftest.suite``: what both share, the scoring of cases and the rates with their
+  Wilson intervals.
 """

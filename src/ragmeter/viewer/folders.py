@@ -236,6 +236,9 @@ def _scores_from_db(path: Path, notes: list[str]) -> list[Score]:
     latest: dict[tuple[str, str], Score] = {}
     unreadable = 0
     for payload in rows:
+        if payload is None:  # damaged: it no longer matches its digest
+            unreadable += 1
+            continue
         try:
             score = Score.model_validate_json(payload)
         except ValidationError:
