@@ -118,6 +118,8 @@ def _read_traces(
     console: Console,
 ) -> tuple[LoadedDataset, TraceSet]:
     """The samples of the traces ``spec`` names; each trace left out is said with its reason."""
+    if write_back and spec.startswith("otlp:"):
+        raise fail(console, f"{spec}: traces read from a file have no server to write back to")
     with user_errors(console):
         since = parse_since(options["since"]) if options["since"] else None
     try:

@@ -30,7 +30,7 @@ SESSION = "mlflow.trace.session"
 PAGE = 500
 
 
-def _mlflow() -> Any:
+def require_mlflow() -> Any:
     with importing("MLflow", "mlflow", extra="mlflow"):
         import mlflow
         from mlflow.tracing.client import TracingClient  # noqa: F401 - checked here, used later
@@ -58,7 +58,7 @@ def read_mlflow(
     Raises:
         ValueError: there is no such experiment.
     """
-    mlflow = _mlflow()
+    mlflow = require_mlflow()
     client = mlflow.MlflowClient(tracking_uri)
     found = client.get_experiment_by_name(experiment)
     if found is None and experiment.isdigit():
@@ -70,6 +70,23 @@ def read_mlflow(
         conditions.append(f"trace.timestamp_ms >= {int(since.timestamp() * 1000)}")
     query = " AND ".join(conditions) or None
     traces = _search(client, found.experiment_id, query, limit)
+    source = {
+        "source": "mlflow",
+        "server": client.tracking_uri,
+        "experiment": found.name,
+        "experiment_id": found.experiment_id,
+        "filter": filter_string,
+        "since": since.isoformat() if since else None,
+        "limit": limit,
+    }
+    return samples_from_traces(traces, source=source, tracking_uri=client.tracking_uri)
+
+
+def samples_from_traces(
+    traces: Sequence[Any], *, source: Mapping[str, Any] | None = None, tracking_uri: str = ""
+) -> TraceSet:
+    """The samples of MLflow ``Trace`` objects (from ``search_traces`` or ``get_trace``), with a
+    writer that puts verdicts back into the store at ``tracking_uri``."""
     spans: list[Span] = []
     skipped: list[SkippedTrace] = []
     assessments: dict[str, list[Any]] = {}
@@ -81,16 +98,7 @@ def read_mlflow(
             skipped.append(SkippedTrace(trace_id, "cut short: the trace has no finished spans"))
             continue
         spans += [_span(trace, span) for span in trace.data.spans]
-    source = {
-        "source": "mlflow",
-        "server": client.tracking_uri,
-        "experiment": found.name,
-        "experiment_id": found.experiment_id,
-        "filter": filter_string,
-        "since": since.isoformat() if since else None,
-        "limit": limit,
-    }
-    writer = MLflowWriter(client.tracking_uri, assessments)
+    writer = MLflowWriter(tracking_uri, assessments)
     return samples_from_spans(spans, source=source, writer=writer, skipped=skipped)
 
 
@@ -180,7 +188,7 @@ class MLflowWriter:
     @property
     def client(self) -> Any:
         if self._client is None:
-            _mlflow()
+            require_mlflow()
             from mlflow.tracing.client import TracingClient
 
             self._client = TracingClient(self.tracking_uri)
@@ -219,7 +227,7 @@ class MLflowWriter:
     @staticmethod
     def feedback(verdict: Verdict) -> Any:
         """A verdict as MLflow's ``Feedback``."""
-        _mlflow()
+        require_mlflow()
         from mlflow.entities import AssessmentError, AssessmentSource, Feedback
 
         return Feedback(
