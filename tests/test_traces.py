@@ -206,6 +206,28 @@ def test_a_failed_write_is_retried_and_a_lasting_failure_reported():
     assert report.failed[0]["error"] == "ConnectionError: connection reset"
 
 
+def test_a_metric_scores_rows_as_a_phoenix_evaluator():
+    needs("phoenix.evals")
+    import pandas as pd
+    from phoenix.evals import evaluate_dataframe
+
+    from ragmeter.traces.scorers import phoenix_evaluator
+
+    frame = pd.DataFrame(
+        {
+            "input": QUESTIONS[:3],
+            "output": ["Paris.", "Madrid.", "Rome."],  # the second is not in its context
+            "context": [[appmod.PASSAGES[0]], [appmod.PASSAGES[1]], appmod.PASSAGES[2]],
+        }
+    )
+    evaluator = phoenix_evaluator("faithfulness", judge=scripted("phoenix-evals"), cache=False)
+    scored = evaluate_dataframe(frame, [evaluator], hide_tqdm_bar=True)
+    scores = [json.loads(cell) if isinstance(cell, str) else cell
+              for cell in scored["faithfulness_score"]]  # fmt: skip
+    assert [s["score"] for s in scores] == [0.9, 0.2, 0.9]
+    assert "Madrid" in scores[1]["explanation"] and scores[1]["kind"] == "llm"
+
+
 # --- OpenInference into Phoenix and an OTLP file --------------------------------------------
 
 PROJECT = "capitals"
