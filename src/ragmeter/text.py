@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import threading
+from functools import lru_cache
 from typing import Any
 
 WORD = re.compile(r"\w+")
@@ -26,8 +27,15 @@ def _segmenter() -> Any:
 def split_sentences(text: str) -> list[str]:
     """Sentences of ``text``, stripped, blanks dropped; newlines also end a sentence, so list
     items and headings count as one sentence each."""
+    return list(_split(text))
+
+
+@lru_cache(maxsize=4096)
+def _split(text: str) -> tuple[str, ...]:
+    """Remembered: the same passage is split by the metric that judges it and again by the
+    explanation of its score (pysbd takes milliseconds a passage)."""
     sentences: list[str] = []
     for block in text.split("\n"):
         if block.strip():
             sentences.extend(s.strip() for s in _segmenter().segment(block) if s.strip())
-    return sentences
+    return tuple(sentences)

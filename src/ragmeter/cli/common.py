@@ -97,6 +97,42 @@ LabelScales = Annotated[
     ),
 ]
 
+TraceServer = Annotated[
+    str | None,
+    typer.Option(
+        "--server",
+        help="With phoenix:PROJECT or mlflow:EXPERIMENT: Phoenix's address or MLflow's tracking "
+        "URI (a server or a local store). \\[default: the client's own]",
+    ),
+]
+TraceSince = Annotated[
+    str | None,
+    typer.Option(
+        "--since",
+        metavar="WHEN",
+        help="With traces: only those that started at this time (ISO 8601, UTC unless it says) "
+        "or this long ago (30m, 24h, 7d) or later.",
+    ),
+]
+TraceLimit = Annotated[
+    int | None, typer.Option("--limit", min=1, help="With traces: only the N most recent.")
+]
+TraceFilter = Annotated[
+    str | None,
+    typer.Option(
+        "--filter",
+        help="With mlflow:EXPERIMENT: an MLflow trace filter, e.g. \"tags.env = 'prod'\".",
+    ),
+]
+WriteBack = Annotated[
+    bool,
+    typer.Option(
+        "--write-back",
+        help="With traces: write each score and its explanation onto its trace (Phoenix span "
+        "annotations, MLflow feedback); a rerun writes nothing twice.",
+    ),
+]
+
 # What a user can get wrong: bad files, bad options, a model that cannot start.
 USER_ERRORS = (
     DatasetError,

@@ -1,4 +1,5 @@
-"""``ragmeter evaluate FILE``: score a dataset and print a summary.
+"""``ragmeter evaluate FILE``: score a dataset, or an application's traces
+(``phoenix:PROJECT``, ``mlflow:EXPERIMENT``, ``otlp:FILE``), and print a summary.
 
 Exit status: 0 done, 2 bad input or options, 3 stopped at the budget (rerun to continue).
 """
@@ -13,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from ragmeter.budget import (
     NOT_JUDGED,
@@ -40,6 +42,11 @@ from ragmeter.cli.common import (
     RayAddress,
     Repairs,
     Retries,
+    TraceFilter,
+    TraceLimit,
+    TraceServer,
+    TraceSince,
+    WriteBack,
     configured_metrics,
     executor_for,
     fail,
@@ -58,6 +65,7 @@ from ragmeter.metrics import Metric
 from ragmeter.report import estimate_table, samples_table, summary_table, write_outputs
 from ragmeter.result import Result
 from ragmeter.store import FolderLock
+from ragmeter.traces import TraceSet, is_trace_source, parse_since, read_traces, record_traces
 from ragmeter.viewer import open_run, write_report
 from ragmeter.viewer.charts import check_installed as check_report_installed
 
@@ -102,6 +110,70 @@ def _load(file: Path, columns: str | None, skip_invalid: bool, console: Console)
     for row in dataset.invalid:
         console.print(f"[yellow]skipped row {row.row}, field {row.field!r}:[/yellow] {row.reason}")
     return dataset
+
+
+def _read_traces(
+    spec: str,
+    options: dict[str, Any],
+    write_back: bool,
+    console: Console,
+) -> tuple[LoadedDataset, TraceSet]:
+    """The samples of the traces ``spec`` names; each trace left out is said with its reason."""
+    if write_back and spec.startswith("otlp:"):
+        raise fail(console, f"{spec}: traces read from a file have no server to write back to")
+    with user_errors(console):
+        since = parse_since(options["since"]) if options["since"] else None
+    try:
+        traces = read_traces(
+            spec,
+            server=options["server"],
+            since=since,
+            limit=options["limit"],
+            filter_string=options["filter"],
+        )
+    except Exception as exc:  # a server or client fails in many ways; each ends the command
+        problem = exc if isinstance(exc, USER_ERRORS) else f"{type(exc).__name__}: {exc}"
+        raise fail(console, f"cannot read the traces of {spec}: {problem}") from exc
+    if write_back and traces.writer is None:
+        raise fail(console, f"{spec}: traces read from a file have no server to write back to")
+    for skip in traces.skipped:
+        console.print(
+            f"[yellow]left out trace {skip.trace_id}:[/yellow] {escape(skip.reason)}",
+            soft_wrap=True,
+            highlight=False,
+        )
+    console.print(
+        f"{len(traces.samples)} samples from {traces.traces} traces of {spec}"
+        + (f"; {len(traces.skipped)} left out" if traces.skipped else ""),
+        soft_wrap=True,
+        highlight=False,
+    )
+    return LoadedDataset(traces.samples, []), traces
+
+
+def _write_back(
+    result: Result, traces: TraceSet, out_dir: Path, write_back: bool, console: Console
+) -> Result:
+    """Put the traces read (and, with ``write_back``, the verdicts written) in the run's
+    record, saying what was written."""
+    result = record_traces(result, traces, out_dir, write_back=write_back)
+    section = (result.run.model_extra or {}).get("traces", {})
+    report = section.get("write_back")
+    if report is not None:
+        console.print(
+            f"verdicts written back: {report['written']} new, {report['replaced']} replaced, "
+            f"{report['unchanged']} already there"
+            + (f", [red]{len(report['failed'])} failed[/red]" if report["failed"] else ""),
+            highlight=False,
+        )
+        for failure in report["failed"][:5]:
+            console.print(
+                f"[red]not written:[/red] trace {failure['trace_id']}, {failure['metric']}: "
+                f"{escape(failure['error'])}",
+                soft_wrap=True,
+                highlight=False,
+            )
+    return result
 
 
 def _dry_run(
@@ -156,7 +228,13 @@ def _stopped_message(result: Result, chosen: list[Metric], price: Price | None, 
 
 
 def evaluate_command(
-    file: Annotated[Path, typer.Argument(help="JSONL, JSON, CSV or Parquet file of samples.")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="JSONL, JSON, CSV or Parquet file of samples; or traces: phoenix:PROJECT, "
+            "mlflow:EXPERIMENT, otlp:FILE."
+        ),
+    ],
     metrics: Annotated[str, typer.Option(help="Comma-separated metric names.")] = ",".join(
         DEFAULT_METRICS
     ),
@@ -211,14 +289,34 @@ def evaluate_command(
     ] = None,
     labels: LabelsFiles = None,
     scale: LabelScales = None,
+    server: TraceServer = None,
+    since: TraceSince = None,
+    limit: TraceLimit = None,
+    filter_string: TraceFilter = None,
+    write_back: WriteBack = False,
 ) -> None:
-    """Score FILE with reference-free RAG metrics and print a summary table.
+    """Score FILE, or an application's traces, with reference-free RAG metrics and print a
+    summary table.
 
     Exit status: 0 done, 2 bad input or options, 3 stopped at the budget (rerun to continue).
     """
     console = Console()
-    out_dir = out or Path("runs") / file.stem
-    dataset = _load(file, columns, skip_invalid, console)
+    spec = str(file)
+    traces: TraceSet | None = None
+    trace_options = {"server": server, "since": since, "limit": limit, "filter": filter_string}
+    if is_trace_source(spec):
+        out_dir = out or Path("runs") / spec.replace(":", "-").replace("/", "-")
+        dataset, traces = _read_traces(spec, trace_options, write_back, console)
+    else:
+        given = [f"--{name}" for name, value in trace_options.items() if value is not None]
+        if given or write_back:
+            raise fail(
+                console,
+                f"{', '.join([*given, *(['--write-back'] if write_back else [])])} "
+                "applies to traces (phoenix:PROJECT, mlflow:EXPERIMENT, otlp:FILE)",
+            )
+        out_dir = out or Path("runs") / file.stem
+        dataset = _load(file, columns, skip_invalid, console)
     with user_errors(console):
         chosen = configured_metrics(metrics, option)
         executor = executor_for(ray, ray_actors, ray_actor_cpus, workers)
@@ -263,6 +361,8 @@ def evaluate_command(
                 raise fail(console, exc) from exc
         for warning in caught:
             print_warning(console, warning.message)
+        if traces is not None:
+            result = _write_back(result, traces, out_dir, write_back, console)
         _report(result, file, out_dir, show_samples, console)
         if ratings is not None:
             calibration = calibrate_result(result, ratings, run=str(out_dir))

@@ -1,0 +1,167 @@
+"""Arize Phoenix: a project's traces read through Phoenix's client, verdicts written back as span
+annotations on each trace's root span.
+
+``pip install 'ragmeter[phoenix]'`` (arize-phoenix-client). Spans come from the REST API
+(``/v1/projects/PROJECT/spans``) with OpenInference attributes, read by
+``ragmeter.traces.openinference``. A verdict is an annotation named after the metric, made by an
+``LLM`` annotator, with the score, the label ``unscored`` where there is none, the explanation,
+and the key (the judge's identity and the metric's version) as its ``identifier``: Phoenix keeps
+one annotation per span, name and identifier, so a rerun replaces rather than adds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from ragmeter.integrations import importing
+from ragmeter.traces.openinference import span_from_attributes
+from ragmeter.traces.spans import Span, TraceSet, samples_from_spans
+from ragmeter.traces.verdicts import Existing, Verdict
+
+DEFAULT_SERVER = "http://localhost:6006"
+IDENTIFIER_PREFIX = "ragmeter-"
+
+
+def _client(server: str | None, client: Any) -> Any:
+    if client is not None:
+        return client
+    with importing("Phoenix", "arize-phoenix-client", extra="phoenix"):
+        from phoenix.client import Client
+    return Client(base_url=server) if server else Client()
+
+
+def read_phoenix(
+    project: str = "default",
+    *,
+    server: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int | None = None,
+    client: Any = None,
+) -> TraceSet:
+    """The samples of a Phoenix project's traces.
+
+    Args:
+        project: the project's name (or id).
+        server: Phoenix's address; else ``PHOENIX_COLLECTOR_ENDPOINT`` or
+            ``http://localhost:6006``, as Phoenix's client finds it.
+        since: only traces that started at or after this time.
+        until: only traces that started before this time.
+        limit: the most recent ``limit`` traces (by the start of their root span); all by
+            default. Traces without a root span (cut short) are counted among them.
+        client: a ``phoenix.client.Client`` to use instead of making one.
+
+    Returns:
+        The samples, the traces left out with their reasons, and a writer that annotates the
+        traces' root spans.
+    """
+    phoenix = _client(server, client)
+    found = phoenix.spans.get_spans(
+        project_identifier=project, start_time=since, end_time=until, limit=10**9
+    )
+    spans = [_span(span) for span in found]
+    if limit is not None:
+        spans = _most_recent(spans, limit)
+    source = {
+        "source": "phoenix",
+        "server": _address(phoenix, server),
+        "project": project,
+        "since": since.isoformat() if since else None,
+        "until": until.isoformat() if until else None,
+        "limit": limit,
+    }
+    return samples_from_spans(spans, source=source, writer=PhoenixWriter(phoenix, project))
+
+
+def _address(client: Any, server: str | None) -> str | None:
+    """The address the client talks to (its HTTP client's base URL), for the record."""
+    http = getattr(client, "_client", None)
+    return str(http.base_url) if http is not None else server
+
+
+def _span(span: Mapping[str, Any]) -> Span:
+    context = span.get("context", {})
+    failed = str(span.get("status_code", "")).upper() == "ERROR"
+    start = span.get("start_time")
+    return span_from_attributes(
+        trace_id=str(context.get("trace_id", "")),
+        span_id=str(context.get("span_id", "")),
+        parent_id=span.get("parent_id"),
+        name=str(span.get("name", "")),
+        attributes=span.get("attributes") or {},
+        start_ns=int(datetime.fromisoformat(start).timestamp() * 1e9) if start else 0,
+        kind=span.get("span_kind"),
+        error=(span.get("status_message") or "") if failed else None,
+    )
+
+
+def _most_recent(spans: list[Span], limit: int) -> list[Span]:
+    """The spans of the ``limit`` traces that started last."""
+    started: dict[str, int] = {}
+    for span in spans:
+        first = started.get(span.trace_id)
+        started[span.trace_id] = span.start_ns if first is None else min(first, span.start_ns)
+    kept = set(sorted(started, key=started.__getitem__, reverse=True)[:limit])
+    return [span for span in spans if span.trace_id in kept]
+
+
+class PhoenixWriter:
+    """Writes verdicts as annotations on the root spans of a Phoenix project's traces."""
+
+    def __init__(self, client: Any, project: str) -> None:
+        self.client = client
+        self.project = project
+
+    def describe(self) -> dict[str, Any]:
+        return {"server": _address(self.client, None), "project": self.project}
+
+    def existing(self, verdicts: Sequence[Verdict]) -> dict[tuple[str, str], Existing]:
+        by_span = {(v.span_id, v.metric, IDENTIFIER_PREFIX + v.key): v for v in verdicts}
+        span_ids = sorted({v.span_id for v in verdicts if v.span_id})
+        if not span_ids:
+            return {}
+        found: dict[tuple[str, str], Existing] = {}
+        annotations = self.client.spans.get_span_annotations(
+            span_ids=span_ids,
+            project_identifier=self.project,
+            include_annotation_names=sorted({v.metric for v in verdicts}),
+        )
+        for annotation in annotations:
+            verdict = by_span.get(
+                (annotation["span_id"], annotation["name"], annotation.get("identifier", ""))
+            )
+            if verdict is None:
+                continue
+            result = annotation.get("result") or {}
+            found[(verdict.trace_id, verdict.metric)] = Existing(
+                annotation.get("id"), result.get("score"), result.get("explanation")
+            )
+        return found
+
+    def write(self, verdicts: Sequence[Verdict], replacing: Mapping[int, Existing]) -> None:
+        # Phoenix keeps one annotation per span, name and identifier: the ones in ``replacing``
+        # are overwritten in place.
+        self.client.spans.log_span_annotations(
+            span_annotations=[annotation(v) for v in verdicts], sync=True
+        )
+
+
+def annotation(verdict: Verdict) -> dict[str, Any]:
+    """A verdict as Phoenix's span annotation."""
+    result: dict[str, Any] = {"explanation": verdict.explanation}
+    if verdict.value is not None:
+        result["score"] = verdict.value
+    if verdict.label is not None:
+        result["label"] = verdict.label
+    if verdict.span_id is None:
+        raise ValueError(f"trace {verdict.trace_id}: no root span to annotate")
+    return {
+        "name": verdict.metric,
+        "span_id": verdict.span_id,
+        "annotator_kind": "LLM",
+        "result": result,
+        "metadata": dict(verdict.metadata),
+        "identifier": IDENTIFIER_PREFIX + verdict.key,
+    }

@@ -1,0 +1,507 @@
+"""Scoring traces: a LangChain pipeline traced by OpenInference (into Phoenix and an OTLP file)
+and by MLflow's autologging (into an MLflow server), its traces read, scored by the scripted
+judge, the verdicts written back and read again through each server's own client.
+
+The servers are real (``phoenix serve``, ``mlflow server`` on SQLite, on loopback ports), started
+once per module; the tests that need one are skipped, saying why, where its extra is missing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragmeter.cli.main import app
+from ragmeter.judges.fake import FakeJudge
+from ragmeter.manifest import RunRecord
+from ragmeter.sample import Sample
+from ragmeter.traces import (
+    SkippedTrace,
+    Span,
+    TraceSet,
+    evaluate_traces,
+    parse_since,
+    read_mlflow,
+    read_otlp,
+    read_phoenix,
+    record_traces,
+    samples_from_spans,
+    trace_section,
+    verdicts_for,
+    write_verdicts,
+)
+from ragmeter.traces.phoenix import IDENTIFIER_PREFIX, PhoenixWriter
+
+from . import traced_app as appmod
+from .traced_app import (
+    ANSWERS,
+    BAD_REASONS,
+    GOOD,
+    METRICS,
+    QUESTIONS,
+    expected_faithfulness,
+    judge_traces,
+)
+
+runner = CliRunner()
+
+
+def needs(*modules: str, program: str | None = None) -> None:
+    """Skip, naming what to install, unless ``modules`` import and ``program`` is beside Python."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if program and not Path(sys.executable).with_name(program).exists():
+        missing.append(f"the {program!r} command")
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)}: pip install -e '.[dev]'")
+
+
+TRACING = ("langchain_core", "openinference.instrumentation.langchain", "opentelemetry.sdk")
+
+
+def reasons(traces: TraceSet) -> Counter[str]:
+    return Counter(skip.reason.split(":")[0] for skip in traces.skipped)
+
+
+def scripted(model: str = "scripted") -> FakeJudge:
+    return FakeJudge(responder=judge_traces, model=model)
+
+
+def wait_for(read, count: int, timeout: float = 60) -> TraceSet:
+    """Read until ``count`` traces are there: a server stores what it receives a little later."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = read()
+        if found.traces >= count or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
+
+
+def scores_of(result) -> dict[tuple[str, str], float | None]:
+    return {(s.sample_id, s.metric): s.value for s in result.scores}
+
+
+# --- spans to samples, by hand --------------------------------------------------------------
+
+
+def span(trace: str, span_id: str, parent: str | None, kind: str = "CHAIN", **fields) -> Span:
+    return Span(trace_id=trace, span_id=span_id, parent_id=parent, name=kind.lower(), kind=kind,
+                **fields)  # fmt: skip
+
+
+def test_a_trace_reads_as_question_contexts_and_answer_and_bad_ones_say_why():
+    spans = [
+        # A LangChain-style dict input with a chat history, the answer in a dict output.
+        span("t1", "r1", None, start_ns=1,
+             input='{"question": "And its river?", "chat_history": [{"type": "human", '
+                   '"content": "Capital of France?"}, {"type": "ai", "content": "Paris."}]}',
+             output={"answer": "The Seine.", "context": []}),
+        span("t1", "a1", "r1", "RETRIEVER", start_ns=2, documents=("The Seine flows.",)),
+        span("t1", "a2", "r1", "RETRIEVER", start_ns=3, documents=("Paris is big.",)),
+        # Two requests of one session: the second gets the first as its earlier turns.
+        span("t2", "r2", None, start_ns=10, input="Who wrote Faust?", output="Goethe.",
+             session="s"),
+        span("t2", "b2", "r2", "RETRIEVER", start_ns=11, documents=("Goethe wrote Faust.",)),
+        span("t3", "r3", None, start_ns=20, input=[{"role": "user", "content": "When?"}],
+             output={"choices": [{"message": {"role": "assistant", "content": "1808."}}]},
+             session="s"),
+        span("t3", "b3", "r3", "RETRIEVER", start_ns=21, documents=("Faust appeared in 1808.",)),
+        # What cannot be scored.
+        span("t4", "r4", None, start_ns=30, input="Hi?", output="Hello."),
+        span("t5", "r5", None, start_ns=40, input="Q?", output="A."),
+        span("t5", "b5", "r5", "RETRIEVER", start_ns=41, error="timed out"),
+        span("t6", "b6", "gone", "RETRIEVER", start_ns=50, documents=("x",)),
+        span("t7", "r7", None, start_ns=60, input="Q?", output=None),
+        span("t7", "b7", "r7", "RETRIEVER", start_ns=61, documents=("x",)),
+    ]  # fmt: skip
+    traces = samples_from_spans(spans, source={"source": "test"})
+    first, second, third = traces.samples
+    assert first == Sample(
+        id="t1",
+        question="And its river?",
+        contexts=["The Seine flows.", "Paris is big."],
+        answer="The Seine.",
+        history=[("user", "Capital of France?"), ("assistant", "Paris.")],
+        metadata={"trace_id": "t1", "span_id": "r1"},
+    )
+    assert (second.question, second.history) == ("Who wrote Faust?", [])
+    assert (third.question, third.answer) == ("When?", "1808.")
+    assert [(t.role, t.text) for t in third.history] == [
+        ("user", "Who wrote Faust?"),
+        ("assistant", "Goethe."),
+    ]
+    assert {s.trace_id: s.reason.split(":")[0] for s in traces.skipped} == {
+        "t4": "no retrieval",
+        "t5": "error",
+        "t6": "cut short",
+        "t7": "no output",
+    }
+    assert "'retriever' ended in an error: timed out" in traces.skipped[1].reason
+    record = traces.record()
+    assert record["source"] == "test" and record["trace_ids"] == ["t1", "t2", "t3"]
+    assert record["traces_read"] == 7 and len(record["skipped"]) == 4
+
+
+def test_since_reads_a_time_or_how_long_ago():
+    now = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+    assert parse_since("90m", now) == datetime(2026, 11, 27, 10, 30, tzinfo=UTC)
+    assert parse_since("2d", now) == datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+    assert parse_since("2026-11-27T08:00") == datetime(2026, 11, 27, 8, 0, tzinfo=UTC)
+    with pytest.raises(ValueError, match="how long ago"):
+        parse_since("yesterday")
+
+
+class FlakyServer:
+    """A writer whose server refuses the first ``fails`` requests, then keeps what it is sent."""
+
+    def __init__(self, fails: int) -> None:
+        self.fails = fails
+        self.kept: dict[tuple[str, str], float | None] = {}
+
+    def describe(self):
+        return {"server": "flaky"}
+
+    def existing(self, verdicts):
+        return {}
+
+    def write(self, verdicts, replacing):
+        if self.fails:
+            self.fails -= 1
+            raise ConnectionError("connection reset")
+        for v in verdicts:
+            self.kept[(v.trace_id, v.metric)] = v.value
+
+
+def scored_sample_traces() -> tuple:
+    samples = [
+        Sample(id=f"t{i}", question=q, contexts=[appmod.PASSAGES[i]], answer=a,
+               metadata={"trace_id": f"t{i}", "span_id": f"s{i}"})
+        for i, (q, a) in enumerate(zip(QUESTIONS[:3], ANSWERS[:3], strict=True))
+    ]  # fmt: skip
+    traces = TraceSet(samples, source={"source": "test"})
+    result = evaluate_traces(traces, ["faithfulness"], judge=scripted(), cache=False)
+    return traces, result
+
+
+def test_a_failed_write_is_retried_and_a_lasting_failure_reported():
+    _, result = scored_sample_traces()
+    verdicts = verdicts_for(result)
+    assert [v.value for v in verdicts] == [0.9, 0.9, 0.9]
+
+    flaky = FlakyServer(fails=1)
+    report = write_verdicts(verdicts, flaky, retries=2, backoff=0)
+    assert (report.written, report.failed, report.attempts) == (3, [], 3)  # existing, fail, ok
+    assert flaky.kept == {(f"t{i}", "faithfulness"): 0.9 for i in range(3)}
+
+    down = FlakyServer(fails=10)
+    report = write_verdicts(verdicts, down, retries=2, backoff=0)
+    assert report.written == 0 and len(report.failed) == 3 and down.kept == {}
+    assert report.failed[0]["error"] == "ConnectionError: connection reset"
+
+
+def test_a_metric_scores_rows_as_a_phoenix_evaluator():
+    needs("phoenix.evals")
+    import pandas as pd
+    from phoenix.evals import evaluate_dataframe
+
+    from ragmeter.traces.scorers import phoenix_evaluator
+
+    frame = pd.DataFrame(
+        {
+            "input": QUESTIONS[:3],
+            "output": ["Paris.", "Madrid.", "Rome."],  # the second is not in its context
+            "context": [[appmod.PASSAGES[0]], [appmod.PASSAGES[1]], appmod.PASSAGES[2]],
+        }
+    )
+    evaluator = phoenix_evaluator("faithfulness", judge=scripted("phoenix-evals"), cache=False)
+    scored = evaluate_dataframe(frame, [evaluator], hide_tqdm_bar=True)
+    scores = [json.loads(cell) if isinstance(cell, str) else cell
+              for cell in scored["faithfulness_score"]]  # fmt: skip
+    assert [s["score"] for s in scores] == [0.9, 0.2, 0.9]
+    assert "Madrid" in scores[1]["explanation"] and scores[1]["kind"] == "llm"
+
+
+# --- OpenInference into Phoenix and an OTLP file --------------------------------------------
+
+PROJECT = "capitals"
+
+
+@pytest.fixture(scope="module")
+def phoenix(tmp_path_factory):
+    """A Phoenix server that has received the pipeline's 20 requests and 3 bad ones; the OTLP
+    file holds the same spans."""
+    needs("phoenix.client", *TRACING, program="phoenix")
+    folder = tmp_path_factory.mktemp("phoenix")
+    file = folder / "spans.jsonl"
+    with appmod.phoenix_server(folder) as url:
+        appmod.HOLD.clear()
+        with appmod.openinference_tracing(url, PROJECT, file):
+            assert appmod.run_good_requests() == ANSWERS
+            held = appmod.run_bad_requests(cut_short="held")
+            found = wait_for(lambda: read_phoenix(PROJECT, server=url), GOOD + 3)
+        assert found.traces == GOOD + 3, found.record()
+        try:
+            yield url, file
+        finally:
+            appmod.HOLD.set()  # the held request finishes: nothing is left running
+            if held is not None:
+                held.join(timeout=30)
+
+
+def test_phoenix_traces_are_scored_written_back_once_and_read_back_equal(phoenix, tmp_path):
+    url, _ = phoenix
+    traces = read_phoenix(PROJECT, server=url)
+    assert len(traces.samples) == GOOD
+    assert reasons(traces) == Counter(BAD_REASONS)
+    assert sorted(s.question for s in traces.samples) == sorted(QUESTIONS)
+    by_question = {s.question: s for s in traces.samples}
+    assert [by_question[q].answer for q in QUESTIONS] == ANSWERS
+    assert all(len(s.contexts) == 2 for s in traces.samples)
+
+    out = tmp_path / "run"
+    judge = scripted()
+    result = evaluate_traces(traces, METRICS, judge=judge, out_dir=out, cache=False,
+                             write_back=True)  # fmt: skip
+    section = trace_section(result)
+    assert section is not None
+    written = section["write_back"]
+    assert (written["written"], written["unchanged"], written["failed"]) == (GOOD * 3, 0, [])
+    assert written["server"].rstrip("/") == url and written["project"] == PROJECT
+    faithfulness = {s.sample_id: s.value for s in result.scores_for("faithfulness")}
+    for sample in traces.samples:
+        expected = expected_faithfulness(sample.question, sample.answer)
+        assert faithfulness[sample.key] == pytest.approx(expected)
+    assert sorted(faithfulness.values()).count(pytest.approx(0.2)) == len(appmod.WRONG)
+
+    # The run's record says what was read.
+    record = RunRecord.read(out).model_extra["traces"]
+    assert record["project"] == PROJECT and record["source"] == "phoenix"
+    assert sorted(record["trace_ids"]) == sorted(s.key for s in traces.samples)
+    assert Counter(s["reason"].split(":")[0] for s in record["skipped"]) == Counter(BAD_REASONS)
+
+    # Again: the scores come from the run folder, and nothing is written twice.
+    again = evaluate_traces(read_phoenix(PROJECT, server=url), METRICS, judge=scripted(),
+                            out_dir=out, cache=False, write_back=True)  # fmt: skip
+    second = trace_section(again)["write_back"]
+    assert (second["written"], second["replaced"], second["unchanged"]) == (0, 0, GOOD * 3)
+    assert again.run.counts.judged == 0
+
+    # Read back through Phoenix's own client: one annotation per span and metric, equal.
+    from phoenix.client import Client
+
+    client = Client(base_url=url)
+    spans = {s.metadata["span_id"]: s.key for s in traces.samples}
+    annotations = client.spans.get_span_annotations(
+        span_ids=list(spans), project_identifier=PROJECT, include_annotation_names=METRICS
+    )
+    ours = [a for a in annotations if a.get("identifier", "").startswith(IDENTIFIER_PREFIX)]
+    assert len(ours) == GOOD * 3
+    assert Counter((a["span_id"], a["name"]) for a in ours).most_common(1)[0][1] == 1
+    scores = scores_of(result)
+    explanations = {(v.trace_id, v.metric): v.explanation for v in verdicts_for(result)}
+    for annotation in ours:
+        key = (spans[annotation["span_id"]], annotation["name"])
+        assert annotation["result"]["score"] == pytest.approx(scores[key])
+        assert annotation["result"]["explanation"] == explanations[key]
+        assert annotation["annotator_kind"] == "LLM"
+        assert annotation["metadata"]["judge"] == "fake:scripted"
+
+
+def test_phoenix_writes_that_fail_are_retried_reported_and_the_scores_kept(phoenix, tmp_path):
+    url, _ = phoenix
+    from phoenix.client import Client
+
+    traces = read_phoenix(PROJECT, server=url)
+    closed = f"http://127.0.0.1:{appmod.free_port()}"  # nothing listens there
+    traces.writer = PhoenixWriter(Client(base_url=closed), PROJECT)
+    out = tmp_path / "run"
+    result = evaluate_traces(traces, ["faithfulness"], judge=scripted("unreachable"),
+                             out_dir=out, cache=False)  # fmt: skip
+    result = record_traces(result, traces, out, write_back=True, retries=1)
+    report = trace_section(result)["write_back"]
+    assert report["written"] == 0 and report["attempts"] == 2  # reading what is there failed
+    assert len(report["failed"]) == GOOD and "ConnectError" in report["failed"][0]["error"]
+    assert sum(1 for s in result.scores if s.scored) == GOOD  # every score kept
+    assert RunRecord.read(out).model_extra["traces"]["write_back"]["failed"] == report["failed"]
+
+
+def test_the_otlp_file_reads_as_phoenix_does(phoenix):
+    url, file = phoenix
+    from_file = read_otlp(file)
+    from_server = read_phoenix(PROJECT, server=url)
+    assert from_file.samples == from_server.samples
+    assert reasons(from_file) == Counter(BAD_REASONS)
+    assert from_file.record()["file"] == str(file)
+
+
+def test_the_command_line_scores_a_phoenix_project_and_writes_back(phoenix, tmp_path):
+    url, _ = phoenix
+    script = tmp_path / "replies.jsonl"
+    script.write_text("".join(json.dumps("Yes" if i % 2 else "No") + "\n" for i in range(GOOD)))
+    out = tmp_path / "run"
+    command = ["evaluate", f"phoenix:{PROJECT}", "--server", url, "--since", "1h", "--limit",
+               "100", "--metrics", "faithfulness", "--judge", f"fake:{script}", "--out", str(out),
+               "--write-back", "--no-cache"]  # fmt: skip
+    first = runner.invoke(app, command)
+    assert first.exit_code == 0, first.output
+    assert f"{GOOD} samples from {GOOD + 3} traces" in first.output
+    for reason in BAD_REASONS:
+        assert reason in first.output
+    assert f"verdicts written back: {GOOD} new, 0 replaced, 0 already there" in first.output
+    values = [json.loads(line)["value"] for line in (out / "scores.jsonl").read_text().split()]
+    assert sorted(values) == [0.0] * (GOOD // 2) + [1.0] * (GOOD // 2)
+
+    again = runner.invoke(app, command)
+    assert again.exit_code == 0, again.output
+    assert f"verdicts written back: 0 new, 0 replaced, {GOOD} already there" in again.output
+
+    bad = runner.invoke(app, ["evaluate", f"otlp:{tmp_path / 'x.json'}", "--write-back",
+                              "--judge", "fake"])  # fmt: skip
+    assert bad.exit_code == 2 and "no server" in bad.output
+
+
+# --- MLflow ---------------------------------------------------------------------------------
+
+EXPERIMENT = "capitals"
+
+
+@pytest.fixture(scope="module")
+def mlflow_server(tmp_path_factory):
+    """An MLflow server whose experiment holds the pipeline's 20 autologged requests and 3 bad
+    ones; yields its address and the folder of its SQLite store."""
+    needs("mlflow", "langchain_core", program="mlflow")
+    folder = tmp_path_factory.mktemp("mlflow")
+    with appmod.mlflow_server(folder) as url:
+        with appmod.mlflow_tracing(url, EXPERIMENT):
+            assert appmod.run_good_requests() == ANSWERS
+            appmod.run_bad_requests(cut_short="stream")
+        yield url, folder
+
+
+MLFLOW_BAD = Counter({"no retrieval": 1, "error": 1, "no output": 1})
+"""A stream stopped after its first chunk ends its root span without an output in MLflow."""
+
+
+def test_mlflow_traces_are_scored_written_back_once_and_read_back_equal(mlflow_server, tmp_path):
+    url, _ = mlflow_server
+    import mlflow
+
+    traces = wait_for(lambda: read_mlflow(EXPERIMENT, tracking_uri=url), GOOD + 3)
+    assert len(traces.samples) == GOOD and reasons(traces) == MLFLOW_BAD
+    by_question = {s.question: s for s in traces.samples}
+    assert [by_question[q].answer for q in QUESTIONS] == ANSWERS
+
+    out = tmp_path / "run"
+    result = evaluate_traces(traces, METRICS, judge=scripted(), out_dir=out, cache=False,
+                             write_back=True)  # fmt: skip
+    report = trace_section(result)["write_back"]
+    assert (report["written"], report["failed"]) == (GOOD * 3, [])
+    for score in result.scores_for("faithfulness"):
+        sample = next(s for s in traces.samples if s.key == score.sample_id)
+        assert score.value == pytest.approx(expected_faithfulness(sample.question, sample.answer))
+
+    again = evaluate_traces(read_mlflow(EXPERIMENT, tracking_uri=url), METRICS, judge=scripted(),
+                            out_dir=out, cache=False, write_back=True)  # fmt: skip
+    second = trace_section(again)["write_back"]
+    assert (second["written"], second["replaced"], second["unchanged"]) == (0, 0, GOOD * 3)
+
+    # Read back through MLflow's own client: one feedback per trace and metric, equal.
+    client = mlflow.MlflowClient(url)
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    found = client.search_traces(locations=[experiment.experiment_id], max_results=100)
+    scores = scores_of(result)
+    explanations = {(v.trace_id, v.metric): v.explanation for v in verdicts_for(result)}
+    seen = Counter()
+    for trace in found:
+        for assessment in trace.info.assessments:
+            if assessment.name not in METRICS or assessment.source.source_type != "LLM_JUDGE":
+                continue
+            key = (trace.info.trace_id, assessment.name)
+            seen[key] += 1
+            assert assessment.feedback.value == pytest.approx(scores[key])
+            assert assessment.rationale == explanations[key]
+            assert assessment.source.source_id == "fake:scripted"
+    assert len(seen) == GOOD * 3 and set(seen.values()) == {1}
+
+
+def test_an_mlflow_expectation_is_the_reference_and_a_local_store_reads_alike(mlflow_server):
+    url, folder = mlflow_server
+    import mlflow
+    from mlflow.entities import Expectation
+    from mlflow.tracing.client import TracingClient
+
+    traces = read_mlflow(EXPERIMENT, tracking_uri=url, limit=5)
+    assert traces.traces == 5 and traces.source["limit"] == 5
+    first = traces.samples[0]
+    TracingClient(url).log_assessment(
+        first.key, Expectation(name="expected_response", value="The reference.")
+    )
+    store = f"sqlite:///{folder / 'mlflow.db'}"  # the server's own store, read directly
+    local = read_mlflow(EXPERIMENT, tracking_uri=store)
+    by_id = {s.key: s for s in local.samples}
+    assert by_id[first.key].reference == "The reference."
+    assert len(local.samples) == GOOD and local.source["server"] == store
+    assert mlflow.get_tracking_uri() != url  # the process-wide setting was left alone
+
+    since = read_mlflow(EXPERIMENT, tracking_uri=url, since=parse_since("1h"),
+                        filter_string="trace.status = 'OK'")  # fmt: skip
+    assert len(since.samples) == GOOD and "error" not in reasons(since)
+
+
+def test_a_metric_scores_traces_inside_mlflow_genai_evaluate(mlflow_server):
+    url, _ = mlflow_server
+    import mlflow
+
+    from ragmeter.traces.scorers import mlflow_scorer
+
+    client = mlflow.MlflowClient(url)
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    before = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(url)
+    try:
+        mlflow.set_experiment(EXPERIMENT)
+        latest = mlflow.search_traces(
+            locations=[experiment.experiment_id], max_results=4, order_by=["timestamp_ms DESC"]
+        )
+        faithfulness = mlflow_scorer("faithfulness", judge=scripted("in-mlflow"), name="rm_faith")
+        mlflow.genai.evaluate(data=latest, scorers=[faithfulness])
+    finally:
+        mlflow.set_tracking_uri(before)
+    # The four latest: the three bad requests, and the last good one (Estonia, answered wrong).
+    found = read_mlflow(EXPERIMENT, tracking_uri=url)
+    last = next(s for s in found.samples if s.question == QUESTIONS[-1])
+    feedback = {}
+    for trace in client.search_traces(locations=[experiment.experiment_id], max_results=100):
+        for assessment in trace.info.assessments:
+            if assessment.name == "rm_faith":
+                feedback[trace.info.trace_id] = assessment
+    assert feedback[last.key].feedback.value == pytest.approx(expected_faithfulness(
+        last.question, last.answer))  # fmt: skip
+    assert feedback[last.key].source.source_id == "fake:in-mlflow"
+    errors = {
+        trace_id: a.feedback.error.error_message
+        for trace_id, a in feedback.items()
+        if a.feedback.error is not None
+    }
+    assert Counter(m.split(":")[0] for m in errors.values()) == MLFLOW_BAD
+
+
+def test_traces_from_a_file_cannot_take_verdicts_back(tmp_path):
+    file = tmp_path / "empty.jsonl"
+    file.write_text('{"resourceSpans": []}\n')
+    assert read_otlp(file).traces == 0
+    with pytest.raises(ValueError, match="no server"):
+        evaluate_traces(f"otlp:{file}", ["faithfulness"], judge=scripted(), write_back=True)
+
+
+def test_an_unfinished_skip_is_kept_with_its_reason():
+    traces = samples_from_spans([], skipped=[SkippedTrace("t", "cut short: in flight")])
+    assert traces.skipped_reasons() == {"cut short": 1}
+    assert traces.record()["skipped"] == [{"trace_id": "t", "reason": "cut short: in flight"}]
