@@ -355,7 +355,7 @@ def test_the_command_line_scores_a_phoenix_project_and_writes_back(phoenix, tmp_
     for reason in BAD_REASONS:
         assert reason in first.output
     assert f"verdicts written back: {GOOD} new, 0 replaced, 0 already there" in first.output
-    values = [json.loads(line)["value"] for line in (out / "scores.jsonl").read_text().split()]
+    values = [json.loads(line)["value"] for line in (out / "scores.jsonl").read_text().splitlines()]
     assert sorted(values) == [0.0] * (GOOD // 2) + [1.0] * (GOOD // 2)
 
     again = runner.invoke(app, command)
