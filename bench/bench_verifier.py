@@ -134,11 +134,8 @@ def summary_table(data: LabelledClaims, recipes: list[Recipe]) -> list[LeftOut]:
         left = leave_one_source_out(data, recipe)
         zero = np.mean([f.zero_shot_auc for f in left.figures if f.zero_shot_auc is not None])
         head = np.mean([f.head_auc for f in left.figures if f.head_auc is not None])
-        worst = min(
-            left.figures,
-            key=lambda f: (f.head_auc or 0) - (f.zero_shot_auc or 0),
-        )
-        below = sum((f.head_auc or 0) - (f.zero_shot_auc or 0) < -0.01 for f in left.figures)
+        worst = min(left.figures, key=lambda f: f.gain if f.gain is not None else 0.0)
+        below = sum(gain < -0.01 for gain in left.gains())
         print(
             f"| {recipe.name} | {zero:.3f} | {head:.3f} | {left.mean_gain():+.3f} | "
             f"{worst.source} {left.worst_gain():+.3f} | {below} | "
@@ -241,11 +238,7 @@ def sources_table(left: LeftOut) -> None:
           "balanced acc. zero-shot | balanced acc. head |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|")
     for f in left.figures:
-        gain = (
-            "—"
-            if f.head_auc is None or f.zero_shot_auc is None
-            else f"{f.head_auc - f.zero_shot_auc:+.3f}"
-        )
+        gain = "—" if f.gain is None else f"{f.gain:+.3f}"
         print(
             f"| {f.source} | {f.claims} | {f.supported} | {_fmt(f.zero_shot_auc)} | "
             f"{_fmt(f.head_auc)} | {gain} | {f.zero_shot_balanced:.3f} | {f.head_balanced:.3f} |"

@@ -395,6 +395,7 @@ class VerifierTuning:
     folds: int
 
     def gain(self, source: str) -> float | None:
+        """What the team's labels add on its source: its out-of-fold ROC AUC over zero-shot."""
         zero = next(f.zero_shot_auc for f in self.left_out.figures if f.source == source)
         found = self.with_yours.get(source)
         return None if found is None or zero is None else found - zero

@@ -173,6 +173,13 @@ class SourceFigures:
     zero_shot_macro_f1: float
     head_macro_f1: float
 
+    @property
+    def gain(self) -> float | None:
+        """The head's ROC AUC over the zero-shot read's (None where a label is missing)."""
+        if self.head_auc is None or self.zero_shot_auc is None:
+            return None
+        return self.head_auc - self.zero_shot_auc
+
 
 def best_threshold(truth: np.ndarray, probability: np.ndarray) -> float:
     """The threshold with the best balanced accuracy (the nearest to 0.5 among equals)."""
@@ -191,21 +198,14 @@ class LeftOut:
     predicted: np.ndarray
     """Every row's P(supported) from the head fitted without its source."""
 
+    def gains(self) -> list[float]:
+        return [f.gain for f in self.figures if f.gain is not None]
+
     def mean_gain(self) -> float:
-        gains = [
-            f.head_auc - f.zero_shot_auc
-            for f in self.figures
-            if f.head_auc is not None and f.zero_shot_auc is not None
-        ]
-        return float(np.mean(gains)) if gains else 0.0
+        return float(np.mean(self.gains())) if self.gains() else 0.0
 
     def worst_gain(self) -> float:
-        gains = [
-            f.head_auc - f.zero_shot_auc
-            for f in self.figures
-            if f.head_auc is not None and f.zero_shot_auc is not None
-        ]
-        return float(min(gains)) if gains else 0.0
+        return min(self.gains(), default=0.0)
 
 
 def leave_one_source_out(

@@ -14,12 +14,10 @@ by metric and by place, as the injection suite does (``ragmeter.selftest.suite``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 from ragmeter.judges import Embedder, Judge
-from ragmeter.score import Score
 from ragmeter.selftest import suite
 from ragmeter.selftest.gaming_cases import CASES, PLACES, SOURCES, TRICKS, GamingCase
 from ragmeter.selftest.suite import Outcome, SuiteReport, format_report
@@ -51,30 +49,10 @@ def select_cases(
 
 
 def run_suite(
-    judge: str | Judge,
-    embedder: str | Embedder | None = None,
-    *,
-    cases: Sequence[GamingCase] = CASES,
-    out_dir: str | Path | None = None,
-    cache: bool | str | Path = True,
-    max_workers: int = 1,
-    judge_options: Mapping[str, Any] | None = None,
-    embedder_options: Mapping[str, Any] | None = None,
-    on_score: Callable[[Score], None] | None = None,
+    judge: str | Judge, embedder: str | Embedder | None = None, **options: Any
 ) -> SuiteReport:
     """Score each case with its metric (default configuration) and collect the outcomes, the
-    gaming success rate broken down by trick, metric and place; the arguments are
-    ``suite.run_suite``'s."""
-    return suite.run_suite(
-        judge,
-        embedder,
-        cases=cases,
-        breakdowns=BREAKDOWNS,
-        label="gaming",
-        out_dir=out_dir,
-        cache=cache,
-        max_workers=max_workers,
-        judge_options=judge_options,
-        embedder_options=embedder_options,
-        on_score=on_score,
-    )
+    gaming success rate broken down by trick, metric and place;
+    ``options`` are ``suite.run_suite``'s (``cases``: this suite's all, by default)."""
+    options.setdefault("cases", CASES)
+    return suite.run_suite(judge, embedder, breakdowns=BREAKDOWNS, label="gaming", **options)
