@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -392,8 +393,6 @@ class TrainingSet:
 
 def shipped_training_set() -> TrainingSet | None:
     """The shipped head's training claims, where the package has them."""
-    from importlib import resources
-
     resource = resources.files("ragmeter.heads").joinpath(TRAINING_FILE)
     if not resource.is_file():
         return None
