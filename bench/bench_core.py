@@ -3,6 +3,7 @@
     python bench/bench_core.py [--judge local] [--data examples/basic.jsonl]
     python bench/bench_core.py --wikieval ../shared/data/wikieval/wikieval_dev.jsonl --limit 5
     python bench/bench_core.py --wikieval ... --option faithfulness.statements=generate
+    python bench/bench_core.py --wikieval ... --layouts separate,one_read
 
 ``--wikieval`` times WikiEval samples instead (question, the focused context, the grounded
 answer): long contexts, the case the per-sample time target is set for.
@@ -14,7 +15,9 @@ same run: what reading the sample once costs. The ratio says how far the three m
 it.
 
 Runs once with an empty call cache (every call reaches the model), then again with the same cache
-and a new results folder: the second run must make zero model calls.
+and a new results folder: the second run must make zero model calls. With ``--layouts`` each
+layout (``ragmeter.one_read``) is timed in turn on the same judge in one process, and the last
+lines compare their samples per minute.
 """
 
 from __future__ import annotations
@@ -31,9 +34,10 @@ from ragmeter import evaluate
 from ragmeter.cli.common import configured_metrics
 from ragmeter.data import load_samples
 from ragmeter.evaluate import DEFAULT_METRICS
-from ragmeter.judges.base import ChatRequest, Judge, Message
+from ragmeter.judges.base import ChatRequest, Embedder, Judge, Message
 from ragmeter.judges.registry import get_embedder, get_judge
 from ragmeter.meta.wikieval import load_wikieval
+from ragmeter.metrics import Metric, with_layout
 from ragmeter.prompts import render_inputs
 from ragmeter.sample import Sample
 
@@ -65,6 +69,12 @@ def main() -> None:
     parser.add_argument(
         "--option", action="append", help="metric option METRIC.PARAM=VALUE (repeat)"
     )
+    parser.add_argument(
+        "--layouts",
+        default="",
+        help="comma-separated layouts to time in turn (separate, one_read), each set on every "
+        "metric that has the option",
+    )
     args = parser.parse_args()
 
     if args.wikieval:
@@ -73,13 +83,37 @@ def main() -> None:
     else:
         samples = load_samples(args.data).samples
     samples = samples[: args.limit]
-    metrics = configured_metrics(args.metrics, args.option)
     clock = time.perf_counter()
     judge = get_judge(args.judge)
     embedder = get_embedder(args.embedder)
-    load_seconds = time.perf_counter() - clock
-
+    print(f"model load {time.perf_counter() - clock:.1f} s")
     floors = {s.key: floor_seconds(judge, s, n) for n, s in enumerate(samples)}
+    layouts = [name.strip() for name in args.layouts.split(",") if name.strip()] or [None]
+    rates: dict[str | None, float] = {}
+    for layout in layouts:
+        metrics = configured_metrics(args.metrics, args.option)
+        if layout is not None:
+            metrics = [with_layout(m, layout) for m in metrics]
+            print(f"\n=== layout {layout}")
+        rates[layout] = time_metrics(samples, metrics, judge, embedder, floors)
+    if len(rates) > 1:
+        first = layouts[0]
+        for layout, rate in rates.items():
+            print(
+                f"layout {layout}: {rate:.2f} samples per minute, {rate / rates[first]:.2f}x "
+                f"the rate of {first}"
+            )
+
+
+def time_metrics(
+    samples: list[Sample],
+    metrics: list[Metric],
+    judge: Judge,
+    embedder: Embedder | None,
+    floors: dict[str, tuple[float, int]],
+) -> float:
+    """Time ``metrics`` on ``samples`` from an empty call cache, print the tables, check that a
+    cached rerun makes no model call, and return the samples scored per minute."""
     with tempfile.TemporaryDirectory() as scratch:
         cache = Path(scratch) / "calls.sqlite"
         clock = time.perf_counter()
@@ -98,7 +132,7 @@ def main() -> None:
     n = len(samples)
     print(f"judge {first.run.judge}, embedder {first.run.embedder}, {n} samples")
     print("options: " + "; ".join(f"{m.name} {m.config()}" for m in metrics))
-    print(f"model load {load_seconds:.1f} s; first run {first_seconds:.1f} s")
+    print(f"first run {first_seconds:.1f} s")
     by_sample: dict[str, dict[str, object]] = defaultdict(dict)
     for score in first.scores:
         by_sample[score.sample_id][score.metric] = score
@@ -150,6 +184,9 @@ def main() -> None:
         f"{rerun_seconds:.2f} s; identical scores: "
         f"{[s.value for s in rerun.scores] == [s.value for s in first.scores]}"
     )
+    rate = 60 * n / first_seconds
+    print(f"samples per minute (first run, every call to the model): {rate:.2f}")
+    return rate
 
 
 if __name__ == "__main__":

@@ -130,7 +130,7 @@ def test_metric_options_are_typed_and_every_one_is_in_the_version():
     with pytest.raises(
         OptionsError,
         match=r"unknown option 'soft_count' for the metric faithfulness; "
-        r"valid options: short_claims, soft, statements, threshold, verdicts",
+        r"valid options: layout, short_claims, soft, statements, threshold, verdicts",
     ):
         metric_by_name("faithfulness", soft_count=True)
     with pytest.raises(

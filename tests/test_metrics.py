@@ -409,6 +409,7 @@ def test_prompt_versions_change_with_configuration():
         "soft": False,
         "threshold": 0.5,
         "repeats": False,
+        "layout": "separate",
     }
 
 

@@ -29,6 +29,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
+from ragmeter.judges.base import window_of
+from ragmeter.limits import context_budget, packed
 from ragmeter.prompts import (
     Prompt,
     YesNoPrompt,
@@ -309,6 +311,17 @@ Text = str | Sequence[str]
 """A text a claim is checked against; passages given as a list are shown one after another."""
 
 
+def parts_read(session: JudgeSession, text: Text, claims: Sequence[str]) -> list[Text]:
+    """``text`` as its claims are checked against it: whole where it fits the judge's window
+    beside the longest claim, else cut into parts that do (``limits.packed``)."""
+    budget = context_budget(window_of(session.judge), max(claims, key=len, default=""))
+    passages = [text] if isinstance(text, str) else list(text)
+    if budget is None or sum(len(p) for p in passages) <= budget:
+        return [text]
+    cut = packed([split_sentences(p) for p in passages], budget)
+    return [[" ".join(piece) for piece in part] for part in cut]
+
+
 def supported(
     session: JudgeSession, blocks: Sequence[tuple[Sequence[str], Sequence[Text]]]
 ) -> list[np.ndarray]:
@@ -316,22 +329,31 @@ def supported(
     one batch: ``out[b][i, k]`` is claim i of block b against its text k.
 
     Each text comes first in its questions, so a local judge reads it once for all its claims.
-    Raises ``Unscorable`` (through the session) when a check cannot be answered."""
-    questions: list[Question] = [
-        (SUPPORTED, {"context": text, "statement": claim}, {})
-        for claims, texts in blocks
-        for text in texts
-        for claim in claims
-    ]
+    A text too long for the judge's window is read in parts (``parts_read``), and a claim is
+    supported as far as its best-supporting part supports it. Raises ``Unscorable`` (through
+    the session) when a check cannot be answered."""
+    questions: list[Question] = []
+    parts: list[list[int]] = []  # per block, each text's number of parts
+    for claims, texts in blocks:
+        parts.append([])
+        for text in texts:
+            read = parts_read(session, text, claims)
+            parts[-1].append(len(read))
+            questions += [
+                (SUPPORTED, {"context": part, "statement": claim}, {})
+                for part in read
+                for claim in claims
+            ]
     answers = session.ask_yes_no_all(questions) if questions else []
     out, start = [], 0
-    for claims, texts in blocks:
-        size = len(claims) * len(texts)
-        block = np.array(answers[start : start + size], dtype=float).reshape(
-            len(texts), len(claims)
-        )
-        out.append(block.T)
-        start += size
+    for (claims, texts), counts in zip(blocks, parts, strict=True):
+        block = np.zeros((len(claims), len(texts)))
+        for k, count in enumerate(counts):
+            size = count * len(claims)
+            asked = np.array(answers[start : start + size], dtype=float)
+            block[:, k] = asked.reshape(count, len(claims)).max(axis=0)
+            start += size
+        out.append(block)
     return out
 
 
@@ -428,6 +450,7 @@ __all__ = [
     "claims_needed",
     "claims_of",
     "claims_only",
+    "parts_read",
     "planned_calls",
     "supported",
 ]

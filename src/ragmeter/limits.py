@@ -1,14 +1,18 @@
-"""A size limit on what a sample puts in front of the judge.
+"""Size limits on what a sample puts in front of the judge.
 
 An oversized field (a scraped page pasted as the answer, thousands of retrieved passages) would
 overflow a local judge's context window, or cost a fortune on a paid one, or bury an injection
 deep in the text. Each field is cut to ``max_chars`` before the metrics see it, so the metric's
 own steps (sentence splitting, statement counts) work on exactly the text the judge sees, and the
 cut is written into the score's explanation.
+
+A context that fits that limit may still exceed the judge's window beside the rest of a prompt;
+``packed`` cuts it into parts that each fit, which the metrics read one after another.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ragmeter.sample import Sample
@@ -67,3 +71,55 @@ def fit_sample(sample: Sample, max_chars: int | None) -> tuple[Sample, dict[str,
     if not updates:
         return sample, {}
     return sample.model_copy(update={**updates, "id": sample.key}), cut
+
+
+WINDOW_SHARE = 0.8
+"""The share of a judge's window that the context of one prompt may fill: the instruction, the
+other data and the judge's chat template need the rest."""
+CHARS_PER_TOKEN_AT_WORST = 3
+"""Characters per token when sizing text for a window without the judge's tokenizer: English
+runs about four, and erring short only costs one part more."""
+_SENTENCE_OVERHEAD = 8
+"""Characters a sentence costs beside its own: a number such as "[12] " and a line break."""
+
+
+def context_budget(window: int | None, *beside: str) -> int | None:
+    """How many characters of context fit in one prompt to a judge whose window is ``window``
+    tokens, beside the texts ``beside`` (the question, the answer, a claim); None where the
+    window is not known, and the whole context goes in one prompt."""
+    if window is None:
+        return None
+    return int(window * WINDOW_SHARE * CHARS_PER_TOKEN_AT_WORST) - sum(len(t) for t in beside)
+
+
+def packed(passages: Sequence[Sequence[str]], budget: int | None) -> list[list[list[str]]]:
+    """The passages, each given as its sentences, in parts of at most ``budget`` characters:
+    whole passages in order while they fit, a passage longer than a part cut between its
+    sentences. One part for a ``budget`` of None; a sentence longer than a part is a part of
+    its own (the judge then refuses it, and the verdict is unscored with that reason)."""
+    if budget is None:
+        return [[list(passage) for passage in passages]]
+    pieces = [piece for passage in passages for piece in _cut_between_sentences(passage, budget)]
+    parts: list[list[list[str]]] = [[]]
+    used = 0
+    for piece in pieces:
+        size = _size(piece)
+        if parts[-1] and used + size > budget:
+            parts.append([])
+            used = 0
+        parts[-1].append(piece)
+        used += size
+    return parts
+
+
+def _cut_between_sentences(passage: Sequence[str], budget: int) -> list[list[str]]:
+    pieces: list[list[str]] = [[]]
+    for sentence in passage:
+        if pieces[-1] and _size([*pieces[-1], sentence]) > budget:
+            pieces.append([])
+        pieces[-1].append(sentence)
+    return pieces
+
+
+def _size(sentences: Sequence[str]) -> int:
+    return sum(len(s) + _SENTENCE_OVERHEAD for s in sentences)

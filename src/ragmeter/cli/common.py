@@ -22,7 +22,7 @@ from ragmeter.data import DatasetError
 from ragmeter.judges import Embedder, Judge, JudgeError, resolve_models
 from ragmeter.judges.cache import CallCache
 from ragmeter.judges.weights import WeightsError
-from ragmeter.metrics import GROUPS, Metric, metric_by_name, metric_names
+from ragmeter.metrics import GROUPS, Metric, metric_by_name, metric_names, with_layout
 
 EXIT_BAD_INPUT = 2
 
@@ -223,10 +223,13 @@ def parse_metric_options(items: list[str] | None) -> dict[str, dict[str, Any]]:
     return options
 
 
-def configured_metrics(metrics: str, option: list[str] | None) -> list[Metric]:
+def configured_metrics(
+    metrics: str, option: list[str] | None, layout: str | None = None
+) -> list[Metric]:
     """The metrics of a comma-separated ``--metrics``, each built with its ``--option``s; an
     option given to a group (``diagnosis.soft=false``) goes to each of its metrics, and an
-    option for a metric not named is an error."""
+    option for a metric not named is an error. ``layout`` (``--layout``) is set on every
+    metric that has the option."""
     named = [m.strip() for m in metrics.split(",") if m.strip()]
     options = parse_metric_options(option)
     for_groups = {
@@ -241,7 +244,7 @@ def configured_metrics(metrics: str, option: list[str] | None) -> list[Metric]:
         chosen.append(metric_by_name(name, **{**given, **options.pop(name, {})}))
     if options:
         raise ValueError(f"options given for metrics not chosen: {', '.join(options)}")
-    return chosen
+    return [with_layout(m, layout) for m in chosen] if layout else chosen
 
 
 def _value(text: str) -> Any:

@@ -62,6 +62,7 @@ from ragmeter.heads.ratings import Labels, parse_scales, read_labels
 from ragmeter.limits import MAX_INPUT_CHARS, InputTruncatedWarning
 from ragmeter.manifest import Counts
 from ragmeter.metrics import Metric
+from ragmeter.one_read import Layout
 from ragmeter.report import estimate_table, samples_table, summary_table, write_outputs
 from ragmeter.result import Result
 from ragmeter.store import FolderLock
@@ -263,6 +264,14 @@ def evaluate_command(
     cache: CacheFlag = True,
     show_samples: Annotated[bool, typer.Option(help="Also print a row per sample.")] = True,
     option: MetricOptions = None,
+    layout: Annotated[
+        Layout | None,
+        typer.Option(
+            help="How every metric that asks Yes/No questions reads a sample: 'separate' (each "
+            "metric's own prompts) or 'one_read' (every question a continuation of the sample "
+            "read once). \\[default: each metric's own]"
+        ),
+    ] = None,
     judge_option: JudgeOptions = None,
     embedder_option: EmbedderOptions = None,
     dry_run: Annotated[
@@ -318,7 +327,7 @@ def evaluate_command(
         out_dir = out or Path("runs") / file.stem
         dataset = _load(file, columns, skip_invalid, console)
     with user_errors(console):
-        chosen = configured_metrics(metrics, option)
+        chosen = configured_metrics(metrics, option, layout)
         executor = executor_for(ray, ray_actors, ray_actor_cpus, workers)
         if html is not None:
             check_report_installed()  # before judging, not after

@@ -142,6 +142,13 @@ def heads_of(judge: Any) -> Any:
     return getattr(judge, "heads", None)
 
 
+def window_of(judge: Any) -> int | None:
+    """The judge's context window in tokens, where it says (the local judge does); None where
+    it is not known, and a request too long for it fails at the server."""
+    window = getattr(judge, "window", None)
+    return int(window) if window else None
+
+
 def is_probe(request: ChatRequest) -> bool:
     """A Yes/No question: one token back, read from its log-probabilities."""
     return request.max_tokens == 1 and request.top_logprobs > 0
@@ -211,6 +218,10 @@ class Wrapper:
     @property
     def heads(self) -> Any:
         return heads_of(self.inner)
+
+    @property
+    def window(self) -> int | None:
+        return window_of(self.inner)
 
 
 class InFlightLimit(Wrapper):

@@ -40,6 +40,7 @@ class FakeJudge:
         *,
         responder: Responder | None = None,
         model: str = "scripted",
+        window: int | None = None,
     ) -> None:
         self._queue: deque[str | ChatResponse | Exception] = deque(replies)
         self._responder = responder
@@ -47,6 +48,9 @@ class FakeJudge:
         self.settings: dict[str, str] = {}
         """What else determines the replies (the script file's hash, for ``fake:FILE``)."""
         self.history: list[ChatRequest] = []
+        self.window = window
+        """The context window in tokens the fake claims to have (``window_of``), for tests of
+        what does not fit; None, as for a judge that does not say."""
 
     @property
     def name(self) -> str:

@@ -142,6 +142,11 @@ class LocalJudge:
         """The hidden states each probe's reply carries."""
         return self.options.state_names
 
+    @property
+    def window(self) -> int:
+        """The context window in tokens: the longest prompt this judge reads."""
+        return self.options.n_ctx
+
     def complete(self, request: ChatRequest) -> ChatResponse:
         reply = self.complete_batch([request])[0]
         if isinstance(reply, Exception):

@@ -24,6 +24,11 @@ then P(the context holds it) x P(the answer gives all of it) for an answer that 
 with no context at all, a decline scores 1 and an answer that commits 0. The two probes share
 the context as a prefix, which a local judge reads once.
 
+With ``layout="one_read"`` (completeness only) the completeness questions are continuations of
+the sample read once, shared with the other metrics' questions (``ragmeter.one_read``); whether
+the answer commits is asked as above (as a Yes/No continuation the small local judge gave
+evasions and answers the same probability).
+
 The generated questions and their similarities are kept in the explanation where they were
 written.
 """
@@ -34,6 +39,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, Field, model_validator
 
+from ragmeter import one_read
 from ragmeter.judges.base import cosine_similarity
 from ragmeter.metrics.base import Metric
 from ragmeter.metrics.commitment import (
@@ -156,11 +162,21 @@ class AnswerRelevanceOptions(Options):
         ),
     )
 
+    layout: one_read.Layout = Field(
+        "separate",
+        description="Ask this metric's questions after its own instruction, or as continuations "
+        "of the sample read once with the other metrics' questions (score='completeness').",
+    )
+
     @model_validator(mode="after")
     def _completeness_is_judged(self) -> Self:
         if self.against == "context" and self.score == "similarity":
             raise ValueError(
                 "against='context' judges completeness, which score='similarity' omits"
+            )
+        if self.layout == "one_read" and self.score != "completeness":
+            raise ValueError(
+                "layout='one_read' reads Yes/No verdicts: it needs score='completeness'"
             )
         return self
 
@@ -180,6 +196,8 @@ class AnswerRelevance(Metric):
 
     @property
     def prompts(self) -> list[Any]:
+        if self.options.layout == "one_read":
+            return [NONCOMMITTAL, *self._one_read_prompts()]
         completeness = [HELD, COVERS] if self.options.against == "context" else [COMPLETE]
         return {
             "completeness": [NONCOMMITTAL, *completeness],
@@ -187,9 +205,18 @@ class AnswerRelevance(Metric):
             "product": [self._prompt, *completeness],
         }[self.options.score]
 
+    def _one_read_prompts(self) -> list[YesNoPrompt]:
+        """The one-read layout's completeness questions, after whether the answer commits."""
+        if self.options.against == "question":
+            return [one_read.COMPLETE]
+        return [one_read.CONTEXT_HOLDS, one_read.COVERS_CONTEXT]
+
     def planned_calls(self, sample: Sample) -> PlannedCalls:
         if not sample.answer.strip():
             return []
+        if self.options.layout == "one_read":
+            asked = [(prompt, {}, {}) for prompt in self._one_read_prompts()]
+            return [planned_commitment_call(sample.answer), *one_read.planned_calls(sample, asked)]
         completeness = self._completeness_calls(sample)
         if self.options.score == "completeness":
             return [planned_commitment_call(sample.answer), *completeness]
@@ -214,6 +241,8 @@ class AnswerRelevance(Metric):
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         if not sample.answer.strip():
             raise Unscorable("the answer is empty")
+        if self.options.layout == "one_read":
+            return self._read_once(sample, session)
         if self.options.score == "completeness":
             # A few generated tokens where writing the questions took fifty: in this mode they
             # served only the explanation.
@@ -273,3 +302,31 @@ class AnswerRelevance(Metric):
             "p_covers_context": round(covers, 4),
         }
         return held * covers, explanation
+
+    def _read_once(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
+        """Completeness in the one-read layout: the same scores as ``_completeness``."""
+        noncommittal = is_noncommittal(sample.answer, session)
+        if self.options.against == "question":
+            if noncommittal:
+                return 0.0, {"noncommittal": True}
+            read = one_read.read_sample(sample, session)
+            (complete,) = one_read.about_answer(session, read, one_read.COMPLETE)
+            return complete, {"noncommittal": False, "p_complete": round(complete, 4)}
+        if not sample.contexts:
+            return scored_without_context(noncommittal)
+        read = one_read.read_sample(sample, session)
+        asked = (
+            [one_read.CONTEXT_HOLDS]
+            if noncommittal
+            else [one_read.CONTEXT_HOLDS, one_read.COVERS_CONTEXT]
+        )
+        held, *covers = one_read.about_context(session, read, *asked)
+        explanation: dict[str, Any] = {
+            "noncommittal": noncommittal,
+            "p_context_holds": round(held, 4),
+        }
+        if read.note:
+            explanation["parts"] = read.note
+        if noncommittal:
+            return 1.0 - held, explanation
+        return held * covers[0], {**explanation, "p_covers_context": round(covers[0], 4)}

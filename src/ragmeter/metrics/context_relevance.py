@@ -25,6 +25,12 @@ judged needed that follows other needed sentences is asked once more, shown afte
 add needed information they do not already state? Its probability is multiplied by that answer,
 so it counts only if it is more likely than not both needed and new: a context that states the
 needed fact twice (as retrieved passages that quote each other do) is not more relevant for it.
+
+With ``layout="one_read"`` each sentence's verdict is a short continuation of the sample read
+once, shared with the other metrics' questions (``ragmeter.one_read``): the sentence named by
+its number and opening words in the numbered context, not shown again. The repeat checks are
+asked together, each of a needed sentence after the first: does it state needed information no
+earlier sentence of the context states (they are all in view above it)?
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, Field, model_validator
 
+from ragmeter import one_read
 from ragmeter.metrics.base import Metric
 from ragmeter.options import Options
 from ragmeter.prompts import (
@@ -142,10 +149,21 @@ class ContextRelevanceOptions(Options):
             return {**values, "repeats": values.get("mode", "sentence") != "select"}
         return values
 
+    layout: one_read.Layout = Field(
+        "separate",
+        description="Ask this metric's questions after its own instruction, or as continuations "
+        "of the sample read once with the other metrics' questions (mode='sentence').",
+    )
+
     @model_validator(mode="after")
     def _repeats_need_yes_no(self) -> Self:
         if self.repeats and self.mode == "select":
             raise ValueError("repeats applies to the Yes/No modes, not to mode='select'")
+        if self.layout == "one_read" and self.mode != "sentence":
+            raise ValueError(
+                "layout='one_read' asks about each sentence by its number in the context read "
+                "once: it needs mode='sentence'"
+            )
         return self
 
 
@@ -156,6 +174,9 @@ class ContextRelevance(Metric):
 
     @property
     def prompts(self) -> list[Any]:
+        if self.options.layout == "one_read":
+            repeats = [one_read.NEW_INFORMATION] if self.options.repeats else []
+            return [one_read.NEEDED, *repeats]
         main = {"sentence": SENTENCE_NEEDED, "numbered": NEEDED, "select": EXTRACT}[
             self.options.mode
         ]
@@ -181,6 +202,12 @@ class ContextRelevance(Metric):
         if self.options.mode == "select":
             inputs = {**sample.asked(), "context": numbered(sentences)}
             return [(rendered_tokens(EXTRACT.render(inputs)), 4 + len(sentences))]
+        if self.options.layout == "one_read":
+            asked = [
+                (one_read.NEEDED, {"sentence": f"[{n}] {one_read.opening(s)}"}, {"number": str(n)})
+                for n, s in enumerate(sentences, 1)
+            ]
+            return one_read.planned_calls(sample, asked)
         # Without the repeat checks, whose number depends on the answers (a few per sample).
         return [
             yes_no_call(prompt.render(inputs, **fields))
@@ -193,6 +220,8 @@ class ContextRelevance(Metric):
             raise Unscorable("the sample has no retrieved context")
         if self.options.mode == "select":
             return self._by_selection(sample, sentences, session)
+        if self.options.layout == "one_read":
+            return self._read_once(sample, session)
         probabilities = session.ask_yes_no_all(self._questions(sample, sentences))
         new_information = (
             self._new_information(sample, sentences, probabilities, session)
@@ -200,6 +229,16 @@ class ContextRelevance(Metric):
             else {}
         )
         return self._count(sentences, probabilities, new_information)
+
+    def _read_once(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
+        read = one_read.read_sample(sample, session)
+        probabilities = one_read.needed(session, read)
+        new_information = {}
+        if self.options.repeats:
+            candidates = [i for i, p in enumerate(probabilities) if p >= self.options.threshold]
+            new_information = one_read.new_information(session, read, candidates)
+        value, explanation = self._count(read.sentences, probabilities, new_information)
+        return value, {**explanation, "parts": read.note} if read.note else explanation
 
     def _new_information(
         self,

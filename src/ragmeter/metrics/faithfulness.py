@@ -19,6 +19,10 @@
    probability of being supported (an expected |V|), which separates answers that a hard count
    would tie; ``soft=False`` counts statements whose probability reaches ``threshold``.
 
+With ``layout="one_read"`` every verdict is a short continuation of the sample read once,
+shared with the other metrics' questions (``ragmeter.one_read``): the statement is quoted after
+the question, the context and the answer, and a short statement is read in the answer's place.
+
 When nothing was retrieved no claim can be supported, so an answer that commits to anything
 scores 0 without its statements being written, and a decline ("I have no information on that")
 scores 1: it makes no claim, and it is what a faithful system says when retrieval finds nothing.
@@ -28,10 +32,11 @@ Whether the answer commits is the few-token question answer relevance also asks.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
+from ragmeter import one_read
 from ragmeter.claims import (
     SHORT_CLAIM_RULE,
     STATEMENTS,
@@ -39,6 +44,7 @@ from ragmeter.claims import (
     ShortClaims,
     as_checked,
     claims_only,
+    parts_read,
     supported,
 )
 from ragmeter.metrics.base import Metric
@@ -129,6 +135,17 @@ class FaithfulnessOptions(Options):
         description='Verify a statement that does not stand alone ("3 euros.") as the answer '
         "to the question, or every statement as it stands.",
     )
+    layout: one_read.Layout = Field(
+        "separate",
+        description="Ask this metric's questions after its own instruction, or every verdict "
+        "of the sample as a continuation of the sample read once (logprob verdicts).",
+    )
+
+    @model_validator(mode="after")
+    def _one_read_asks_yes_no(self) -> Self:
+        if self.layout == "one_read" and self.verdicts != "logprob":
+            raise ValueError("layout='one_read' reads Yes/No verdicts: it needs verdicts='logprob'")
+        return self
 
 
 class Faithfulness(Metric):
@@ -140,6 +157,8 @@ class Faithfulness(Metric):
     @property
     def prompts(self) -> list[Any]:
         written = [STATEMENTS] if self.options.statements == "generate" else []
+        if self.options.layout == "one_read":
+            return [*written, one_read.SUPPORTED, NONCOMMITTAL]
         verdicts = SUPPORTED if self.options.verdicts == "logprob" else VERDICTS
         return [*written, verdicts, NONCOMMITTAL]
 
@@ -158,6 +177,9 @@ class Faithfulness(Metric):
             )
         if not sentences:
             return calls
+        if self.options.layout == "one_read":
+            asked = [(one_read.SUPPORTED, {"statement": s}, {}) for s in sentences]
+            return calls + one_read.planned_calls(sample, asked)
         if self.options.verdicts == "logprob":
             return calls + [
                 yes_no_call(SUPPORTED.render({"context": sample.contexts, "statement": s}))
@@ -198,16 +220,27 @@ class Faithfulness(Metric):
     def _by_probability(
         self, sample: Sample, statements: list[str], session: JudgeSession
     ) -> tuple[float, dict[str, Any]]:
-        checked = as_checked(statements, self._question(sample))
-        probabilities = supported(session, [(checked, [sample.contexts])])[0][:, 0].tolist()
+        explanation: dict[str, Any] = {}
+        if self.options.layout == "one_read":
+            read = one_read.read_sample(sample, session)
+            probabilities = one_read.supported(session, read, statements)
+            if read.note:
+                explanation["parts"] = read.note
+        else:
+            checked = as_checked(statements, self._question(sample))
+            probabilities = supported(session, [(checked, [sample.contexts])])[0][:, 0].tolist()
+            parts = len(parts_read(session, sample.contexts, checked))
+            if parts > 1:
+                explanation["parts"] = (
+                    f"the context exceeds the judge's window: read in {parts} parts, a "
+                    "statement supported as far as its best-supporting part supports it"
+                )
         verdicts = [p >= self.options.threshold for p in probabilities]
         value = sum(probabilities) if self.options.soft else sum(verdicts)
-        explanation = {
-            "statements": [
-                {"statement": s, "verdict": "yes" if ok else "no", "p_supported": round(p, 4)}
-                for s, p, ok in zip(statements, probabilities, verdicts, strict=True)
-            ]
-        }
+        explanation["statements"] = [
+            {"statement": s, "verdict": "yes" if ok else "no", "p_supported": round(p, 4)}
+            for s, p, ok in zip(statements, probabilities, verdicts, strict=True)
+        ]
         return value / len(statements), explanation
 
     def _by_generation(
