@@ -4,8 +4,6 @@ version), and the HTML report checked in a real browser (headless Chromium)."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -21,15 +19,10 @@ from ragmeter.meta.pairs import Agreement
 from ragmeter.viewer import RunFolderError, open_run
 from ragmeter.viewer.html import build_page
 
+from .browser import ARTIFACTS, chromium
 from .report_runs import diagnosis_run, faithfulness_run
 
 runner = CliRunner()
-ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
-CHROMIUM = os.environ.get("RAGMETER_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-INSTALL_CHROMIUM = (
-    "the browser tests need Chromium: on Debian/Ubuntu 'sudo apt-get install -y chromium' "
-    "(or set RAGMETER_CHROMIUM to a Chromium binary); Playwright drives it, no download needed"
-)
 MARKS = "svg .mark-rect path, svg .mark-symbol path, svg .mark-rule line"
 
 
@@ -235,16 +228,8 @@ def test_every_kind_of_run_folder_is_told_apart(tmp_path, run_a):
 
 @pytest.fixture(scope="module")
 def browser():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail("the browser tests need Playwright: pip install -e '.[dev]'")
-    if not Path(CHROMIUM).is_file():
-        pytest.fail(f"no Chromium at {CHROMIUM}: {INSTALL_CHROMIUM}")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 def open_page(browser, report: Path):

@@ -4,12 +4,15 @@ judge, the verdicts written back and read again through each server's own client
 
 The servers are real (``phoenix serve``, ``mlflow server`` on SQLite, on loopback ports), started
 once per module; the tests that need one are skipped, saying why, where its extra is missing.
+Each server's own web page is then opened in headless Chromium, to see the verdicts where a
+team would look for them; the screenshots are saved under ``test-artifacts/``.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 import time
 from collections import Counter
@@ -32,6 +35,7 @@ from ragmeter.traces import (
     read_mlflow,
     read_otlp,
     read_phoenix,
+    read_traces,
     record_traces,
     samples_from_spans,
     trace_section,
@@ -41,12 +45,16 @@ from ragmeter.traces import (
 from ragmeter.traces.phoenix import IDENTIFIER_PREFIX, PhoenixWriter
 
 from . import traced_app as appmod
+from .browser import ARTIFACTS, chromium
 from .traced_app import (
     ANSWERS,
     BAD_REASONS,
+    COUNTRIES,
     GOOD,
     METRICS,
     QUESTIONS,
+    SUPPORTED,
+    UNSUPPORTED,
     expected_faithfulness,
     judge_traces,
 )
@@ -367,6 +375,154 @@ def test_the_command_line_scores_a_phoenix_project_and_writes_back(phoenix, tmp_
     assert bad.exit_code == 2 and "no server" in bad.output
 
 
+DATASET = "capitals-references"
+PORTUGAL, SWEDEN, HUNGARY, ROMANIA = 4, 9, 14, 15
+"""Requests by position: Portugal and Sweden are answered wrong; Hungary's two examples
+disagree, Romania's holds no reference."""
+
+
+def city(index: int) -> str:
+    return f"{COUNTRIES[index][1]}."
+
+
+def reference_examples(url: str, traces: TraceSet) -> list[dict]:
+    """A dataset as a team curates one: examples made from the traced spans (the root span of
+    the first five requests, the retriever span of the next five), each with the right answer;
+    examples that give only the question; two that disagree; one for a request that was never
+    scored; one with no reference at all."""
+    from phoenix.client import Client
+
+    spans = Client(base_url=url).spans.get_spans(project_identifier=PROJECT, limit=10_000)
+    retriever = {s["context"]["trace_id"]: s["context"]["span_id"]
+                 for s in spans if s["span_kind"] == "RETRIEVER"}  # fmt: skip
+    by_question = {s.question: s for s in traces.samples}
+    root = [by_question[q].metadata["span_id"] for q in QUESTIONS[:5]]
+    inner = [retriever[by_question[q].key] for q in QUESTIONS[5:10]]
+    return [
+        *({"input": {"input": QUESTIONS[i]}, "output": {"output": city(i)}, "span_id": span}
+          for i, span in enumerate([*root, *inner])),
+        *({"input": {"question": QUESTIONS[i]}, "output": {"expected_output": city(i)}}
+          for i in range(10, 14)),
+        {"input": {"question": QUESTIONS[HUNGARY]}, "output": {"output": city(HUNGARY)}},
+        {"input": {"question": QUESTIONS[HUNGARY]}, "output": {"output": "Vienna."}},
+        {"input": {"question": "What is the capital of Malta?"}, "output": {"output": "Valletta."}},
+        {"input": {"question": QUESTIONS[ROMANIA]}, "output": {}},
+    ]  # fmt: skip
+
+
+def test_a_phoenix_dataset_gives_the_traces_their_references(phoenix, tmp_path):
+    url, _ = phoenix
+    from phoenix.client import Client
+
+    examples = reference_examples(url, read_phoenix(PROJECT, server=url))
+    Client(base_url=url).datasets.create_dataset(name=DATASET, examples=examples)
+
+    traces = read_phoenix(PROJECT, server=url, dataset=DATASET)
+    assert traces.source["references"] == {
+        "dataset": DATASET, "examples": 18, "without_reference": 1, "by_trace": 10,
+        "by_question": 4, "unmatched": 3, "ambiguous": 1,  # Malta's, and Hungary's two
+    }  # fmt: skip
+    references = {s.question: s.reference for s in traces.samples}
+    assert [references[q] for q in QUESTIONS[:14]] == [city(i) for i in range(14)]
+    assert references[QUESTIONS[HUNGARY]] is None and references[QUESTIONS[ROMANIA]] is None
+
+    metrics = ["answer_correctness", "context_recall"]
+    result = evaluate_traces(traces, metrics, judge=scripted(), out_dir=tmp_path / "run",
+                             cache=False)  # fmt: skip
+    scores = scores_of(result)
+    for index, sample in enumerate(by_position(traces)):
+        correctness = scores[(sample.key, "answer_correctness")]
+        recall = scores[(sample.key, "context_recall")]
+        if index >= 14:  # no reference: unscored, and said so
+            assert correctness is None and recall is None
+            continue
+        # The answer against the reference, both ways (F1 of the two); the reference found in
+        # the passages retrieved.
+        right = SUPPORTED if sample.answer == city(index) else UNSUPPORTED
+        assert correctness == pytest.approx(right)
+        assert recall == pytest.approx(expected_faithfulness(sample.question, city(index)))
+    assert scores[(by_position(traces)[PORTUGAL].key, "answer_correctness")] == pytest.approx(
+        UNSUPPORTED
+    )  # answered Madrid, Lisbon expected
+    unscored = [s for s in result.scores if s.value is None]
+    assert len(unscored) == 2 * (GOOD - 14) and "reference" in unscored[0].unscored_reason
+    assert RunRecord.read(tmp_path / "run").model_extra["traces"]["references"]["by_trace"] == 10
+
+    command = ["evaluate", f"phoenix:{PROJECT}", "--server", url, "--dataset", DATASET,
+               "--metrics", ",".join(metrics), "--judge", "fake", "--dry-run"]  # fmt: skip
+    shown = runner.invoke(app, command)
+    assert shown.exit_code == 0, shown.output
+    assert (
+        f"references from dataset {DATASET}: 10 by trace, 4 by question; 3 examples matched "
+        "no trace read" in shown.output
+    )
+    missing = runner.invoke(app, [*command[:-1], "--dataset", "no-such-dataset"])
+    assert missing.exit_code == 2 and "no-such-dataset" in missing.output
+
+
+def by_position(traces: TraceSet) -> list[Sample]:
+    """The samples in the order their questions were asked."""
+    by_question = {s.question: s for s in traces.samples}
+    return [by_question[q] for q in QUESTIONS]
+
+
+# --- the verdicts in each server's own page ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as launched:
+        yield launched
+
+
+UI_WAIT = 120_000
+"""Milliseconds to wait for a page to show what the servers hold (a loaded machine renders
+these single-page applications slowly)."""
+
+
+def shown_scores(text: str, pattern: str) -> dict[str, float]:
+    """Each metric's score as a page shows it, ``pattern`` matching the number after the
+    metric's name."""
+    found = {}
+    for metric in METRICS:
+        match = re.search(re.escape(metric) + pattern, text)
+        assert match, f"{metric} is not shown: {text[:2000]}"
+        found[metric] = float(match[1])
+    return found
+
+
+def test_phoenix_shows_the_verdicts_on_the_trace(phoenix, browser, tmp_path):
+    url, _ = phoenix
+    from phoenix.client import Client
+
+    traces = read_phoenix(PROJECT, server=url)
+    result = evaluate_traces(traces, METRICS, judge=scripted(), out_dir=tmp_path / "run",
+                             cache=False, write_back=True)  # fmt: skip
+    assert trace_section(result)["write_back"]["failed"] == []
+    portugal = by_position(traces)[PORTUGAL]  # answered Madrid: faithfulness is low
+    scores = {m: scores_of(result)[(portugal.key, m)] for m in METRICS}
+    assert scores["faithfulness"] == pytest.approx(UNSUPPORTED)
+
+    project = Client(base_url=url).projects.get(project_name=PROJECT)["id"]
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(f"{url}/projects/{project}/spans/{portugal.key}")
+    info = page.get_by_role("complementary", name="Detail drawer").get_by_role(
+        "tabpanel", name="Info"
+    )
+    info.get_by_role("button", name="Annotations", exact=True).click(timeout=UI_WAIT)
+    badges = info.get_by_role("button", name=re.compile("mean score"))
+    badges.nth(len(METRICS) - 1).wait_for(timeout=UI_WAIT)
+    assert badges.count() == len(METRICS)
+    assert info.get_by_text("Madrid.").first.is_visible()
+    text = "\n".join(badges.all_inner_texts())
+    shown = shown_scores(text, r"\s*μ\s*([\d.]+)")  # the mean of one annotation: its score
+    assert shown == {m: pytest.approx(v, abs=0.005) for m, v in scores.items()}
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.get_by_role("complementary", name="Detail drawer").screenshot(
+        path=str(ARTIFACTS / "traces-phoenix.png")
+    )
+
+
 # --- MLflow ---------------------------------------------------------------------------------
 
 EXPERIMENT = "capitals"
@@ -493,12 +649,47 @@ def test_a_metric_scores_traces_inside_mlflow_genai_evaluate(mlflow_server):
     assert Counter(m.split(":")[0] for m in errors.values()) == MLFLOW_BAD
 
 
+def test_mlflow_shows_the_verdicts_on_the_trace(mlflow_server, browser, tmp_path):
+    url, _ = mlflow_server
+    traces = wait_for(lambda: read_mlflow(EXPERIMENT, tracking_uri=url), GOOD + 3)
+    result = evaluate_traces(traces, METRICS, judge=scripted(), out_dir=tmp_path / "run",
+                             cache=False, write_back=True)  # fmt: skip
+    assert trace_section(result)["write_back"]["failed"] == []
+    portugal = by_position(traces)[PORTUGAL]
+    scores = {m: scores_of(result)[(portugal.key, m)] for m in METRICS}
+    assert scores["faithfulness"] == pytest.approx(UNSUPPORTED)
+
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    # A first visit gets a tip laid over the page; it is dismissed whenever it shows.
+    page.add_locator_handler(page.get_by_role("button", name="Got it"), lambda tip: tip.click())
+    page.goto(f"{url}/#/experiments/{traces.source['experiment_id']}/traces")
+    page.get_by_role("link", name=f"Open trace {portugal.key} — input").click(timeout=UI_WAIT)
+    page.get_by_role("button", name="Assess").click(timeout=UI_WAIT)
+    drawer = page.get_by_role("dialog").filter(has=page.get_by_text(re.compile(r"^Feedback \(")))
+    drawer.wait_for(timeout=UI_WAIT)
+    text = drawer.inner_text()
+    assert "Madrid." in text
+    shown = shown_scores(text, r"\s+([\d.]+)")
+    assert shown == {m: pytest.approx(v) for m, v in scores.items()}
+    box = drawer.bounding_box()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(  # the trace and its assessments, not the empty space below them
+        path=str(ARTIFACTS / "traces-mlflow.png"),
+        clip={"x": box["x"], "y": box["y"], "width": box["width"], "height": 540},
+    )
+
+
 def test_traces_from_a_file_cannot_take_verdicts_back(tmp_path):
     file = tmp_path / "empty.jsonl"
     file.write_text('{"resourceSpans": []}\n')
     assert read_otlp(file).traces == 0
     with pytest.raises(ValueError, match="no server"):
         evaluate_traces(f"otlp:{file}", ["faithfulness"], judge=scripted(), write_back=True)
+
+
+def test_only_phoenix_reads_references_from_a_dataset():
+    with pytest.raises(ValueError, match="expected_response expectation"):
+        read_traces("mlflow:capitals", dataset="references")
 
 
 def test_an_unfinished_skip_is_kept_with_its_reason():

@@ -124,6 +124,14 @@ TraceFilter = Annotated[
         help="With mlflow:EXPERIMENT: an MLflow trace filter, e.g. \"tags.env = 'prod'\".",
     ),
 ]
+TraceDataset = Annotated[
+    str | None,
+    typer.Option(
+        "--dataset",
+        help="With phoenix:PROJECT: a Phoenix dataset whose examples hold reference answers, "
+        "joined to the traces by span, else by question.",
+    ),
+]
 WriteBack = Annotated[
     bool,
     typer.Option(

@@ -42,6 +42,7 @@ from ragmeter.cli.common import (
     RayAddress,
     Repairs,
     Retries,
+    TraceDataset,
     TraceFilter,
     TraceLimit,
     TraceServer,
@@ -131,6 +132,7 @@ def _read_traces(
             since=since,
             limit=options["limit"],
             filter_string=options["filter"],
+            dataset=options["dataset"],
         )
     except Exception as exc:  # a server or client fails in many ways; each ends the command
         problem = exc if isinstance(exc, USER_ERRORS) else f"{type(exc).__name__}: {exc}"
@@ -149,6 +151,15 @@ def _read_traces(
         soft_wrap=True,
         highlight=False,
     )
+    joined = traces.source.get("references")
+    if joined is not None:
+        console.print(
+            f"references from dataset {joined['dataset']}: {joined['by_trace']} by trace, "
+            f"{joined['by_question']} by question; {joined['unmatched']} examples matched no "
+            "trace read",
+            soft_wrap=True,
+            highlight=False,
+        )
     return LoadedDataset(traces.samples, []), traces
 
 
@@ -302,6 +313,7 @@ def evaluate_command(
     since: TraceSince = None,
     limit: TraceLimit = None,
     filter_string: TraceFilter = None,
+    dataset: TraceDataset = None,
     write_back: WriteBack = False,
 ) -> None:
     """Score FILE, or an application's traces, with reference-free RAG metrics and print a
@@ -312,7 +324,13 @@ def evaluate_command(
     console = Console()
     spec = str(file)
     traces: TraceSet | None = None
-    trace_options = {"server": server, "since": since, "limit": limit, "filter": filter_string}
+    trace_options = {
+        "server": server,
+        "since": since,
+        "limit": limit,
+        "filter": filter_string,
+        "dataset": dataset,
+    }
     if is_trace_source(spec):
         out_dir = out or Path("runs") / spec.replace(":", "-").replace("/", "-")
         dataset, traces = _read_traces(spec, trace_options, write_back, console)

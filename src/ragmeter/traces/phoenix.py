@@ -1,5 +1,5 @@
 """Arize Phoenix: a project's traces read through Phoenix's client, verdicts written back as span
-annotations on each trace's root span.
+annotations on each trace's root span; reference answers read from a Phoenix dataset.
 
 ``pip install 'ragmeter[phoenix]'`` (arize-phoenix-client). Spans come from the REST API
 (``/v1/projects/PROJECT/spans``) with OpenInference attributes, read by
@@ -7,6 +7,10 @@ annotations on each trace's root span.
 ``LLM`` annotator, with the score, the label ``unscored`` where there is none, the explanation,
 and the key (the judge's identity and the metric's version) as its ``identifier``: Phoenix keeps
 one annotation per span, name and identifier, so a rerun replaces rather than adds.
+
+A dataset's examples (``dataset=``) give the samples their reference answers: an example's
+output is the reference, joined to its trace by the span it was made from, else by its
+question (see ``ragmeter.traces.references``).
 """
 
 from __future__ import annotations
@@ -17,11 +21,18 @@ from typing import Any
 
 from ragmeter.integrations import importing
 from ragmeter.traces.openinference import span_from_attributes
-from ragmeter.traces.spans import Span, TraceSet, samples_from_spans
+from ragmeter.traces.references import Reference, join_references
+from ragmeter.traces.spans import QUESTION_KEYS, Span, TraceSet, find_text, samples_from_spans
 from ragmeter.traces.verdicts import Existing, Verdict
 
 DEFAULT_SERVER = "http://localhost:6006"
 IDENTIFIER_PREFIX = "ragmeter-"
+REFERENCE_KEYS = (
+    "reference", "expected_output", "expected_answer", "expected_response", "expected",
+    "ground_truth", "answer", "output", "response",
+)  # fmt: skip
+"""Where a dataset example's output holds the reference answer, best first (an example made
+from a span holds the span's output under ``output``, edited into the expected answer)."""
 
 
 def _client(server: str | None, client: Any) -> Any:
@@ -39,6 +50,7 @@ def read_phoenix(
     since: datetime | None = None,
     until: datetime | None = None,
     limit: int | None = None,
+    dataset: str | None = None,
     client: Any = None,
 ) -> TraceSet:
     """The samples of a Phoenix project's traces.
@@ -51,6 +63,8 @@ def read_phoenix(
         until: only traces that started before this time.
         limit: the most recent ``limit`` traces (by the start of their root span); all by
             default. Traces without a root span (cut short) are counted among them.
+        dataset: a Phoenix dataset (name or id) whose examples hold reference answers, joined
+            to the samples as :func:`ragmeter.traces.references.join_references` says.
         client: a ``phoenix.client.Client`` to use instead of making one.
 
     Returns:
@@ -72,7 +86,29 @@ def read_phoenix(
         "until": until.isoformat() if until else None,
         "limit": limit,
     }
-    return samples_from_spans(spans, source=source, writer=PhoenixWriter(phoenix, project))
+    traces = samples_from_spans(spans, source=source, writer=PhoenixWriter(phoenix, project))
+    if dataset is not None:
+        traces = join_dataset(traces, dataset, phoenix, {s.span_id: s.trace_id for s in spans})
+    return traces
+
+
+def join_dataset(
+    traces: TraceSet, dataset: str, client: Any, trace_of_span: dict[str, str]
+) -> TraceSet:
+    """``traces`` with the reference answers of a Phoenix dataset's examples."""
+    found = client.datasets.get_dataset(dataset=dataset)
+    references = [dataset_reference(example) for example in found.examples]
+    return join_references(traces, references, trace_of_span, dataset=found.name)
+
+
+def dataset_reference(example: Mapping[str, Any]) -> Reference:
+    """A dataset example's reference answer, the span it was made from, and its question."""
+    source = example.get("source") or {}
+    return Reference(
+        text=find_text(example.get("output"), REFERENCE_KEYS, role="assistant"),
+        span_id=source.get("span_id"),
+        question=find_text(example.get("input"), QUESTION_KEYS, role="user"),
+    )
 
 
 def _address(client: Any, server: str | None) -> str | None:

@@ -43,6 +43,7 @@ def read_traces(
     since: datetime | None = None,
     limit: int | None = None,
     filter_string: str | None = None,
+    dataset: str | None = None,
 ) -> TraceSet:
     """The samples of the traces ``spec`` names.
 
@@ -53,6 +54,7 @@ def read_traces(
         since: only traces that started at or after this time (see :func:`parse_since`).
         limit: the most recent ``limit`` traces.
         filter_string: an MLflow trace filter.
+        dataset: a Phoenix dataset whose examples hold the reference answers.
 
     Raises:
         ValueError: an unknown source, or an option the source does not take.
@@ -61,7 +63,14 @@ def read_traces(
     if kind == "phoenix":
         if filter_string:
             raise ValueError("--filter is MLflow's trace filter; Phoenix takes --since/--limit")
-        return read_phoenix(name or "default", server=server, since=since, limit=limit)
+        return read_phoenix(
+            name or "default", server=server, since=since, limit=limit, dataset=dataset
+        )
+    if dataset:
+        raise ValueError(
+            "--dataset names a Phoenix dataset; MLflow reads a trace's reference from its "
+            "expected_response expectation"
+        )
     if kind == "mlflow":
         if not name:
             raise ValueError("name the experiment: mlflow:EXPERIMENT")
