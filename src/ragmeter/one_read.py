@@ -13,9 +13,11 @@ bills it once.
 
 The instruction defines every kind of verdict, so it is the same for all of them. The scores
 are other results than the separate layout's: the prompts differ, so their versions, and with
-them every store and cache key, differ too.
+them every store and cache key, differ too. With the bundled 1.5B judge this layout agrees with
+people less and is no faster (docs/agreement.md, "Reading a sample once"): it is an option, for
+judges that can tell one sentence from another with the whole sample in view.
 
-A sample whose data does not fit the judge's window is read in parts (``parts``): each part
+A sample whose data does not fit the judge's window is read in parts (``reading``): each part
 holds the question, the answer and as many whole context passages (or sentences, where one
 passage alone is too long) as fit, numbered as in the whole context.
 """
@@ -24,7 +26,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+from pydantic import Field
 
 from ragmeter.judges.base import window_of
 from ragmeter.limits import context_budget, packed
@@ -34,6 +38,17 @@ from ragmeter.session import JudgeSession, Question
 from ragmeter.text import WORD, split_sentences
 
 Layout = Literal["separate", "one_read"]
+
+
+def layout_option() -> Any:
+    """The ``layout`` option of a metric that asks Yes/No questions: separate by default."""
+    return Field(
+        "separate",
+        description="Ask this metric's questions after its own instruction ('separate'), or "
+        "every Yes/No verdict of the sample as a continuation of the sample read once, shared "
+        "with the other metrics' questions ('one_read').",
+    )
+
 
 INSTRUCTION = (
     "You judge one exchange of a question-answering assistant: the question it was asked, the "
@@ -250,6 +265,7 @@ __all__ = [
     "Reading",
     "about_answer",
     "about_context",
+    "layout_option",
     "needed",
     "new_information",
     "opening",

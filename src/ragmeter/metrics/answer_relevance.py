@@ -162,11 +162,7 @@ class AnswerRelevanceOptions(Options):
         ),
     )
 
-    layout: one_read.Layout = Field(
-        "separate",
-        description="Ask this metric's questions after its own instruction, or as continuations "
-        "of the sample read once with the other metrics' questions (score='completeness').",
-    )
+    layout: one_read.Layout = one_read.layout_option()
 
     @model_validator(mode="after")
     def _completeness_is_judged(self) -> Self:

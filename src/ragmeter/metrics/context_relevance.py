@@ -149,11 +149,7 @@ class ContextRelevanceOptions(Options):
             return {**values, "repeats": values.get("mode", "sentence") != "select"}
         return values
 
-    layout: one_read.Layout = Field(
-        "separate",
-        description="Ask this metric's questions after its own instruction, or as continuations "
-        "of the sample read once with the other metrics' questions (mode='sentence').",
-    )
+    layout: one_read.Layout = one_read.layout_option()
 
     @model_validator(mode="after")
     def _repeats_need_yes_no(self) -> Self:

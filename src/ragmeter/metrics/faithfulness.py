@@ -135,11 +135,7 @@ class FaithfulnessOptions(Options):
         description='Verify a statement that does not stand alone ("3 euros.") as the answer '
         "to the question, or every statement as it stands.",
     )
-    layout: one_read.Layout = Field(
-        "separate",
-        description="Ask this metric's questions after its own instruction, or every verdict "
-        "of the sample as a continuation of the sample read once (logprob verdicts).",
-    )
+    layout: one_read.Layout = one_read.layout_option()
 
     @model_validator(mode="after")
     def _one_read_asks_yes_no(self) -> Self:
