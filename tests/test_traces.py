@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import statistics
 import sys
 import time
 from collections import Counter
@@ -515,8 +516,21 @@ def test_phoenix_shows_the_verdicts_on_the_trace(phoenix, browser, tmp_path):
     assert badges.count() == len(METRICS)
     assert info.get_by_text("Madrid.").first.is_visible()
     text = "\n".join(badges.all_inner_texts())
-    shown = shown_scores(text, r"\s*μ\s*([\d.]+)")  # the mean of one annotation: its score
-    assert shown == {m: pytest.approx(v, abs=0.005) for m, v in scores.items()}
+    # A badge shows the mean of the span's annotations of that name: the run's score, and any
+    # other judge's written on the same span by an earlier run (the command-line test's).
+    held = Client(base_url=url).spans.get_span_annotations(
+        span_ids=[portugal.metadata["span_id"]],
+        project_identifier=PROJECT,
+        include_annotation_names=METRICS,
+    )
+    ours = {a["name"]: a["result"]["score"] for a in held
+            if a.get("identifier", "").startswith(IDENTIFIER_PREFIX)
+            and a["metadata"]["judge"] == "fake:scripted"}  # fmt: skip
+    assert ours == {m: pytest.approx(v) for m, v in scores.items()}
+    means = {m: statistics.mean(a["result"]["score"] for a in held if a["name"] == m)
+             for m in METRICS}  # fmt: skip
+    shown = shown_scores(text, r"\s*μ\s*([\d.]+)")
+    assert shown == {m: pytest.approx(v, abs=0.005) for m, v in means.items()}
     ARTIFACTS.mkdir(exist_ok=True)
     page.get_by_role("complementary", name="Detail drawer").screenshot(
         path=str(ARTIFACTS / "traces-phoenix.png")

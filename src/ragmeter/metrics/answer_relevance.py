@@ -39,7 +39,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, Field, model_validator
 
-from ragmeter import one_read
+import ragmeter.one_read as one_read
 from ragmeter.judges.base import cosine_similarity
 from ragmeter.metrics.base import Metric
 from ragmeter.metrics.commitment import (

@@ -36,7 +36,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, Field, model_validator
 
-from ragmeter import one_read
+import ragmeter.one_read as one_read
 from ragmeter.claims import (
     SHORT_CLAIM_RULE,
     STATEMENTS,
