@@ -229,7 +229,7 @@ class ContextRelevance(Metric):
     def _read_once(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         read = one_read.read_sample(sample, session)
         probabilities = one_read.needed(session, read)
-        new_information = {}
+        new_information: dict[int, float] = {}
         if self.options.repeats:
             candidates = [i for i, p in enumerate(probabilities) if p >= self.options.threshold]
             new_information = one_read.new_information(session, read, candidates)
