@@ -27,6 +27,7 @@ __all__ = [
     "DatasetError",
     "InvalidRow",
     "LoadedDataset",
+    "jsonl_rows",
     "load_samples",
     "write_jsonl",
 ]
@@ -425,8 +426,9 @@ def _read_file(path: Path) -> Iterator[_Row]:
     return reader(path)
 
 
-def _jsonl_rows(path: Path) -> Iterator[_Row]:
-    """Yield one row per non-blank line, numbered by file line so errors point at the line."""
+def jsonl_rows(path: Path) -> Iterator[_Row]:
+    """Yield one row per non-blank line, numbered by file line so errors point at the line: the
+    decoded value, or the :class:`DatasetError` saying why the line could not be decoded."""
     # Bytes, so that one line that is not UTF-8 is an error for that line, not for the file.
     with path.open("rb") as lines:
         for row, raw in enumerate(lines, start=1):
@@ -488,8 +490,8 @@ def _frame_rows(frame: Any) -> Iterator[_Row]:
 
 
 _FILE_READERS: dict[str, Callable[[Path], Iterator[_Row]]] = {
-    ".jsonl": _jsonl_rows,
-    ".ndjson": _jsonl_rows,
+    ".jsonl": jsonl_rows,
+    ".ndjson": jsonl_rows,
     ".json": _json_rows,
     ".csv": _csv_rows,
     ".parquet": _parquet_rows,

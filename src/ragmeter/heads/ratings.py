@@ -9,7 +9,6 @@ that is not one of the run's metrics, a value that is not a number or lies off t
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ragmeter.data import DatasetError, jsonl_rows
 from ragmeter.result import Result
 
 ID_FIELD = "id"
@@ -170,25 +170,22 @@ def read_labels(
 def read_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """(row number, fields): JSONL rows numbered by line, CSV rows by line with the header as
     line 1, as a spreadsheet shows them."""
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".jsonl", ".ndjson"):
+        raise LabelsError(f"{path}: give ratings as .jsonl or .csv")
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        if suffix == ".csv":
+            reader = csv.DictReader(path.read_text(encoding="utf-8-sig").splitlines())
+            if not reader.fieldnames or ID_FIELD not in reader.fieldnames:
+                raise LabelsError(f"{path}: row 1: the header needs an {ID_FIELD!r} column")
+            return [(number, dict(row)) for number, row in enumerate(reader, 2)]
+        found = list(jsonl_rows(path))
     except OSError as exc:
         raise LabelsError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    if path.suffix.lower() == ".csv":
-        reader = csv.DictReader(text.splitlines())
-        if not reader.fieldnames or ID_FIELD not in reader.fieldnames:
-            raise LabelsError(f"{path}: row 1: the header needs an {ID_FIELD!r} column")
-        return [(number, dict(row)) for number, row in enumerate(reader, 2)]
-    if path.suffix.lower() not in (".jsonl", ".ndjson"):
-        raise LabelsError(f"{path}: give ratings as .jsonl or .csv")
     rows = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise LabelsError(f"{path}: row {number}: not valid JSON ({exc.msg})") from None
+    for number, row in found:
+        if isinstance(row, DatasetError):
+            raise LabelsError(f"{path}: row {number}: {row.reason}")
         if not isinstance(row, dict):
             raise LabelsError(f"{path}: row {number}: not a JSON object")
         rows.append((number, row))

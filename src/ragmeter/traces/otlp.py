@@ -16,6 +16,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from ragmeter.data import DatasetError, jsonl_rows
 from ragmeter.traces.openinference import span_from_attributes
 from ragmeter.traces.spans import Span, TraceSet, samples_from_spans
 
@@ -46,13 +47,9 @@ def _requests(file: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
     if isinstance(whole, Mapping):
         yield 1, whole
         return
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            request = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{file}, line {number}: not JSON ({exc.msg})") from None
+    for number, request in jsonl_rows(file):
+        if isinstance(request, DatasetError):
+            raise ValueError(f"{file}, line {number}: {request.reason}")
         if not isinstance(request, Mapping):
             raise ValueError(f"{file}, line {number}: expected an object with 'resourceSpans'")
         yield number, request
