@@ -115,24 +115,18 @@ def faulty(case: Case, action: Callable[[], Result]) -> str:
 
 
 def full_disk_store(case: Case) -> dict[str, Any]:
-    with small_disk(case.folder / "disk") as disk:
-        case.out = disk / "out"
-        filler: list[Path] = []
-        middle = f"item-{len(case.samples) // 2:04d}"
-
-        def on_request(request):  # type: ignore[no-untyped-def]
-            if not filler and middle in request.messages[-1].content:
-                filler.append(fill(disk))
-
-        outcome = faulty(case, lambda: case.run(judge=judge(on_request=on_request)))
-        filler[0].unlink()
-        case.saved_before = stored(case.out)
-        return case.finish(outcome)
+    return disk_filled_midway(case, lambda disk: setattr(case, "out", disk / "out"))
 
 
 def full_disk_cache(case: Case) -> dict[str, Any]:
+    return disk_filled_midway(case, lambda disk: setattr(case, "cache", disk / "calls.sqlite"))
+
+
+def disk_filled_midway(case: Case, place_on: Callable[[Path], None]) -> dict[str, Any]:
+    """Run the case with what ``place_on`` puts on a small disk, which fills up when the judge
+    is asked about the middle sample; the space is freed before the case is finished."""
     with small_disk(case.folder / "disk") as disk:
-        case.cache = disk / "calls.sqlite"
+        place_on(disk)
         filler: list[Path] = []
         middle = f"item-{len(case.samples) // 2:04d}"
 
