@@ -5,8 +5,10 @@
 Scores ``--samples`` samples with the three default metrics into a fresh results folder, with
 the judge-call cache in a fresh folder of its own, and after every ``--every`` samples (1,000 by
 default) prints the samples done, the items per second over that stretch, the process's
-resident memory now and at its peak so far, and its open file descriptors. Then it runs the
-same command again on the same folder: every item must come from the store, none judged.
+resident memory now and at its peak so far, and its open file descriptors. Then it writes the
+exports (``scores.jsonl``, ``samples.csv``, ``summary.json``) as ``ragmeter evaluate`` does, and
+prints the memory after them, and runs the same command again on the same folder: every item
+must come from the store, none judged.
 
 ``--judge fake`` (the default) is a scripted judge whose every reply is fixed by its prompt and
 which keeps no history, so that what grows is ragmeter's own; any other spec (``local``,
@@ -121,6 +123,16 @@ def main() -> None:
             f"{min(r[1] for r in rows):.1f}-{max(r[1] for r in rows):.1f} items/s; open files "
             f"{min(r[4] for r in rows)}-{max(r[4] for r in rows)}"
         )
+    # Imported only now: the exports load pandas (about 70 MiB), which judging never needs.
+    from ragmeter.report import write_outputs
+
+    started = time.perf_counter()
+    write_outputs(result, folder / "out")
+    rss, peak = memory()
+    print(
+        f"exports written in {time.perf_counter() - started:.1f} s: RSS {rss:.1f} MiB, peak "
+        f"{peak:.1f} MiB"
+    )
     del result
     started = time.perf_counter()
     again = evaluate(samples, judge=judge, cache=cache, out_dir=folder / "out")

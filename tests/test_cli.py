@@ -57,6 +57,8 @@ def test_evaluate_writes_scores_and_prints_a_summary(tmp_path, no_user_cache):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["metrics"][1]["mean"] == 0.5
     assert (out / "samples.csv").exists() and (out / "run.json").exists()
+    # The exports were streamed from scores.sqlite, which the reading left as the run did.
+    assert not list(out.glob("scores.sqlite-*"))
 
     # The same command again resumes from the folder: the script is used up, yet all is scored.
     again = runner.invoke(

@@ -1,10 +1,13 @@
-"""The Wilson interval, against values worked out by hand."""
+"""The Wilson interval, against values worked out by hand; the bootstrap, against its reference."""
 
 from __future__ import annotations
 
+import tracemalloc
+
+import numpy as np
 import pytest
 
-from ragmeter.stats import wilson_interval
+from ragmeter.stats import bootstrap_mean_ci, percentile_interval, wilson_interval
 
 
 @pytest.mark.parametrize(
@@ -30,3 +33,25 @@ def test_no_trials_has_no_interval_and_impossible_counts_are_refused():
     assert wilson_interval(0, 0) is None
     with pytest.raises(ValueError, match="between 0 and 3"):
         wilson_interval(4, 3)
+
+
+@pytest.mark.parametrize("size", [2, 3001, 5000])
+def test_the_bootstrap_drawn_block_by_block_is_the_one_drawn_at_once(size):
+    # 3001 values: blocks of 349 rounds, the last one short; 5000: blocks of 209.
+    values = np.random.default_rng(1).random(size)
+    drawn = np.random.default_rng(0).integers(0, size, size=(2000, size))
+    low, high = percentile_interval(values[drawn].mean(axis=1), 0.95)
+    assert bootstrap_mean_ci(values) == (float(values.mean()), float(low), float(high))
+
+
+def test_the_bootstrap_of_a_long_run_takes_megabytes_not_hundreds():
+    values = np.random.default_rng(1).random(5000)
+    tracemalloc.start()
+    try:
+        bootstrap_mean_ci(values)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # A block of 2**20 draws: 8 MiB of indices and 8 MiB of the values they pick; drawn at
+    # once, 2000 rounds of 5000 took 80 MB of each.
+    assert peak < 20 * 2**20

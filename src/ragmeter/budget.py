@@ -35,7 +35,7 @@ from ragmeter.limits import fit_sample
 from ragmeter.metrics import Metric
 from ragmeter.prompts import PlannedCalls, approx_tokens, rendered_tokens
 from ragmeter.sample import Sample
-from ragmeter.score import Score
+from ragmeter.score import ScoreBrief
 
 NOT_JUDGED = "not judged: "
 """How the reason of an item the budget stopped begins; such items are not saved."""
@@ -83,7 +83,7 @@ def price_for(judge: str) -> Price | None:
 # --- the hard stop ----------------------------------------------------------------------------
 
 
-def is_pending(score: Score) -> bool:
+def is_pending(score: ScoreBrief) -> bool:
     """True for an item the budget stopped before it was judged (not a failed item)."""
     return score.value is None and (score.unscored_reason or "").startswith(NOT_JUDGED)
 

@@ -41,8 +41,8 @@ from ragmeter.manifest import (
     write_run_record,
 )
 from ragmeter.metrics import Metric, metric_by_name, metric_names
-from ragmeter.pipeline import ItemJudge, ItemPipeline, Judged, Tally
-from ragmeter.result import Result
+from ragmeter.pipeline import ItemJudge, ItemPipeline, Judged, Kept, Tally
+from ragmeter.result import Result, ScoreList
 from ragmeter.sample import Sample
 from ragmeter.score import Score
 from ragmeter.store import FolderLock, ScoreStore
@@ -93,7 +93,7 @@ Task = tuple[Sample, dict[str, Any], Metric]
 """A sample as the judge sees it, what was cut from it, and the metric to score it with."""
 
 
-def _run_all(tasks: list[Task], run_one: Callable[..., Score], workers: int) -> list[Score]:
+def _run_all(tasks: list[Task], run_one: Callable[..., Kept], workers: int) -> list[Kept]:
     """Run every task, in order of the results. On an interrupt (Ctrl-C) the items not yet
     started are dropped and those running are let finish, so that they are saved."""
     if workers <= 1:
@@ -110,10 +110,10 @@ def _run_all(tasks: list[Task], run_one: Callable[..., Score], workers: int) -> 
 
 def _run_on_cluster(
     pool: RayPool, pipeline: ItemPipeline, tasks: list[Task], job: Callable[..., ItemJudge]
-) -> list[Score]:
+) -> list[Kept]:
     """Reuse what the store holds, send the rest to the workers and commit each result as it
     comes back."""
-    scores: list[Score | None] = [pipeline.reuse(judged, metric) for judged, _, metric in tasks]
+    scores: list[Kept | None] = [pipeline.reuse(judged, metric) for judged, _, metric in tasks]
     todo = [i for i, score in enumerate(scores) if score is None]
     for position, outcome in pool.map(job, [(tasks[i][0], tasks[i][2].name) for i in todo]):
         judged, cut, metric = tasks[todo[position]]
@@ -134,7 +134,7 @@ def _make_meter(budget: Budget | None, judge: str | Judge) -> Meter | None:
     return Meter(budget, budget.price or price_for(name))
 
 
-def _counts(scores: list[Score], tally: Tally, truncated: int) -> Counts:
+def _counts(scores: list[Kept], tally: Tally, truncated: int) -> Counts:
     pending = sum(1 for s in scores if is_pending(s))
     scored = sum(1 for s in scores if s.scored)
     return Counts(
@@ -396,7 +396,7 @@ def _evaluate_with(
     return Result(
         samples=loaded.samples,
         metrics=[m.name for m in chosen],
-        scores=scores,
+        scores=ScoreList(store.path.absolute() if store is not None else None, scores),
         invalid_rows=loaded.invalid,
         run=record,
     )

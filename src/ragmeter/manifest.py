@@ -14,7 +14,7 @@ import json
 import os
 import platform
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -197,13 +197,14 @@ def environment() -> dict[str, str]:
     }
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that a reader (or a kill) never sees half a file."""
+def atomic_write_text(path: Path, text: str | Iterable[str]) -> None:
+    """Write ``text`` to ``path`` so that a reader (or a kill) never sees half a file; given
+    pieces of text, write each as it comes, so that a large file is never whole in memory."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
+            out.writelines([text] if isinstance(text, str) else text)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

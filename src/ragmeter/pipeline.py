@@ -23,6 +23,7 @@ from typing import Any
 from ragmeter.budget import NOT_JUDGED, BudgetExhausted
 from ragmeter.judges.base import Embedder, Judge, identity_of
 from ragmeter.metrics import Metric
+from ragmeter.result import StoredScore
 from ragmeter.sample import Sample
 from ragmeter.score import Score, Usage
 from ragmeter.session import JudgeSession
@@ -134,6 +135,12 @@ class Tally:
                 self.usage.add(usage)
 
 
+Kept = Score | StoredScore
+"""What the run's result keeps of an item: a score the store holds as its ``StoredScore`` (the
+store has the rest, and a long run's memory stays flat), any other score (not saved, or no
+store) whole."""
+
+
 class ItemPipeline:
     """Scores items, reusing what the store holds and committing what is judged.
 
@@ -157,18 +164,21 @@ class ItemPipeline:
     def key(self, judged: Sample, metric: Metric) -> str:
         return self._keys[metric.name].key(judged)
 
-    def reuse(self, judged: Sample, metric: Metric) -> Score | None:
+    def reuse(self, judged: Sample, metric: Metric) -> StoredScore | None:
         """The stored score of an item if a rerun may reuse it (counted and reported as
         resumed), else None: the item is to be judged."""
         if self.store is None:
             return None
-        stored = self.store.reusable(self.key(judged, metric))
-        if stored is not None:
-            self.tally.count("resumed")
-            self._report(stored)
-        return stored
+        key = self.key(judged, metric)
+        found = self.store.reusable_row(key)
+        if found is None:
+            return None
+        stored, digest = found
+        self.tally.count("resumed")
+        self._report(stored)
+        return StoredScore.of(stored, key, digest)
 
-    def commit(self, judged: Judged, cut: dict[str, Any]) -> Score:
+    def commit(self, judged: Judged, cut: dict[str, Any]) -> Kept:
         """Record a judged item, with what was cut from its sample noted in the explanation."""
         score = judged.score
         if not judged.saved:
@@ -179,12 +189,13 @@ class ItemPipeline:
             self.tally.count("judged", score.usage)
         if cut:
             score.explanation["truncated_inputs"] = cut
+        kept: Kept = score
         if judged.saved and self.store is not None:
-            self.store.put(judged.key, score)
+            kept = StoredScore.of(score, judged.key, self.store.put(judged.key, score))
         self._report(score)
-        return score
+        return kept
 
-    def run(self, judge: ItemJudge, judged: Sample, cut: dict[str, Any], metric: Metric) -> Score:
+    def run(self, judge: ItemJudge, judged: Sample, cut: dict[str, Any], metric: Metric) -> Kept:
         """Score ``judged``, the sample as the judge is to see it (``fit_sample``), in this
         process."""
         stored = self.reuse(judged, metric)

@@ -17,7 +17,7 @@ from ragmeter.result import Result
 def summary_table(result: Result, title: str = "ragmeter") -> Table:
     """Mean, CI and counts per metric. Items a budget stopped get a column of their own: they
     were never judged, which is not the same as failing."""
-    pending = Counter(s.metric for s in result.scores if is_pending(s))
+    pending = Counter(s.metric for s in result.briefs() if is_pending(s))
     table = Table(title=title)
     columns = ["metric", "mean", "95% CI", "scored", "unscored"] + (["not judged"] * bool(pending))
     for column in columns:
@@ -49,12 +49,14 @@ def write_outputs(result: Result, out_dir: Path) -> list[Path]:
     """Write the per-sample scores with explanations, a wide CSV, the summary and the run
     record. The scores database beside them is what resumes a run; these are its exports.
 
-    Each file is written whole and then renamed into place, so a run killed while writing
-    leaves the previous version, never half a file.
+    The scores are streamed from the database row by row (``Result.json_lines``), so a long
+    run's export never holds every score in memory. Each file is written to a temporary file
+    and then renamed into place, so a run killed while writing leaves the previous version,
+    never half a file.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     scores_path = out_dir / "scores.jsonl"
-    atomic_write_text(scores_path, "".join(s.model_dump_json() + "\n" for s in result.scores))
+    atomic_write_text(scores_path, (line + "\n" for line in result.json_lines()))
 
     csv_path = out_dir / "samples.csv"
     atomic_write_text(csv_path, result.to_pandas().to_csv(index=False))

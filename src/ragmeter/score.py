@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -53,6 +53,25 @@ class Score(BaseModel):
     @property
     def scored(self) -> bool:
         return self.value is not None
+
+
+class ScoreBrief(Protocol):
+    """What summaries read of a score (its sample, metric, value, reason and usage), without
+    its explanation and exchanges: a ``Score``, or what a result keeps of one in its run's
+    store (``ragmeter.result.StoredScore``)."""
+
+    @property
+    def sample_id(self) -> str: ...
+    @property
+    def metric(self) -> str: ...
+    @property
+    def value(self) -> float | None: ...
+    @property
+    def unscored_reason(self) -> str | None: ...
+    @property
+    def usage(self) -> Usage: ...
+    @property
+    def scored(self) -> bool: ...
 
 
 class Unscorable(Exception):

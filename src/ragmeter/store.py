@@ -29,6 +29,7 @@ import os
 import sqlite3
 import threading
 import warnings
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import ClassVar
@@ -119,6 +120,11 @@ class ScoreStore:
 
     def get(self, key: str) -> Score | None:
         """The score stored under ``key``; None if there is none or its row is damaged."""
+        found = self._row(key)
+        return found[0] if found is not None else None
+
+    def _row(self, key: str) -> tuple[Score, bytes] | None:
+        """As ``get``, with the row's digest (what ``put`` returned when it wrote it)."""
         with self._lock:
             try:
                 row = self._db.execute(
@@ -129,10 +135,12 @@ class ScoreStore:
         if row is None:
             return None
         payload, digest = row
-        if digest is not None and digest != _digest(key, payload):
+        # Rows written before rows carried a digest have none: theirs is worked out here.
+        found = _digest(key, payload)
+        if digest is not None and digest != found:
             return self._damaged(key)
         try:
-            return Score.model_validate_json(payload)
+            return Score.model_validate_json(payload), bytes.fromhex(found)
         except ValidationError:
             return self._damaged(key)
 
@@ -148,22 +156,31 @@ class ScoreStore:
     def reusable(self, key: str) -> Score | None:
         """The stored score if a rerun may reuse it: only scored items are, since an unscored
         item's failure (a timeout, a rate limit) may have passed."""
-        stored = self.get(key)
-        return stored if stored is not None and stored.scored else None
+        found = self.reusable_row(key)
+        return found[0] if found is not None else None
 
-    def put(self, key: str, score: Score) -> None:
+    def reusable_row(self, key: str) -> tuple[Score, bytes] | None:
+        """As ``reusable``, with the row's digest."""
+        found = self._row(key)
+        return found if found is not None and found[0].scored else None
+
+    def put(self, key: str, score: Score) -> bytes:
+        """Commit ``score`` under ``key``; return the row's digest, by which ``read_payloads``
+        knows the row again."""
         payload = score.model_dump_json()
+        digest = _digest(key, payload.encode())
         with self._lock:
             try:
                 self._db.execute(
                     "INSERT OR REPLACE INTO scores VALUES (?, ?, ?, ?, ?)",
-                    (key, score.sample_id, score.metric, payload, _digest(key, payload.encode())),
+                    (key, score.sample_id, score.metric, payload, digest),
                 )
             except sqlite3.Error as exc:
                 raise StoreError(
                     f"cannot save the score of {score.sample_id} ({score.metric}): "
                     + _advice(self.path, exc)
                 ) from exc
+        return bytes.fromhex(digest)
 
     def count(self) -> int:
         """Stored scores, scored or not. (Not ``__len__``: callers test ``if store:``.)"""
@@ -175,12 +192,17 @@ class ScoreStore:
             self._db.close()
 
 
+def _existing(path: Path, mode: str) -> sqlite3.Connection:
+    """A connection to the store at ``path`` that never creates one where there is none."""
+    return sqlite3.connect(f"{path.absolute().as_uri()}?mode={mode}", uri=True)
+
+
 def stored_payloads(path: Path) -> list[str | None]:
     """Every score in the store at ``path`` as its JSON, oldest first, read without writing:
     the store may be another process's, still being written (a report of a running or killed
     run). A row that no longer matches its digest is None. Raises ``sqlite3.Error`` when the
     file is not a readable store."""
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db = _existing(path, "ro")
     try:
         columns = [row[1] for row in db.execute("PRAGMA table_info(scores)")]
         digest = "digest" if "digest" in columns else "NULL"
@@ -195,6 +217,31 @@ def stored_payloads(path: Path) -> list[str | None]:
         else payload.decode("utf-8", errors="replace")
         for key, payload, digest in rows
     ]
+
+
+def read_payloads(path: Path, rows: Iterable[tuple[bytes, bytes]]) -> Iterator[str | None]:
+    """The JSON of each ``(key, digest)`` row of the store at ``path`` (key and digest as
+    bytes, as ``put`` wrote them), in the order given, one at a time, written nowhere.
+    None for a row that is no longer there as it was written: replaced by a later run on the
+    same folder, or damaged. Raises ``StoreError`` when the store cannot be read at all."""
+    try:
+        # Read-write though nothing is written: a read-only connection that is the last to
+        # close leaves the write-ahead log's two files behind in the results folder, this one
+        # removes them as the run's own connection did.
+        db = _existing(path, "rw")
+        try:
+            for key, digest in rows:
+                found = db.execute(
+                    "SELECT CAST(payload AS BLOB) FROM scores WHERE key=?", (key.hex(),)
+                ).fetchone()
+                if found is None or _digest(key.hex(), found[0]) != digest.hex():
+                    yield None
+                else:
+                    yield found[0].decode()
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read the scores database {path} ({exc})") from exc
 
 
 class FolderLock:

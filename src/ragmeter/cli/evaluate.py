@@ -212,7 +212,7 @@ def _stopped_message(result: Result, chosen: list[Metric], price: Price | None, 
     """Say what was saved, what is left, about how much it needs, and how to go on."""
     pending: dict[str, list[Any]] = defaultdict(list)
     samples = {s.key: s for s in result.samples}
-    for score in result.scores:
+    for score in result.briefs():
         if is_pending(score):
             pending[score.metric].append(samples[score.sample_id])
     left = [estimate(pending[m.name], [m], price=price) for m in chosen if pending[m.name]]

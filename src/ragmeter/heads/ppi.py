@@ -297,7 +297,7 @@ class CalibrationReport(BaseModel):
 
 def _judged(result: Result, metric: str) -> tuple[dict[str, float], int]:
     """The metric's scores by sample id, and how many samples it left unscored."""
-    scores = result.scores_for(metric)
+    scores = [s for s in result.briefs() if s.metric == metric]
     scored = {s.sample_id: float(s.value) for s in scores if s.value is not None}
     return scored, len(scores) - len(scored)
 
