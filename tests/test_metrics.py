@@ -476,3 +476,27 @@ def test_faithfulness_leaves_out_sentences_that_claim_nothing():
 )
 def test_a_claim_is_anything_but_a_question_a_bare_tag_or_a_stray_yes(claim, question, claims):
     assert makes_claim(claim, question) is claims
+
+
+def test_an_off_topic_answer_scores_zero_before_the_judge_is_asked():
+    # Hashed words: "alpha beta" shares no word with the answer, cosine 0, below 0.05.
+    metric = AnswerRelevance(off_topic_below=0.05)
+    judge = FakeJudge([])
+    score = metric.score(SAMPLE, JudgeSession(judge, HashingEmbedder()))
+    assert (score.value, score.explanation) == (
+        0.0,
+        {"question_similarity": 0.0, "off_topic": True},
+    )
+    assert judge.history == []
+    # "Alpha beta gamma." shares two of its three words: 2 / sqrt(2 x 3) = 0.8165, then judged
+    on_topic = SAMPLE.model_copy(update={"answer": "Alpha beta gamma."})
+    judge = FakeJudge([json.dumps({"noncommittal": False}), yes_no(0.8)])
+    score = metric.score(on_topic, JudgeSession(judge, HashingEmbedder()))
+    assert score.value == pytest.approx(0.8)
+    assert score.explanation == {
+        "question_similarity": 0.8165,
+        "noncommittal": False,
+        "p_complete": 0.8,
+    }
+    assert metric.needs_embedder and not AnswerRelevance().needs_embedder
+    assert metric.version != AnswerRelevance().version
