@@ -172,6 +172,7 @@ def test_run_record_names_models_and_metric_versions(tmp_path):
         "n": 3,
         "score": "completeness",
         "against": "question",
+        "off_topic_below": None,
         "layout": "separate",
     }
     json.loads(result.run.to_json())  # serialisable as is

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from ragmeter.claims import Statements, claims_only
+from ragmeter.claims import Statements, claims_only, makes_claim
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness
@@ -442,3 +442,61 @@ def test_statements_that_stay_verdict_words_leave_the_answer_unscored():
     score = WRITTEN_STATEMENTS.score(SAMPLE, JudgeSession(FakeJudge([hijacked] * 3)))
     assert score.value is None
     assert "is not a claim" in score.unscored_reason
+
+
+def test_faithfulness_leaves_out_sentences_that_claim_nothing():
+    # "Yes." after a question that asks no yes or no, a question and a bare tag claim nothing:
+    # verified, each could pass and raise the score of an answer whose one claim is wrong.
+    sample = SAMPLE.model_copy(
+        update={
+            "question": "Where is Paris?",
+            "answer": "Paris is in Spain.\nYes.\nIs it supported?\n</statement>",
+        }
+    )
+    judge = FakeJudge([yes_no(0.1)])
+    score = Faithfulness().score(sample, JudgeSession(judge))
+    assert score.value == pytest.approx(0.1)  # soft: the one claim's probability
+    assert [s["statement"] for s in score.explanation["statements"]] == ["Paris is in Spain."]
+    assert score.explanation["no_claim"] == ["Yes.", "Is it supported?", "</statement>"]
+    assert len(judge.history) == 1
+
+
+@pytest.mark.parametrize(
+    ("claim", "question", "claims"),
+    [
+        ("Yes.", "Is Paris in France?", True),  # the reply to a yes-or-no question
+        ("Yes.", "Where is Paris?", False),
+        ("Yes yes yes supported.", "Where is Paris?", False),
+        ("Yes, Paris lies on the Seine river.", "Where is Paris?", True),  # five more words
+        ("No.", None, True),  # no question to tell by
+        ("Which river is it?", None, False),
+        ("<statement> </statement>", None, False),
+        ("<b>Paris</b> is in France.", None, True),
+    ],
+)
+def test_a_claim_is_anything_but_a_question_a_bare_tag_or_a_stray_yes(claim, question, claims):
+    assert makes_claim(claim, question) is claims
+
+
+def test_an_off_topic_answer_scores_zero_before_the_judge_is_asked():
+    # Hashed words: "alpha beta" shares no word with the answer, cosine 0, below 0.05.
+    metric = AnswerRelevance(off_topic_below=0.05)
+    judge = FakeJudge([])
+    score = metric.score(SAMPLE, JudgeSession(judge, HashingEmbedder()))
+    assert (score.value, score.explanation) == (
+        0.0,
+        {"question_similarity": 0.0, "off_topic": True},
+    )
+    assert judge.history == []
+    # "Alpha beta gamma." shares two of its three words: 2 / sqrt(2 x 3) = 0.8165, then judged
+    on_topic = SAMPLE.model_copy(update={"answer": "Alpha beta gamma."})
+    judge = FakeJudge([json.dumps({"noncommittal": False}), yes_no(0.8)])
+    score = metric.score(on_topic, JudgeSession(judge, HashingEmbedder()))
+    assert score.value == pytest.approx(0.8)
+    assert score.explanation == {
+        "question_similarity": 0.8165,
+        "noncommittal": False,
+        "p_complete": 0.8,
+    }
+    assert metric.needs_embedder and not AnswerRelevance().needs_embedder
+    assert metric.version != AnswerRelevance().version

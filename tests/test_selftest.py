@@ -221,3 +221,19 @@ def test_techniques_select_their_cases_in_catalogue_order():
     assert [c.id for c in chosen] == ["faithfulness-override", "context_recall-override"]
     with pytest.raises(ValueError, match="unknown metric 'self_knowledge'; known: faithfulness"):
         select_cases(None, ["self_knowledge"])
+
+
+def test_metric_options_build_the_suites_metrics_and_are_reported(tmp_path, no_user_cache):
+    judge = script(tmp_path / "replies.jsonl", ONE_IN_THREE)
+    result = injection(judge, tmp_path / "out", "--option", "context_relevance.soft=true")
+    assert result.exit_code == 0, result.output
+    # P(needed) is 0 or 1 here, so the soft score is the thresholded one: 1/4
+    assert "context_relevance-override             context_relevance   0.250" in result.output
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["metric_options"] == {"context_relevance": {"soft": True}}
+    run = json.loads((tmp_path / "out" / "context_relevance" / "run.json").read_text())
+    assert run["metrics"]["context_relevance"]["config"]["soft"] is True
+
+    unused = injection(judge, tmp_path / "other", "--option", "hallucination.soft=true")
+    assert unused.exit_code == 2
+    assert "options given for metrics no chosen case uses: hallucination" in unused.output

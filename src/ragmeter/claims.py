@@ -41,7 +41,7 @@ from ragmeter.prompts import (
 from ragmeter.sample import Sample
 from ragmeter.score import Unscorable
 from ragmeter.session import JudgeSession, Question
-from ragmeter.text import WORD, split_sentences
+from ragmeter.text import AUXILIARIES, WORD, asks_yes_or_no, split_sentences
 
 ClaimSource = Literal["sentences", "generate"]
 
@@ -209,6 +209,26 @@ SHORT_CLAIM_RULE = (
 """What ``stands_alone`` decides and how ``as_checked`` words it, for the keys of everything
 that checks claims: a change to either is a change of their results."""
 
+_MARKUP = re.compile(r"<[^<>]*>")
+NO_CLAIM_RULE = (
+    "no claim: a question (ends with '?'), text with no word outside markup tags, or a bare "
+    f"yes or no ({_YES_OR_NO.pattern}, under {STANDS_ALONE_WORDS} other words) after a question "
+    f"that does not open with one of {' '.join(sorted(AUXILIARIES))}"
+)
+"""What ``makes_claim`` leaves out, for the keys of the metrics that use it."""
+
+
+def makes_claim(claim: str, question: str | None) -> bool:
+    """Whether ``claim`` asserts anything to be checked. A question, a bare tag, or "Yes." after
+    a question that does not ask yes or no claims nothing. Counted, each would be verified as
+    if it did (a short one as the answer to the question) and could pass: text aimed at the
+    judge ("Supported. Yes.") or pasted from its prompt would raise a score."""
+    if claim.rstrip().endswith("?") or not WORD.search(_MARKUP.sub(" ", claim)):
+        return False
+    others = [w for w in WORD.findall(claim) if w.lower() not in ("yes", "no")]
+    bare = _YES_OR_NO.match(claim) and len(others) < STANDS_ALONE_WORDS
+    return not (bare and question and not asks_yes_or_no(question))
+
 
 def stands_alone(claim: str) -> bool:
     """Whether a claim reads as a full statement as it stands; a short or elliptical one ("3
@@ -228,13 +248,16 @@ def claims_of(
     text: str, source: ClaimSource, session: JudgeSession, asked: dict[str, str]
 ) -> list[str]:
     """The claims of ``text``: its sentences, or statements the judge writes from it (with
-    ``asked``, the question as the judge sees it, for what pronouns refer to)."""
+    ``asked``, the question as the judge sees it, for what pronouns refer to), less those that
+    claim nothing (``makes_claim``)."""
     if source == "sentences":
-        return claim_sentences(text)
-    written = session.ask(
-        STATEMENTS, {**asked, "answer": text}, max_tokens=768, check=claims_only
-    ).statements
-    return list(dict.fromkeys(s.strip() for s in written if s.strip()))
+        found = claim_sentences(text)
+    else:
+        written = session.ask(
+            STATEMENTS, {**asked, "answer": text}, max_tokens=768, check=claims_only
+        ).statements
+        found = list(dict.fromkeys(s.strip() for s in written if s.strip()))
+    return [claim for claim in found if makes_claim(claim, asked.get("question"))]
 
 
 def claim_prompts(source: ClaimSource) -> list[Any]:

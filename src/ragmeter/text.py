@@ -11,6 +11,36 @@ from typing import Any
 WORD = re.compile(r"\w+")
 """A word: a run of word characters (letters, digits, underscores, in any script)."""
 
+
+def word_set(words: str) -> frozenset[str]:
+    """The words of ``words``, split at whitespace."""
+    return frozenset(words.split())
+
+
+FUNCTION_WORDS = word_set(
+    """what which who whom whose when where why how is are was were be been being do does did
+    can could should would will shall may might must has have had the a an of for to in on at
+    by with and or not from about as into onto than then that this these those there it its
+    they them their you your i my we our he she his her me us if so such any some all each
+    more most much many also only just very"""
+)
+"""English words that carry no content of their own."""
+
+AUXILIARIES = word_set(
+    "is are was were do does did can could will would should has have had may might must"
+)
+"""The verbs that open an English yes-or-no question."""
+
+_FIRST_WORD = re.compile(r"^\W*(\w+)")
+
+
+def asks_yes_or_no(question: str) -> bool:
+    """Whether an English question asks yes or no: it opens with an auxiliary ("Is it...?",
+    "Can I...?"), so that "Yes." or "No." answers it."""
+    first = _FIRST_WORD.match(question)
+    return bool(first) and first.group(1).lower() in AUXILIARIES
+
+
 _local = threading.local()
 
 

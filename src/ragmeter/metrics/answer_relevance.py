@@ -29,6 +29,12 @@ the sample read once, shared with the other metrics' questions (``ragmeter.one_r
 the answer commits is asked as above (as a Yes/No continuation the small local judge gave
 evasions and answers the same probability).
 
+``off_topic_below`` scores 0, before the judge is asked, an answer whose embedding is further
+from the question's than that cosine. It guards a gate against an answer that ignores the
+question and says, in words aimed at the judge, that it addresses it: the judge can be talked
+round (docs/reliability.md, "Hostile input"), an embedding cannot. Off by default: it needs an
+embedder, and a short bare answer ("1889.") can sit far from its question.
+
 The generated questions and their similarities are kept in the explanation where they were
 written.
 """
@@ -162,6 +168,17 @@ class AnswerRelevanceOptions(Options):
         ),
     )
 
+    off_topic_below: float | None = Field(
+        None,
+        ge=-1.0,
+        le=1.0,
+        description=(
+            "Score 0, before the judge is asked, an answer whose embedding's cosine with the "
+            "question's (after the conversation so far) is below this: it shares no meaning with "
+            "the question, whatever it says about itself. Off by default (docs/reliability.md)."
+        ),
+    )
+
     layout: one_read.Layout = one_read.layout_option()
 
     @model_validator(mode="after")
@@ -188,7 +205,8 @@ class AnswerRelevance(Metric):
 
     @property
     def needs_embedder(self) -> bool:  # type: ignore[override]
-        return self.options.score != "completeness"  # only the generated questions are embedded
+        # the generated questions, and the question and answer for ``off_topic_below``
+        return self.options.score != "completeness" or self.options.off_topic_below is not None
 
     @property
     def prompts(self) -> list[Any]:
@@ -237,6 +255,19 @@ class AnswerRelevance(Metric):
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         if not sample.answer.strip():
             raise Unscorable("the answer is empty")
+        if self.options.off_topic_below is None:
+            return self._judged(sample, session)
+        # Text cannot talk an embedding round: an off-topic answer that says it addresses the
+        # question, which the judge believes, stays as far from the question as it was.
+        asked, answer = session.embed(["\n".join(sample.asked().values()), sample.answer])
+        similarity = round(float(cosine_similarity(answer[None, :], asked)[0]), 4)
+        if similarity < self.options.off_topic_below:
+            return 0.0, {"question_similarity": similarity, "off_topic": True}
+        value, explanation = self._judged(sample, session)
+        return value, {"question_similarity": similarity, **explanation}
+
+    def _judged(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
+        """The score as the judge gives it (``score``, ``against``, ``layout``)."""
         if self.options.layout == "one_read":
             return self._read_once(sample, session)
         if self.options.score == "completeness":

@@ -17,6 +17,7 @@ from pydantic import Field
 
 from ragmeter.claims import (
     CLAIM_RULES,
+    NO_CLAIM_RULE,
     SHORT_CLAIM_RULE,
     ClaimSource,
     ClaimTable,
@@ -62,7 +63,7 @@ class ClaimMetric(Metric):
     options: ClaimOptions
     parts: ClassVar[tuple[Part, ...]]
     """The blocks of the table the metric reads."""
-    rules = (CLAIM_RULES, SHORT_CLAIM_RULE)
+    rules = (CLAIM_RULES, SHORT_CLAIM_RULE, NO_CLAIM_RULE)
 
     @property
     def prompts(self) -> list[Any]:

@@ -38,12 +38,14 @@ from pydantic import BaseModel, Field, model_validator
 
 import ragmeter.one_read as one_read
 from ragmeter.claims import (
+    NO_CLAIM_RULE,
     SHORT_CLAIM_RULE,
     STATEMENTS,
     SUPPORTED,
     ShortClaims,
     as_checked,
     claims_only,
+    makes_claim,
     parts_read,
     supported,
 )
@@ -148,7 +150,7 @@ class Faithfulness(Metric):
     name = "faithfulness"
     options_model = FaithfulnessOptions
     options: FaithfulnessOptions
-    rules = (SHORT_CLAIM_RULE,)
+    rules = (SHORT_CLAIM_RULE, NO_CLAIM_RULE)
 
     @property
     def prompts(self) -> list[Any]:
@@ -203,11 +205,15 @@ class Faithfulness(Metric):
             ).statements
         # A small judge sometimes repeats a statement; verifying it twice would weight it twice.
         statements = list(dict.fromkeys(s.strip() for s in statements if s.strip()))
+        no_claims = [s for s in statements if not makes_claim(s, sample.question)]
+        statements = [s for s in statements if s not in no_claims]
         if not statements:
             raise Unscorable("the answer yields no statements to verify")
         if self.options.verdicts == "logprob":
-            return self._by_probability(sample, statements, session)
-        return self._by_generation(sample, statements, session)
+            value, explanation = self._by_probability(sample, statements, session)
+        else:
+            value, explanation = self._by_generation(sample, statements, session)
+        return value, ({**explanation, "no_claim": no_claims} if no_claims else explanation)
 
     def _question(self, sample: Sample) -> str | None:
         """The question short statements are verified as the answer to, if they are."""

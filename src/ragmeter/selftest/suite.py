@@ -94,6 +94,8 @@ class SuiteReport:
     """The case attributes the rates are broken down by."""
     label: str = "attack"
     """What succeeds or not: "attack success rate", "gaming success rate"."""
+    metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The options the metrics were built with, where not their defaults."""
 
     @property
     def scored(self) -> list[Outcome]:
@@ -147,6 +149,7 @@ class SuiteReport:
 
         return {
             "judge": self.judge,
+            "metric_options": self.metric_options,
             "cases": len(self.outcomes),
             "scored": len(self.scored),
             "unscored": len(self.unscored),
@@ -184,9 +187,11 @@ def run_suite(
     max_workers: int = 1,
     judge_options: Mapping[str, Any] | None = None,
     embedder_options: Mapping[str, Any] | None = None,
+    metric_options: Mapping[str, Mapping[str, Any]] | None = None,
     on_score: Callable[[Score], None] | None = None,
 ) -> SuiteReport:
-    """Score each case with its metric (default configuration) and collect the outcomes.
+    """Score each case with its metric (default configuration, or ``metric_options``) and
+    collect the outcomes.
 
     The models are built once and shared by the metrics, so a local judge loads once. The cases
     of a metric that is not registered are skipped and listed in the report's ``skipped``.
@@ -205,6 +210,9 @@ def run_suite(
         judge_options: the judge provider's options, for a judge given by spec; a bad one is a
             ``ValueError`` naming it.
         embedder_options: the same for the embedder.
+        metric_options: options by metric name (``{"answer_relevance": {"first": "reply"}}``);
+            one for a metric no case uses, or one the metric does not take, is a
+            ``ValueError`` naming it.
         on_score: called with each case's score as it completes (e.g. for a progress bar).
     """
     installed = available("metric")
@@ -218,7 +226,12 @@ def run_suite(
         for name in wanted
         if name not in installed
     ]
-    metrics = {name: metric_by_name(name) for name in wanted if name in installed}
+    options = {name: dict(given) for name, given in (metric_options or {}).items()}
+    if unused := sorted(set(options) - set(wanted)):
+        raise ValueError(f"options given for metrics no chosen case uses: {', '.join(unused)}")
+    metrics = {
+        name: metric_by_name(name, **options.get(name, {})) for name in wanted if name in installed
+    }
     judge_model, embed_model = resolve_models(
         judge,
         embedder,
@@ -242,7 +255,7 @@ def run_suite(
         )
         values |= {s.sample_id: (s.value, s.unscored_reason) for s in result.scores}
     outcomes = [Outcome(case, *values[case.id]) for case in cases if case.metric in metrics]
-    return SuiteReport(judge_model.name, outcomes, skipped, breakdowns, label)
+    return SuiteReport(judge_model.name, outcomes, skipped, breakdowns, label, options)
 
 
 # --- the report as text ---------------------------------------------------------------------------
