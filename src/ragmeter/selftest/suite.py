@@ -95,7 +95,7 @@ class SuiteReport:
     label: str = "attack"
     """What succeeds or not: "attack success rate", "gaming success rate"."""
     metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """The options the metrics were built with, where not their defaults."""
+    """The options given to the metrics, by metric name (the rest are their defaults)."""
 
     @property
     def scored(self) -> list[Outcome]:
@@ -210,9 +210,9 @@ def run_suite(
         judge_options: the judge provider's options, for a judge given by spec; a bad one is a
             ``ValueError`` naming it.
         embedder_options: the same for the embedder.
-        metric_options: options by metric name (``{"answer_relevance": {"first": "reply"}}``);
-            one for a metric no case uses, or one the metric does not take, is a
-            ``ValueError`` naming it.
+        metric_options: options by metric name, such as ``{"answer_relevance":
+            {"off_topic_below": 0.05}}``; one for a metric no case uses, or one the metric
+            does not take, is a ``ValueError`` naming it.
         on_score: called with each case's score as it completes (e.g. for a progress bar).
     """
     installed = available("metric")
