@@ -10,7 +10,7 @@ read only what is kept; exports stream the stored rows as they are.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, MutableSequence, Sequence
+from collections.abc import Callable, Iterable, Iterator, MutableSequence, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, cast, overload
@@ -126,6 +126,11 @@ class ScoreList(MutableSequence[Score]):
         """Each score's sample, metric, value, reason and usage, without reading the store."""
         return list(self._entries)
 
+    def where(self, keep: Callable[[Score | StoredScore], bool]) -> list[Score]:
+        """The scores whose brief ``keep`` accepts, read whole: the store is read for those
+        alone."""
+        return list(self._scores([entry for entry in self._entries if keep(entry)]))
+
     def json_lines(self) -> Iterator[str]:
         """Each score as its JSON, in order: a stored one as its row holds it (the text
         ``Score.model_dump_json`` gave when it was committed), streamed row by row."""
@@ -183,6 +188,8 @@ class Result:
     invalid_rows: list[InvalidRow] = field(default_factory=list)
 
     def scores_for(self, metric: str) -> list[Score]:
+        if isinstance(self.scores, ScoreList):  # read that metric's rows alone from the store
+            return self.scores.where(lambda brief: brief.metric == metric)
         return [s for s in self.scores if s.metric == metric]
 
     def briefs(self) -> Sequence[ScoreBrief]:

@@ -17,15 +17,6 @@ def word_set(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-FUNCTION_WORDS = word_set(
-    """what which who whom whose when where why how is are was were be been being do does did
-    can could should would will shall may might must has have had the a an of for to in on at
-    by with and or not from about as into onto than then that this these those there it its
-    they them their you your i my we our he she his her me us if so such any some all each
-    more most much many also only just very"""
-)
-"""English words that carry no content of their own."""
-
 AUXILIARIES = word_set(
     "is are was were do does did can could will would should has have had may might must"
 )
