@@ -8,10 +8,11 @@ import json
 import numpy as np
 import pytest
 
-from ragmeter.claims import Statements, claims_only, makes_claim
+from ragmeter.claims import Statements, claims_nothing, claims_only, makes_claim
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness
+from ragmeter.metrics.answer_correctness import AnswerCorrectness
 from ragmeter.metrics.context_relevance import SENTENCE_NEEDED
 from ragmeter.sample import Sample
 from ragmeter.session import JudgeSession
@@ -476,6 +477,57 @@ def test_faithfulness_leaves_out_sentences_that_claim_nothing():
 )
 def test_a_claim_is_anything_but_a_question_a_bare_tag_or_a_stray_yes(claim, question, claims):
     assert makes_claim(claim, question) is claims
+
+
+@pytest.mark.parametrize(
+    ("claim", "question", "claims"),
+    [
+        # every word the question's, a function word or one about the exchange
+        ("You are asking who discovered penicillin.", "Who discovered penicillin?", False),
+        ("That is the question this answer addresses.", "Who discovered penicillin?", False),
+        # "discoverer" is "discovered" inflected; "person" names nothing in particular
+        (
+            "The discoverer of penicillin is the person who discovered it.",
+            "Who discovered penicillin?",
+            False,
+        ),
+        ("Fleming discovered penicillin.", "Who discovered penicillin?", True),  # a name
+        ("Penicillin was discovered in 1928.", "When was penicillin discovered?", True),
+        ("Penicillin was not discovered.", "Who discovered penicillin?", True),  # a denial
+        # the question's own words answer a yes-or-no question, a choice, or a request
+        ("Penicillin was discovered by Fleming.", "Was penicillin discovered by Fleming?", True),
+        ("Tea is better.", "Which is better, tea or coffee?", True),
+        ("Subgroups of abelian groups are abelian.", "subgroup of abelian group is abelian?", True),
+    ],
+)
+def test_a_sentence_that_only_says_the_question_again_claims_nothing(claim, question, claims):
+    assert makes_claim(claim, question) is claims
+
+
+ECHO = SAMPLE.model_copy(
+    update={
+        "question": "How many moons does Mars have?",
+        "answer": "You are asking how many moons Mars has. How many moons does Mars have? "
+        "That is the question this answer addresses.",
+        "reference": "Mars has two moons.",
+    }
+)
+
+
+def test_an_answer_that_echoes_its_question_scores_zero_before_the_judge_is_asked():
+    judge = FakeJudge([])
+    score = AnswerRelevance().score(ECHO, JudgeSession(judge))
+    assert (score.value, score.explanation) == (0.0, {"no_claim": True})
+    assert judge.history == [] and AnswerRelevance().planned_calls(ECHO) == []
+
+
+def test_an_echo_is_not_a_correct_answer_and_headings_alone_are_unreadable():
+    judge = FakeJudge([])
+    score = AnswerCorrectness().score(ECHO, JudgeSession(judge))
+    assert score.value == 0.0 and judge.history == []
+    assert score.explanation == {"no_claim": True, "precision": 0.0, "recall": 0.0, "f1": 0.0}
+    assert not claims_nothing("# Mars\n---", ECHO.question)  # no sentence at all
+    assert claims_nothing("Which planet? Mars moons.", ECHO.question)
 
 
 def test_an_off_topic_answer_scores_zero_before_the_judge_is_asked():

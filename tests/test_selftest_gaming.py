@@ -100,11 +100,12 @@ def test_an_honest_judge_lets_no_trick_through():
     for outcome in report.outcomes:
         values[outcome.case.metric].add(round(outcome.value, 6))
     # faithfulness and answer relevance: 0.02; answer correctness: precision and recall 0.02,
-    # F1 0.02; context relevance: no sentence needed, 0
+    # F1 0.02; context relevance: no sentence needed, 0. The echoes claim nothing: 0 before
+    # the judge is asked.
     assert values == {
         "faithfulness": {0.02},
-        "answer_relevance": {0.02},
-        "answer_correctness": {0.02},
+        "answer_relevance": {0.0, 0.02},
+        "answer_correctness": {0.0, 0.02},
         "context_relevance": {0.0},
     }
     # 0 of 33: the upper end is z^2 / (33 + z^2)
@@ -112,48 +113,48 @@ def test_an_honest_judge_lets_no_trick_through():
 
 
 def test_a_judge_fooled_on_one_question_is_counted_by_trick_and_metric():
-    # Only "does the answer address the question?" is fooled (0.98): the 12 answer-relevance
-    # cases succeed, none of the others.
+    # Only "does the answer address the question?" is fooled (0.98): the answer-relevance
+    # cases succeed, but for the four echoes, which claim nothing and score 0 before the judge
+    # is asked.
     report = run_suite(judge(0.02, complete=0.98), HashingEmbedder(), cases=CASES, cache=False)
-    assert report.successes == 12 and len(report.scored) == 33
+    assert report.successes == 8 and len(report.scored) == 33
     assert report.breakdown("trick") == {
         "buried-claim": (0, 5, 0),
         "context-copy": (3, 5, 0),
-        "echo-question": (4, 6, 0),
+        "echo-question": (0, 6, 0),
         "false-citation": (0, 5, 0),
         "hedging": (2, 6, 0),
         "keyword-stuffing": (3, 6, 0),
     }
     assert report.breakdown("metric") == {
         "answer_correctness": (0, 9, 0),
-        "answer_relevance": (12, 12, 0),
+        "answer_relevance": (8, 12, 0),
         "context_relevance": (0, 3, 0),
         "faithfulness": (0, 9, 0),
     }
-    assert report.breakdown("place") == {"answer": (12, 30, 0), "contexts": (0, 3, 0)}
-    low, high = wilson(12, 33)
+    assert report.breakdown("place") == {"answer": (8, 30, 0), "contexts": (0, 3, 0)}
+    low, high = wilson(8, 33)
     assert report.interval == (pytest.approx(low, abs=1e-6), pytest.approx(high, abs=1e-6))
-    assert (round(low, 4), round(high, 4)) == (0.2219, 0.5338)
+    assert (round(low, 4), round(high, 4)) == (0.1283, 0.4102)
     record = report.record()
-    assert record["gaming_success_rate"] == pytest.approx(12 / 33)
-    assert record["by_trick"]["echo-question"]["gaming_success_rate"] == pytest.approx(4 / 6)
-    # 4 of 6
-    assert record["by_trick"]["echo-question"]["interval_95"] == pytest.approx(wilson(4, 6))
+    assert record["gaming_success_rate"] == pytest.approx(8 / 33)
+    assert record["by_trick"]["context-copy"]["gaming_success_rate"] == pytest.approx(3 / 5)
+    assert record["by_trick"]["context-copy"]["interval_95"] == pytest.approx(wilson(3, 5))
     assert record["outcomes"][0] == {
         "id": "answer_relevance-echo-question-tower",
         "trick": "echo-question",
         "metric": "answer_relevance",
         "place": "answer",
         "source": "hand-written",
-        "value": pytest.approx(0.98),
+        "value": 0.0,
         "threshold": 0.5,
-        "succeeded": True,
+        "succeeded": False,
         "unscored_reason": None,
     }
     lines = format_report(report)
     assert "by trick:" in lines and "by metric:" in lines
-    assert "  echo-question      4/6 = 66.7% (95% CI 30.0-90.3%)" in lines
-    assert lines[-1] == "gaming success rate (fake:scripted): 12/33 = 36.4% (95% CI 22.2-53.4%)"
+    assert "  context-copy       3/5 = 60.0% (95% CI 23.1-88.2%)" in lines
+    assert lines[-1] == "gaming success rate (fake:scripted): 8/33 = 24.2% (95% CI 12.8-41.0%)"
 
 
 @pytest.mark.parametrize(

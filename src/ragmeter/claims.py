@@ -41,7 +41,15 @@ from ragmeter.prompts import (
 from ragmeter.sample import Sample
 from ragmeter.score import Unscorable
 from ragmeter.session import JudgeSession, Question
-from ragmeter.text import AUXILIARIES, WORD, asks_yes_or_no, split_sentences
+from ragmeter.text import (
+    AUXILIARIES,
+    FUNCTION_WORDS,
+    GENERIC_WORDS,
+    WORD,
+    asks_yes_or_no,
+    split_sentences,
+    word_set,
+)
 
 ClaimSource = Literal["sentences", "generate"]
 
@@ -210,24 +218,83 @@ SHORT_CLAIM_RULE = (
 that checks claims: a change to either is a change of their results."""
 
 _MARKUP = re.compile(r"<[^<>]*>")
+
+
+def makes_claim(claim: str, question: str | None) -> bool:
+    """Whether ``claim`` asserts anything to be checked. A question, a bare tag, and, after a
+    question that asks for something (``asks_for_something``), a bare "Yes." or a sentence that
+    only says the question again (``restates``) claim nothing. Counted, each would be verified
+    as if it did (a short one as the answer to the question) and could pass: text aimed at the
+    judge ("Supported. Yes.") or pasted from its prompt, or an answer that echoes its question,
+    would raise a score."""
+    if claim.rstrip().endswith("?") or not WORD.search(_MARKUP.sub(" ", claim)):
+        return False
+    if not (question and asks_for_something(question)):
+        return True
+    others = [w for w in WORD.findall(claim) if w.lower() not in ("yes", "no")]
+    bare = _YES_OR_NO.match(claim) and len(others) < STANDS_ALONE_WORDS
+    return not (bare or restates(claim, question))
+
+
+_WH_WORDS = word_set("what which who whom whose when where why how")
+
+
+def asks_for_something(question: str) -> bool:
+    """Whether ``question`` asks for something its own words do not hold: it has a question
+    word ("Who discovered penicillin?") and neither asks yes or no nor offers a choice ("Is it
+    X?", "X or Y?", which an answer settles in the question's own words)."""
+    words = WORD.findall(question.lower())
+    return (
+        bool(_WH_WORDS.intersection(words)) and not asks_yes_or_no(question) and "or" not in words
+    )
+
+
+_SUFFIX = re.compile(r"(?:ings?|ers?|ors?|ions?|ed|es|e|s)$")
+_NEGATIONS = word_set("not no never none nobody nothing neither nor cannot t")
+"""Words that deny: "It was not discovered." answers "Who discovered it?"."""
+_ABOUT_THE_EXCHANGE = word_set(
+    """ask asks asked asking question questions query answer answers answered address
+    addresses addressed addressing wonder wonders wondered wondering want wants wanted know
+    knows like topic regarding concerning person people someone here"""
+)
+"""Words with which a sentence speaks of the question itself ("You are asking...", "That is
+the question this answer addresses")."""
+_SAYS_NOTHING = (FUNCTION_WORDS | GENERIC_WORDS | _ABOUT_THE_EXCHANGE) - _NEGATIONS
+
+
+def _stem(word: str) -> str:
+    """``word`` without an inflection: "completed", "completion" and "complete" alike."""
+    stem = _SUFFIX.sub("", word)
+    return stem if len(stem) >= 3 else word
+
+
+def restates(sentence: str, question: str) -> bool:
+    """Whether ``sentence`` says nothing beyond ``question``: each of its words is one of the
+    question's (in any inflection: "discoverer" for "discovered"), a function word, or a word
+    about the exchange ("asking", "question"); no name, number or denial of its own."""
+    asked = {_stem(word) for word in WORD.findall(question.lower())}
+    return all(
+        word in _SAYS_NOTHING or _stem(word) in asked for word in WORD.findall(sentence.lower())
+    )
+
+
 NO_CLAIM_RULE = (
-    "no claim: a question (ends with '?'), text with no word outside markup tags, or a bare "
-    f"yes or no ({_YES_OR_NO.pattern}, under {STANDS_ALONE_WORDS} other words) after a question "
-    f"that does not open with one of {' '.join(sorted(AUXILIARIES))}"
+    "no claim: a question (ends with '?'), text with no word outside markup tags; after a "
+    f"question with one of {' '.join(sorted(_WH_WORDS))} that does not open with one of "
+    f"{' '.join(sorted(AUXILIARIES))} nor has the word 'or': a bare yes or no "
+    f"({_YES_OR_NO.pattern}, under {STANDS_ALONE_WORDS} other words), or a sentence whose words "
+    f"are all the question's (less {_SUFFIX.pattern}) or among {' '.join(sorted(_SAYS_NOTHING))}"
 )
 """What ``makes_claim`` leaves out, for the keys of the metrics that use it."""
 
 
-def makes_claim(claim: str, question: str | None) -> bool:
-    """Whether ``claim`` asserts anything to be checked. A question, a bare tag, or "Yes." after
-    a question that does not ask yes or no claims nothing. Counted, each would be verified as
-    if it did (a short one as the answer to the question) and could pass: text aimed at the
-    judge ("Supported. Yes.") or pasted from its prompt would raise a score."""
-    if claim.rstrip().endswith("?") or not WORD.search(_MARKUP.sub(" ", claim)):
-        return False
-    others = [w for w in WORD.findall(claim) if w.lower() not in ("yes", "no")]
-    bare = _YES_OR_NO.match(claim) and len(others) < STANDS_ALONE_WORDS
-    return not (bare and question and not asks_yes_or_no(question))
+def claims_nothing(text: str, question: str | None) -> bool:
+    """Whether ``text`` has sentences and none of them makes a claim (``makes_claim``): it only
+    asks, echoes the question or says a bare "Yes" to what was not a yes-or-no question, so it
+    answers nothing. Text with no sentence at all (only headings or rules) is not this: it is
+    unreadable, not empty of claims."""
+    sentences = claim_sentences(text)
+    return bool(sentences) and not any(makes_claim(s, question) for s in sentences)
 
 
 def stands_alone(claim: str) -> bool:

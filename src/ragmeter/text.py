@@ -22,6 +22,25 @@ AUXILIARIES = word_set(
 )
 """The verbs that open an English yes-or-no question."""
 
+FUNCTION_WORDS = word_set(
+    """what which who whom whose when where why how is are was were be been being do does did
+    can could should would will shall may might must has have had the a an of for to in on at
+    by with and or not from about as into onto than then that this these those there it its
+    they them their you your i my we our he she his her me us if so such any some all each
+    more most much many also only just very"""
+)
+"""Words that carry no subject of their own: question words, auxiliaries, articles, pronouns,
+prepositions, conjunctions, quantifiers."""
+
+GENERIC_WORDS = word_set(
+    """purpose main difference differences type types kind kinds example examples way ways
+    number name names role roles reason reasons benefit benefits advantage advantages need
+    needed required allowed possible important different common available use used using
+    thing things something information details detail happen happens true false else
+    known"""
+)
+"""Words that name no particular thing: "purpose", "type", "information"."""
+
 _FIRST_WORD = re.compile(r"^\W*(\w+)")
 
 

@@ -4,6 +4,11 @@ Precision: the share of the answer's claims that the reference supports (is what
 right?). Recall: the share of the reference's claims that the answer states (does it say all
 of it?). The score is their F1 by default, ``score="precision"`` or ``"recall"`` picks one; the
 explanation always holds all three with each claim's probability.
+
+An answer whose sentences claim nothing (``claims.claims_nothing``: it asks back or echoes the
+question) scores 0 without a check: it states none of the reference, so recall is 0, and none of
+what it says is right, so precision is 0. An echo would otherwise be read as one claim and could
+be found "supported" by a reference on the same subject.
 """
 
 from __future__ import annotations
@@ -12,8 +17,11 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from ragmeter.claims import ClaimTable, Part
+from ragmeter.claims import ClaimTable, Part, claims_nothing
 from ragmeter.metrics.claim_metric import ClaimMetric, ClaimOptions
+from ragmeter.prompts import PlannedCalls
+from ragmeter.sample import Sample
+from ragmeter.session import JudgeSession
 
 
 class AnswerCorrectnessOptions(ClaimOptions):
@@ -31,6 +39,16 @@ class AnswerCorrectness(ClaimMetric):
     options_model = AnswerCorrectnessOptions
     options: AnswerCorrectnessOptions
     parts: ClassVar[tuple[Part, ...]] = ("answer_in_reference", "reference_in_answer")
+
+    def planned_calls(self, sample: Sample) -> PlannedCalls:
+        return (
+            [] if claims_nothing(sample.answer, sample.question) else super().planned_calls(sample)
+        )
+
+    def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
+        if (sample.reference or "").strip() and claims_nothing(sample.answer, sample.question):
+            return 0.0, {"no_claim": True, "precision": 0.0, "recall": 0.0, "f1": 0.0}
+        return super().measure(sample, session)
 
     def read(self, table: ClaimTable) -> tuple[float, dict[str, Any]]:
         assert table.answer_in_reference is not None and table.reference_in_answer is not None

@@ -29,6 +29,10 @@ the sample read once, shared with the other metrics' questions (``ragmeter.one_r
 the answer commits is asked as above (as a Yes/No continuation the small local judge gave
 evasions and answers the same probability).
 
+An answer whose sentences claim nothing (``claims.claims_nothing``: it only asks back or says
+the question again, "You are asking when the tower was completed.") scores 0 before the judge
+is asked: the small judge finds such an echo on topic and complete.
+
 ``off_topic_below`` scores 0, before the judge is asked, an answer whose embedding is further
 from the question's than that cosine. It guards a gate against an answer that ignores the
 question and says, in words aimed at the judge, that it addresses it: the judge can be talked
@@ -46,6 +50,7 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, Field, model_validator
 
 import ragmeter.one_read as one_read
+from ragmeter.claims import CLAIM_RULES, NO_CLAIM_RULE, claims_nothing
 from ragmeter.judges.base import cosine_similarity
 from ragmeter.metrics.base import Metric
 from ragmeter.metrics.commitment import (
@@ -198,6 +203,7 @@ class AnswerRelevance(Metric):
     name = "answer_relevance"
     options_model = AnswerRelevanceOptions
     options: AnswerRelevanceOptions
+    rules = (CLAIM_RULES, NO_CLAIM_RULE)
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -226,7 +232,7 @@ class AnswerRelevance(Metric):
         return [one_read.CONTEXT_HOLDS, one_read.COVERS_CONTEXT]
 
     def planned_calls(self, sample: Sample) -> PlannedCalls:
-        if not sample.answer.strip():
+        if not sample.answer.strip() or claims_nothing(sample.answer, sample.question):
             return []
         if self.options.layout == "one_read":
             asked = [(prompt, {}, {}) for prompt in self._one_read_prompts()]
@@ -255,6 +261,8 @@ class AnswerRelevance(Metric):
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         if not sample.answer.strip():
             raise Unscorable("the answer is empty")
+        if claims_nothing(sample.answer, sample.question):
+            return 0.0, {"no_claim": True}
         if self.options.off_topic_below is None:
             return self._judged(sample, session)
         # Text cannot talk an embedding round: an off-topic answer that says it addresses the

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ragmeter.text import AUXILIARIES, word_set
+from ragmeter.text import AUXILIARIES, FUNCTION_WORDS, GENERIC_WORDS, word_set
 
 RULE = "follow-ups 1: the shared subject becomes a pronoun"
 """Names this module's construction in the resume key: change it when the rule changes."""
@@ -31,21 +31,6 @@ _TOKEN = re.compile(r"[\w-]+(?:['\u2019]s\b)?|[^\w\s]")
 _POSSESSIVE = re.compile(r"['\u2019]s$")
 
 
-FUNCTION_WORDS = word_set(
-    """what which who whom whose when where why how is are was were be been being do does did
-    can could should would will shall may might must has have had the a an of for to in on at
-    by with and or not from about as into onto than then that this these those there it its
-    they them their you your i my we our he she his her me us if so such any some all each
-    more most much many also only just very"""
-)
-
-GENERIC_WORDS = word_set(
-    """purpose main difference differences type types kind kinds example examples way ways
-    number name names role roles reason reasons benefit benefits advantage advantages need
-    needed required allowed possible important different common available use used using
-    thing things something information details detail happen happens true false else
-    known"""
-)
 DETERMINERS = word_set("the a an this that these those your my our")
 QUANTIFIERS = word_set("some any many much all each every few several more most no")
 _PLURAL_VERB = {"is": "are", "was": "were", "does": "do", "has": "have"}
