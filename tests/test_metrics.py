@@ -517,7 +517,12 @@ ECHO = SAMPLE.model_copy(
 def test_an_answer_that_echoes_its_question_scores_zero_before_the_judge_is_asked():
     judge = FakeJudge([])
     score = AnswerRelevance().score(ECHO, JudgeSession(judge))
-    assert (score.value, score.explanation) == (0.0, {"no_claim": True})
+    echoed = [
+        "You are asking how many moons Mars has.",
+        "How many moons does Mars have?",
+        "That is the question this answer addresses.",
+    ]
+    assert (score.value, score.explanation) == (0.0, {"no_claim": echoed})
     assert judge.history == [] and AnswerRelevance().planned_calls(ECHO) == []
 
 
@@ -525,7 +530,10 @@ def test_an_echo_is_not_a_correct_answer_and_headings_alone_are_unreadable():
     judge = FakeJudge([])
     score = AnswerCorrectness().score(ECHO, JudgeSession(judge))
     assert score.value == 0.0 and judge.history == []
-    assert score.explanation == {"no_claim": True, "precision": 0.0, "recall": 0.0, "f1": 0.0}
+    assert score.explanation["no_claim"][0] == "You are asking how many moons Mars has."
+    assert {k: score.explanation[k] for k in ("precision", "recall", "f1")} == dict.fromkeys(
+        ("precision", "recall", "f1"), 0.0
+    )
     assert not claims_nothing("# Mars\n---", ECHO.question)  # no sentence at all
     assert claims_nothing("Which planet? Mars moons.", ECHO.question)
 

@@ -288,13 +288,23 @@ NO_CLAIM_RULE = (
 """What ``makes_claim`` leaves out, for the keys of the metrics that use it."""
 
 
+def keep_claims(text: str, question: str | None) -> tuple[str, list[str]]:
+    """``text`` less its sentences that claim nothing (``makes_claim``), its claim sentences
+    one a line, and those left out; ``text`` as it is when none is."""
+    sentences = claim_sentences(text)
+    left_out = [s for s in sentences if not makes_claim(s, question)]
+    if not left_out:
+        return text, []
+    return "\n".join(s for s in sentences if s not in left_out), left_out
+
+
 def claims_nothing(text: str, question: str | None) -> bool:
     """Whether ``text`` has sentences and none of them makes a claim (``makes_claim``): it only
     asks, echoes the question or says a bare "Yes" to what was not a yes-or-no question, so it
     answers nothing. Text with no sentence at all (only headings or rules) is not this: it is
     unreadable, not empty of claims."""
-    sentences = claim_sentences(text)
-    return bool(sentences) and not any(makes_claim(s, question) for s in sentences)
+    kept, left_out = keep_claims(text, question)
+    return bool(left_out) and not kept
 
 
 def stands_alone(claim: str) -> bool:

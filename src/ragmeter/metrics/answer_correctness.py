@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from ragmeter.claims import ClaimTable, Part, claims_nothing
+from ragmeter.claims import ClaimTable, Part, claims_nothing, keep_claims
 from ragmeter.metrics.claim_metric import ClaimMetric, ClaimOptions
 from ragmeter.prompts import PlannedCalls
 from ragmeter.sample import Sample
@@ -46,8 +46,9 @@ class AnswerCorrectness(ClaimMetric):
         )
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
-        if (sample.reference or "").strip() and claims_nothing(sample.answer, sample.question):
-            return 0.0, {"no_claim": True, "precision": 0.0, "recall": 0.0, "f1": 0.0}
+        answer, left_out = keep_claims(sample.answer, sample.question)
+        if (sample.reference or "").strip() and left_out and not answer:
+            return 0.0, {"no_claim": left_out, "precision": 0.0, "recall": 0.0, "f1": 0.0}
         return super().measure(sample, session)
 
     def read(self, table: ClaimTable) -> tuple[float, dict[str, Any]]:

@@ -29,9 +29,11 @@ the sample read once, shared with the other metrics' questions (``ragmeter.one_r
 the answer commits is asked as above (as a Yes/No continuation the small local judge gave
 evasions and answers the same probability).
 
-An answer whose sentences claim nothing (``claims.claims_nothing``: it only asks back or says
-the question again, "You are asking when the tower was completed.") scores 0 before the judge
-is asked: the small judge finds such an echo on topic and complete.
+An answer none of whose sentences claims anything (``claims.claims_nothing``: it only asks back,
+or says the question again, "You are asking when the tower was completed.") scores 0 before the
+judge is asked, its sentences listed under ``no_claim``: the small judge finds such an echo on
+topic and complete. The judge still reads the whole of any other answer: a list of questions
+can be what was asked for ("What should I ask a lawyer?").
 
 ``off_topic_below`` scores 0, before the judge is asked, an answer whose embedding is further
 from the question's than that cosine. It guards a gate against an answer that ignores the
@@ -50,7 +52,7 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, Field, model_validator
 
 import ragmeter.one_read as one_read
-from ragmeter.claims import CLAIM_RULES, NO_CLAIM_RULE, claims_nothing
+from ragmeter.claims import CLAIM_RULES, NO_CLAIM_RULE, claims_nothing, keep_claims
 from ragmeter.judges.base import cosine_similarity
 from ragmeter.metrics.base import Metric
 from ragmeter.metrics.commitment import (
@@ -261,8 +263,11 @@ class AnswerRelevance(Metric):
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         if not sample.answer.strip():
             raise Unscorable("the answer is empty")
-        if claims_nothing(sample.answer, sample.question):
-            return 0.0, {"no_claim": True}
+        kept, left_out = keep_claims(sample.answer, sample.question)
+        if left_out and not kept:
+            # It only asks back or echoes the question: it answers nothing, which the small
+            # judge does not see.
+            return 0.0, {"no_claim": left_out}
         if self.options.off_topic_below is None:
             return self._judged(sample, session)
         # Text cannot talk an embedding round: an off-topic answer that says it addresses the
