@@ -227,6 +227,7 @@ def test_metric_options_build_the_suites_metrics_and_are_reported(tmp_path, no_u
     judge = script(tmp_path / "replies.jsonl", ONE_IN_THREE)
     result = injection(judge, tmp_path / "out", "--option", "context_relevance.soft=true")
     assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0].endswith(", options context_relevance.soft=True")
     # P(needed) is 0 or 1 here, so the soft score is the thresholded one: 1/4
     assert "context_relevance-override             context_relevance   0.250" in result.output
     report = json.loads((tmp_path / "out" / "report.json").read_text())

@@ -108,7 +108,8 @@ def injection_command(
     with user_errors(console):
         cases = injection.select_cases(technique, metric)
     chosen = _chosen(technique, metric)
-    _say(console, f"{len(cases)} injection cases{chosen}, judge {judge}")
+    metric_options = parse_metric_options(option)
+    _say(console, f"{len(cases)} injection cases{chosen}, judge {judge}{_shown(metric_options)}")
     _run(
         console,
         injection.run_suite,
@@ -117,7 +118,7 @@ def injection_command(
         embedder,
         options,
         embedder_options,
-        parse_metric_options(option),
+        metric_options,
         out,
         workers,
         cache,
@@ -156,7 +157,8 @@ def gaming_command(
     with user_errors(console):
         cases = gaming.select_cases(trick, metric)
     chosen = _chosen(trick, metric)
-    _say(console, f"{len(cases)} gaming cases{chosen}, judge {judge}")
+    metric_options = parse_metric_options(option)
+    _say(console, f"{len(cases)} gaming cases{chosen}, judge {judge}{_shown(metric_options)}")
     _run(
         console,
         gaming.run_suite,
@@ -165,7 +167,7 @@ def gaming_command(
         embedder,
         options,
         embedder_options,
-        parse_metric_options(option),
+        metric_options,
         out,
         workers,
         cache,
@@ -177,6 +179,12 @@ def _chosen(kinds: list[str] | None, metrics: list[str] | None) -> str:
     """`` (override; faithfulness)``: what was asked for, for the first line."""
     parts = [", ".join(dict.fromkeys(chosen)) for chosen in (kinds, metrics) if chosen]
     return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _shown(metric_options: dict[str, dict[str, Any]]) -> str:
+    """``, options answer_relevance.off_topic_below=0.05``: the options the metrics run with."""
+    given = [f"{m}.{k}={v}" for m, chosen in metric_options.items() for k, v in chosen.items()]
+    return f", options {' '.join(given)}" if given else ""
 
 
 def _run(
