@@ -470,6 +470,8 @@ def test_faithfulness_leaves_out_sentences_that_claim_nothing():
         ("Yes yes yes supported.", "Where is Paris?", False),
         ("Yes, Paris lies on the Seine river.", "Where is Paris?", True),  # five more words
         ("No.", None, True),  # no question to tell by
+        ("Yes.", "Tell me about Paris.", False),  # a request, not a question
+        ("Yes, you should.", "freelancer: should I open a second account?", True),
         ("Which river is it?", None, False),
         ("<statement> </statement>", None, False),
         ("<b>Paris</b> is in France.", None, True),

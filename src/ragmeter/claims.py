@@ -221,22 +221,33 @@ _MARKUP = re.compile(r"<[^<>]*>")
 
 
 def makes_claim(claim: str, question: str | None) -> bool:
-    """Whether ``claim`` asserts anything to be checked. A question, a bare tag, and, after a
-    question that asks for something (``asks_for_something``), a bare "Yes." or a sentence that
-    only says the question again (``restates``) claim nothing. Counted, each would be verified
+    """Whether ``claim`` asserts anything to be checked. A question, a bare tag, a bare "Yes."
+    to what is not a yes-or-no question (``answered_by_yes_or_no``) and, after a question that
+    asks for something (``asks_for_something``), a sentence that only says the question again
+    (``restates``) claim nothing. Counted, each would be verified
     as if it did (a short one as the answer to the question) and could pass: text aimed at the
     judge ("Supported. Yes.") or pasted from its prompt, or an answer that echoes its question,
     would raise a score."""
     if claim.rstrip().endswith("?") or not WORD.search(_MARKUP.sub(" ", claim)):
         return False
-    if not (question and asks_for_something(question)):
+    if not question:
         return True
     others = [w for w in WORD.findall(claim) if w.lower() not in ("yes", "no")]
-    bare = _YES_OR_NO.match(claim) and len(others) < STANDS_ALONE_WORDS
-    return not (bare or restates(claim, question))
+    if _YES_OR_NO.match(claim) and len(others) < STANDS_ALONE_WORDS:
+        return answered_by_yes_or_no(question)
+    return not (asks_for_something(question) and restates(claim, question))
 
 
 _WH_WORDS = word_set("what which who whom whose when where why how")
+
+
+def answered_by_yes_or_no(question: str) -> bool:
+    """Whether "Yes." can answer ``question``: it opens with an auxiliary ("Is it...?"), or it is
+    a question with no question word ("freelancer: should I open a second account?")."""
+    words = WORD.findall(question.lower())
+    return asks_yes_or_no(question) or (
+        question.rstrip().endswith("?") and not _WH_WORDS.intersection(words)
+    )
 
 
 def asks_for_something(question: str) -> bool:
@@ -279,11 +290,12 @@ def restates(sentence: str, question: str) -> bool:
 
 
 NO_CLAIM_RULE = (
-    "no claim: a question (ends with '?'), text with no word outside markup tags; after a "
-    f"question with one of {' '.join(sorted(_WH_WORDS))} that does not open with one of "
-    f"{' '.join(sorted(AUXILIARIES))} nor has the word 'or': a bare yes or no "
-    f"({_YES_OR_NO.pattern}, under {STANDS_ALONE_WORDS} other words), or a sentence whose words "
-    f"are all the question's (less {_SUFFIX.pattern}) or among {' '.join(sorted(_SAYS_NOTHING))}"
+    "no claim: a question (ends with '?'), text with no word outside markup tags, a bare yes or "
+    f"no ({_YES_OR_NO.pattern}, under {STANDS_ALONE_WORDS} other words) unless the question "
+    f"opens with one of {' '.join(sorted(AUXILIARIES))} or ends with '?' and has none of "
+    f"{' '.join(sorted(_WH_WORDS))}; and, after a question with one of those that does not open "
+    "with an auxiliary nor has the word 'or', a sentence whose words are all the question's "
+    f"(less {_SUFFIX.pattern}) or among {' '.join(sorted(_SAYS_NOTHING))}"
 )
 """What ``makes_claim`` leaves out, for the keys of the metrics that use it."""
 
