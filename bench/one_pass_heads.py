@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import tempfile
 import time
@@ -40,12 +39,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from one_read_positions import Tags  # the tags' P(Yes), read from the engine's logits
 
 from ragmeter import evaluate
 from ragmeter.claims import makes_claim
 from ragmeter.evaluate import DEFAULT_METRICS
 from ragmeter.heads.fitting import Design, Fitter, Verdicts
-from ragmeter.judges.llama_engine import log_softmax
 from ragmeter.judges.local import LocalJudge
 from ragmeter.judges.registry import get_judge
 from ragmeter.meta.pairs import Pair
@@ -87,19 +86,8 @@ def statements(sample: Sample) -> list[str]:
     return [s for s in found if makes_claim(s, sample.question)]
 
 
-class OnePass:
+class OnePass(Tags):
     """The sample read once with its tags, on the local judge's engine (ChatML)."""
-
-    def __init__(self, judge: LocalJudge) -> None:
-        self.engine = judge._engine
-        pieces = [self.engine.piece(t).decode(errors="ignore") for t in range(self.engine.n_vocab)]
-        self.yes = [t for t, p in enumerate(pieces) if re.match(r"^\W*yes\b", p, re.I)]
-        self.no = [t for t, p in enumerate(pieces) if re.match(r"^\W*no\b", p, re.I)]
-
-    def p_yes(self, logits: np.ndarray) -> float:
-        logprobs = log_softmax(logits)
-        yes, no = np.logaddexp.reduce(logprobs[self.yes]), np.logaddexp.reduce(logprobs[self.no])
-        return float(1 / (1 + np.exp(no - yes)))
 
     def read(self, sample: Sample) -> dict[str, np.ndarray | float]:
         """Per tag kind, zero-shot P(Yes) and states in order; the seconds and tokens read."""
