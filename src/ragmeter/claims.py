@@ -300,23 +300,14 @@ NO_CLAIM_RULE = (
 """What ``makes_claim`` leaves out, for the keys of the metrics that use it."""
 
 
-def keep_claims(text: str, question: str | None) -> tuple[str, list[str]]:
-    """``text`` less its sentences that claim nothing (``makes_claim``), its claim sentences
-    one a line, and those left out; ``text`` as it is when none is."""
+def claims_nothing(text: str, question: str | None) -> list[str]:
+    """The sentences of ``text`` when it has some and none of them makes a claim
+    (``makes_claim``): it only asks, echoes the question or says a bare "Yes" to what was not a
+    yes-or-no question, so it answers nothing. Empty when any sentence claims something, and
+    for text with no sentence at all (only headings or rules), which is unreadable rather than
+    empty of claims."""
     sentences = claim_sentences(text)
-    left_out = [s for s in sentences if not makes_claim(s, question)]
-    if not left_out:
-        return text, []
-    return "\n".join(s for s in sentences if s not in left_out), left_out
-
-
-def claims_nothing(text: str, question: str | None) -> bool:
-    """Whether ``text`` has sentences and none of them makes a claim (``makes_claim``): it only
-    asks, echoes the question or says a bare "Yes" to what was not a yes-or-no question, so it
-    answers nothing. Text with no sentence at all (only headings or rules) is not this: it is
-    unreadable, not empty of claims."""
-    kept, left_out = keep_claims(text, question)
-    return bool(left_out) and not kept
+    return [] if any(makes_claim(s, question) for s in sentences) else sentences
 
 
 def stands_alone(claim: str) -> bool:
@@ -560,6 +551,7 @@ __all__ = [
     "claim_sentences",
     "claim_table",
     "claims_needed",
+    "claims_nothing",
     "claims_of",
     "claims_only",
     "parts_read",

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from ragmeter.claims import ClaimTable, Part, claims_nothing, keep_claims
+from ragmeter.claims import ClaimTable, Part, claims_nothing
 from ragmeter.metrics.claim_metric import ClaimMetric, ClaimOptions
 from ragmeter.prompts import PlannedCalls
 from ragmeter.sample import Sample
@@ -46,9 +46,9 @@ class AnswerCorrectness(ClaimMetric):
         )
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
-        answer, left_out = keep_claims(sample.answer, sample.question)
-        if (sample.reference or "").strip() and left_out and not answer:
-            return 0.0, {"no_claim": left_out, "precision": 0.0, "recall": 0.0, "f1": 0.0}
+        echoed = claims_nothing(sample.answer, sample.question)
+        if echoed and (sample.reference or "").strip():
+            return 0.0, {"no_claim": echoed, "precision": 0.0, "recall": 0.0, "f1": 0.0}
         return super().measure(sample, session)
 
     def read(self, table: ClaimTable) -> tuple[float, dict[str, Any]]:

@@ -52,7 +52,7 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, Field, model_validator
 
 import ragmeter.one_read as one_read
-from ragmeter.claims import CLAIM_RULES, NO_CLAIM_RULE, claims_nothing, keep_claims
+from ragmeter.claims import CLAIM_RULES, NO_CLAIM_RULE, claims_nothing
 from ragmeter.judges.base import cosine_similarity
 from ragmeter.metrics.base import Metric
 from ragmeter.metrics.commitment import (
@@ -263,11 +263,10 @@ class AnswerRelevance(Metric):
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         if not sample.answer.strip():
             raise Unscorable("the answer is empty")
-        kept, left_out = keep_claims(sample.answer, sample.question)
-        if left_out and not kept:
+        if echoed := claims_nothing(sample.answer, sample.question):
             # It only asks back or echoes the question: it answers nothing, which the small
             # judge does not see.
-            return 0.0, {"no_claim": left_out}
+            return 0.0, {"no_claim": echoed}
         if self.options.off_topic_below is None:
             return self._judged(sample, session)
         # Text cannot talk an embedding round: an off-topic answer that says it addresses the
