@@ -42,7 +42,7 @@ import numpy as np
 from one_read_positions import Tags  # the tags' P(Yes), read from the engine's logits
 
 from ragmeter import evaluate
-from ragmeter.claims import makes_claim
+from ragmeter.claims import sort_claims
 from ragmeter.evaluate import DEFAULT_METRICS
 from ragmeter.heads.fitting import Design, Fitter, Verdicts
 from ragmeter.judges.local import LocalJudge
@@ -51,7 +51,7 @@ from ragmeter.meta.pairs import Pair
 from ragmeter.meta.wikieval import load_wikieval
 from ragmeter.metrics import metric_by_name
 from ragmeter.sample import Sample
-from ragmeter.text import split_sentences
+from ragmeter.text import passage_sentences, split_sentences
 
 STATE = "l_out-16"
 INSTRUCTION = (
@@ -74,16 +74,9 @@ METRIC_OF_PAIRS = {
 }
 
 
-def context_sentences(sample: Sample) -> list[str]:
-    """As context relevance splits them."""
-    return [s for passage in sample.contexts for s in split_sentences(passage)]
-
-
 def statements(sample: Sample) -> list[str]:
-    """As faithfulness takes them: the answer's sentences, each once, less those that claim
-    nothing."""
-    found = list(dict.fromkeys(s.strip() for s in split_sentences(sample.answer) if s.strip()))
-    return [s for s in found if makes_claim(s, sample.question)]
+    """As faithfulness takes them: the answer's sentences that make a claim, each once."""
+    return sort_claims(split_sentences(sample.answer), sample.question)[0]
 
 
 class OnePass(Tags):
@@ -105,7 +98,7 @@ class OnePass(Tags):
             kinds.append(kind)
             positions.append(len(tokens) - 1)
 
-        for number, sentence in enumerate(context_sentences(sample), 1):
+        for number, sentence in enumerate(passage_sentences(sample.contexts), 1):
             tag("context_relevance", f"[{number}] {sentence}\n")
             tokens += tokenize("\n")
         tokens += tokenize("\nAnswer:\n")

@@ -35,7 +35,7 @@ from ragmeter.meta.wikieval import load_wikieval
 from ragmeter.metrics.context_relevance import SENTENCE_NEEDED
 from ragmeter.sample import Sample
 from ragmeter.session import JudgeSession
-from ragmeter.text import split_sentences
+from ragmeter.text import passage_sentences
 
 INSTRUCTION = (
     "You judge which sentences of a retrieved context are needed to answer a question. A "
@@ -68,7 +68,7 @@ class Tags:
             f"Question: {sample.question}\n\nContext:\n"
         )
         found = []
-        for number, sentence in enumerate(sentences(sample), 1):
+        for number, sentence in enumerate(passage_sentences(sample.contexts), 1):
             tokens += self.engine.tokenize(f"[{number}] {sentence}\nNeeded:")
             # One prompt extending the last: the engine reads only the new tokens.
             p = self.p_yes(self.engine.probe([tokens])[0].logits)
@@ -78,13 +78,12 @@ class Tags:
         return found
 
 
-def sentences(sample: Sample) -> list[str]:
-    return [s for passage in sample.contexts for s in split_sentences(passage)]
-
-
 def separate(judge: LocalJudge, sample: Sample) -> list[float]:
     session = JudgeSession(judge)
-    asked = [(SENTENCE_NEEDED, {**sample.asked(), "sentence": s}, {}) for s in sentences(sample)]
+    asked = [
+        (SENTENCE_NEEDED, {**sample.asked(), "sentence": s}, {})
+        for s in passage_sentences(sample.contexts)
+    ]
     return session.ask_yes_no_all(asked)
 
 

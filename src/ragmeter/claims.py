@@ -24,6 +24,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -45,8 +46,10 @@ from ragmeter.text import (
     AUXILIARIES,
     FUNCTION_WORDS,
     GENERIC_WORDS,
+    QUESTION_WORDS,
     WORD,
-    asks_yes_or_no,
+    answered_by_yes_or_no,
+    asks_for_something,
     split_sentences,
     word_set,
 )
@@ -238,28 +241,6 @@ def makes_claim(claim: str, question: str | None) -> bool:
     return not (asks_for_something(question) and restates(claim, question))
 
 
-_WH_WORDS = word_set("what which who whom whose when where why how")
-
-
-def answered_by_yes_or_no(question: str) -> bool:
-    """Whether "Yes." can answer ``question``: it opens with an auxiliary ("Is it...?"), or it is
-    a question with no question word ("freelancer: should I open a second account?")."""
-    words = WORD.findall(question.lower())
-    return asks_yes_or_no(question) or (
-        question.rstrip().endswith("?") and not _WH_WORDS.intersection(words)
-    )
-
-
-def asks_for_something(question: str) -> bool:
-    """Whether ``question`` asks for something its own words do not hold: it has a question
-    word ("Who discovered penicillin?") and neither asks yes or no nor offers a choice ("Is it
-    X?", "X or Y?", which an answer settles in the question's own words)."""
-    words = WORD.findall(question.lower())
-    return (
-        bool(_WH_WORDS.intersection(words)) and not asks_yes_or_no(question) and "or" not in words
-    )
-
-
 _SUFFIX = re.compile(r"(?:ings?|ers?|ors?|ions?|ed|es|e|s)$")
 _NEGATIONS = word_set("not no never none nobody nothing neither nor cannot t")
 """Words that deny: "It was not discovered." answers "Who discovered it?"."""
@@ -283,21 +264,36 @@ def restates(sentence: str, question: str) -> bool:
     """Whether ``sentence`` says nothing beyond ``question``: each of its words is one of the
     question's (in any inflection: "discoverer" for "discovered"), a function word, or a word
     about the exchange ("asking", "question"); no name, number or denial of its own."""
-    asked = {_stem(word) for word in WORD.findall(question.lower())}
+    asked = _stems(question)
     return all(
         word in _SAYS_NOTHING or _stem(word) in asked for word in WORD.findall(sentence.lower())
     )
+
+
+@lru_cache(maxsize=256)
+def _stems(question: str) -> frozenset[str]:
+    """The question's words as ``restates`` compares them; remembered, as every sentence of an
+    answer is compared with the same question."""
+    return frozenset(_stem(word) for word in WORD.findall(question.lower()))
 
 
 NO_CLAIM_RULE = (
     "no claim: a question (ends with '?'), text with no word outside markup tags, a bare yes or "
     f"no ({_YES_OR_NO.pattern}, under {STANDS_ALONE_WORDS} other words) unless the question "
     f"opens with one of {' '.join(sorted(AUXILIARIES))} or ends with '?' and has none of "
-    f"{' '.join(sorted(_WH_WORDS))}; and, after a question with one of those that does not open "
-    "with an auxiliary nor has the word 'or', a sentence whose words are all the question's "
+    f"{' '.join(sorted(QUESTION_WORDS))}; and, after a question with one of those that does not "
+    "open with an auxiliary nor has the word 'or', a sentence whose words are all the question's "
     f"(less {_SUFFIX.pattern}) or among {' '.join(sorted(_SAYS_NOTHING))}"
 )
 """What ``makes_claim`` leaves out, for the keys of the metrics that use it."""
+
+
+def sort_claims(statements: Sequence[str], question: str | None) -> tuple[list[str], list[str]]:
+    """``statements`` stripped and each once (a small judge sometimes repeats one; verified
+    twice, it would weigh twice), as (those that make a claim, those that do not)."""
+    unique = list(dict.fromkeys(s.strip() for s in statements if s.strip()))
+    claims = [s for s in unique if makes_claim(s, question)]
+    return claims, [s for s in unique if s not in claims]
 
 
 def claims_nothing(text: str, question: str | None) -> list[str]:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from ragmeter.sample import Sample
 from ragmeter.score import Score
-from ragmeter.text import split_sentences
+from ragmeter.text import passage_sentences
 
 INDENT = "  "
 
@@ -85,7 +85,7 @@ def _sentences(rest: dict[str, Any], sample: Sample) -> list[str]:
     p_needed = rest.pop("p_needed", None)
     p_new = rest.pop("p_new_information", None) or {}
     rest.pop("insufficient_information", None)  # said by "needed sentences (0 of N)"
-    sentences = [s for passage in sample.contexts for s in split_sentences(passage)]
+    sentences = passage_sentences(sample.contexts)
     of = f" of {total}" if total is not None else ""
     lines = [f"needed sentences ({len(needed)}{of}):"]
     if total != len(sentences):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -22,8 +23,10 @@ AUXILIARIES = word_set(
 )
 """The verbs that open an English yes-or-no question."""
 
-FUNCTION_WORDS = word_set(
-    """what which who whom whose when where why how is are was were be been being do does did
+QUESTION_WORDS = word_set("what which who whom whose when where why how")
+
+FUNCTION_WORDS = QUESTION_WORDS | word_set(
+    """is are was were be been being do does did
     can could should would will shall may might must has have had the a an of for to in on at
     by with and or not from about as into onto than then that this these those there it its
     they them their you your i my we our he she his her me us if so such any some all each
@@ -51,6 +54,27 @@ def asks_yes_or_no(question: str) -> bool:
     return bool(first) and first.group(1).lower() in AUXILIARIES
 
 
+def answered_by_yes_or_no(question: str) -> bool:
+    """Whether "Yes." can answer ``question``: it opens with an auxiliary ("Is it...?"), or it is
+    a question with no question word ("freelancer: should I open a second account?")."""
+    words = WORD.findall(question.lower())
+    return asks_yes_or_no(question) or (
+        question.rstrip().endswith("?") and not QUESTION_WORDS.intersection(words)
+    )
+
+
+def asks_for_something(question: str) -> bool:
+    """Whether ``question`` asks for something its own words do not hold: it has a question
+    word ("Who discovered penicillin?") and neither asks yes or no nor offers a choice ("Is it
+    X?", "X or Y?", which an answer settles in the question's own words)."""
+    words = WORD.findall(question.lower())
+    return (
+        bool(QUESTION_WORDS.intersection(words))
+        and not asks_yes_or_no(question)
+        and "or" not in words
+    )
+
+
 _local = threading.local()
 
 
@@ -68,6 +92,12 @@ def split_sentences(text: str) -> list[str]:
     """Sentences of ``text``, stripped, blanks dropped; newlines also end a sentence, so list
     items and headings count as one sentence each."""
     return list(_split(text))
+
+
+def passage_sentences(passages: Sequence[str]) -> list[str]:
+    """The sentences of every passage in order, each passage split on its own (no sentence
+    runs from one passage into the next)."""
+    return [sentence for passage in passages for sentence in split_sentences(passage)]
 
 
 @lru_cache(maxsize=4096)

@@ -53,7 +53,7 @@ from ragmeter.prompts import (
 from ragmeter.sample import Sample
 from ragmeter.score import Unscorable
 from ragmeter.session import JudgeSession
-from ragmeter.text import split_sentences
+from ragmeter.text import passage_sentences
 
 
 class Extraction(BaseModel):
@@ -179,7 +179,7 @@ class ContextRelevance(Metric):
         return [main, NEW_INFORMATION] if self.options.repeats else [main]
 
     def _sentences(self, sample: Sample) -> list[str]:
-        return [s for passage in sample.contexts for s in split_sentences(passage)]
+        return passage_sentences(sample.contexts)
 
     def _questions(
         self, sample: Sample, sentences: list[str]

@@ -45,8 +45,8 @@ from ragmeter.claims import (
     ShortClaims,
     as_checked,
     claims_only,
-    makes_claim,
     parts_read,
+    sort_claims,
     supported,
 )
 from ragmeter.metrics.base import Metric
@@ -203,10 +203,7 @@ class Faithfulness(Metric):
                 max_tokens=768,
                 check=claims_only,
             ).statements
-        # A small judge sometimes repeats a statement; verifying it twice would weight it twice.
-        statements = list(dict.fromkeys(s.strip() for s in statements if s.strip()))
-        no_claims = [s for s in statements if not makes_claim(s, sample.question)]
-        statements = [s for s in statements if s not in no_claims]
+        statements, no_claims = sort_claims(statements, sample.question)
         if not statements:
             raise Unscorable("the answer yields no statements to verify")
         if self.options.verdicts == "logprob":
