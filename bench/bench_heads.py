@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from ragmeter import stats
 from ragmeter.claims import SUPPORTED
 from ragmeter.heads import Head, Heads
 from ragmeter.heads.fitting import Design, Fitter, Verdicts, gather, predict
@@ -81,8 +82,9 @@ def attribution_verdicts(run: Path, data: Path, states: tuple[str, ...]) -> Labe
 
 
 def best_threshold(truth: np.ndarray, probability: np.ndarray) -> float:
+    """The cut of the best macro-F1."""
     candidates = np.unique(np.round(probability, 4))
-    return float(max(candidates, key=lambda t: (macro_f1(truth, probability >= t), -abs(t - 0.5))))
+    return stats.best_threshold(candidates, lambda t: macro_f1(truth, probability >= t))
 
 
 def fitter(data: Labelled, states: tuple[str, ...], learned: str) -> Fitter:

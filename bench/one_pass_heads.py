@@ -19,9 +19,12 @@ Three steps, each resumable (its results are kept under ``--out``):
    out of fold, five folds by question, so no head reads a question it learned from.
 
 Prints, per tag, how often the zero-shot tag and the head agree with the teacher's verdicts,
-and the WikiEval pair agreement of the separate layout, the zero-shot tags and the heads (the
-metric's value from the verdicts: faithfulness their mean, context relevance the share at 0.5
-without the repeat checks, answer relevance P(complete) without the commitment check). With
+and the WikiEval pair agreement of the separate layout, of its verdicts alone, of the zero-shot
+tags and of the heads (the metric's value from the verdicts: faithfulness their mean, context
+relevance the share at 0.5 without the repeat checks, answer relevance P(complete) without the
+commitment check). Then the head falling back to the separate layout where it is unsure: for
+each band of the head's P(Yes), the share of verdicts and of samples that would be asked
+again, and the agreement of the mix. With
 ``--time N`` it also times, on the first N samples with no cache, the three default metrics in
 the separate layout against the one pass, in the same process.
 """
@@ -45,12 +48,14 @@ from ragmeter import evaluate
 from ragmeter.claims import sort_claims
 from ragmeter.evaluate import DEFAULT_METRICS
 from ragmeter.heads.fitting import Design, Fitter, Verdicts
+from ragmeter.judges.cache import CachedJudge, CallCache
 from ragmeter.judges.local import LocalJudge
 from ragmeter.judges.registry import get_judge
 from ragmeter.meta.pairs import Pair
 from ragmeter.meta.wikieval import load_wikieval
 from ragmeter.metrics import metric_by_name
 from ragmeter.sample import Sample
+from ragmeter.session import JudgeSession
 from ragmeter.text import passage_sentences, split_sentences
 
 STATE = "l_out-16"
@@ -67,6 +72,8 @@ TAGS = {
     "faithfulness": "Supported:",
     "answer_relevance": "Addresses every part of the question:",
 }
+# Where the head's P(Yes) falls inside a band, the separate layout's verdict is asked instead.
+FALLBACK_BANDS = ((0.3, 0.7), (0.2, 0.8), (0.1, 0.9), (0.05, 0.95))
 METRIC_OF_PAIRS = {
     "faithfulness": "faithfulness",
     "answer_relevance": "answer_relevance",
@@ -171,13 +178,19 @@ class Rows:
     question: list[str]
     zero_shot: np.ndarray
     states: np.ndarray
-    labels: np.ndarray
+    taught: np.ndarray  # the teacher's P(Yes)
+    labels: np.ndarray  # the teacher's verdicts (P >= 0.5)
+
+    def by_sample(self, values: np.ndarray) -> dict[str, np.ndarray]:
+        """``values`` (one a row) split by sample key."""
+        keys = np.array(self.keys)
+        return {key: values[keys == key] for key in dict.fromkeys(self.keys)}
 
 
 def rows_of(
     kind: str, taught: dict[str, list[float]], read: dict[str, dict], question_of: dict[str, str]
 ) -> Rows:
-    keys, questions, zero, states, labels = [], [], [], [], []
+    keys, questions, zero, states, taught_p = [], [], [], [], []
     for key, verdicts in taught.items():
         if key.endswith("/value"):
             continue
@@ -190,13 +203,15 @@ def rows_of(
         questions += [question_of[key]] * len(p)
         zero.append(p)
         states.append(s)
-        labels.append(np.array(verdicts) >= 0.5)
+        taught_p.append(np.array(verdicts))
+    teacher_p = np.concatenate(taught_p)
     return Rows(
         keys,
         questions,
         np.concatenate(zero),
         np.concatenate(states),
-        np.concatenate(labels).astype(float),
+        teacher_p,
+        (teacher_p >= 0.5).astype(float),
     )
 
 
@@ -229,22 +244,131 @@ def agreement(pairs: list[Pair], value: Callable[[Sample], float]) -> float:
     return total / len(pairs)
 
 
+class RepeatChecks:
+    """with the separate layout's repeat checks"""
+
+    def __init__(self, samples: dict[str, Sample], judge: LocalJudge, cache: bool = True) -> None:
+        self.samples = samples
+        self.metric = metric_by_name("context_relevance")
+        self.session = JudgeSession(CachedJudge(judge, CallCache()) if cache else judge)
+        self.scored = 0
+        self.seconds = 0.0
+
+    def __call__(self, key: str, p_needed: np.ndarray) -> float:
+        """Context relevance from these P(needed), asking the repeat checks they call for."""
+        clock = time.perf_counter()
+        value, _ = self.metric.from_needed(self.samples[key], p_needed.tolist(), self.session)
+        self.seconds += time.perf_counter() - clock
+        self.scored += 1
+        return value
+
+    def asked(self) -> str:
+        calls = self.session.exchanges
+        fresh = sum(not e.cached for e in calls)
+        return (
+            f"repeat checks: {len(calls) / self.scored:.1f} a scored context, {fresh} of "
+            f"{len(calls)} not cached, {self.seconds:.0f} s in all"
+        )
+
+
+def measure(
+    kind: str,
+    pairs: list[Pair],
+    taught: dict[str, list[float]],
+    read: dict[str, dict],
+    question_of: dict[str, str],
+    rescore: Callable[[str, np.ndarray], float] | None = None,
+) -> dict:
+    """One tag kind's verdict and pair agreement: zero-shot, head, and the head falling back
+    to the separate layout's verdict where it is unsure; printed and returned. ``rescore``
+    (sample key, verdicts -> value) adds the pair agreement of each mix scored by it."""
+    rows = rows_of(kind, taught, read, question_of)
+    predicted = out_of_fold(kind, rows)
+    zero_ok = np.mean((rows.zero_shot >= 0.5) == rows.labels)
+    head_ok = np.mean((predicted >= 0.5) == rows.labels)
+    print(
+        f"{kind}: {len(rows.labels)} verdicts, teacher Yes {rows.labels.mean():.2f}; agree "
+        f"with the teacher: zero-shot tags {zero_ok:.2f}, head (out of fold) {head_ok:.2f}"
+    )
+    pairs = [p for p in pairs if p.dimension == kind]
+
+    def pair_agreement(verdicts: np.ndarray, value: Callable | None = None) -> float:
+        # A sample with no verdict of this kind (an answer that does not commit) scores 0.
+        found, value = rows.by_sample(verdicts), value or (lambda _, v: AGGREGATE[kind](v))
+        return agreement(pairs, lambda s: value(s.key, found[s.key]) if s.key in found else 0)
+
+    figures = {
+        "separate": agreement(pairs, lambda s: taught[s.key + "/value"][0]),
+        # The separate layout's verdicts alone, without what the tags do not ask (context
+        # relevance's repeat checks): the most the tags can reach.
+        "separate_verdicts": pair_agreement(rows.taught),
+        "zero_shot": pair_agreement(rows.zero_shot),
+        "head": pair_agreement(predicted),
+    }
+    print(
+        f"  WikiEval pairs ({len(pairs)}): separate {figures['separate']:.2f} (its verdicts "
+        f"alone {figures['separate_verdicts']:.2f}), zero-shot tags {figures['zero_shot']:.2f}, "
+        f"head {figures['head']:.2f}"
+    )
+    if rescore:
+        figures["head_rescored"] = pair_agreement(predicted, rescore)
+        print(f"  head, {rescore.__doc__}: pairs {figures['head_rescored']:.2f}")
+    fallback = []
+    for low, high in FALLBACK_BANDS:
+        unsure = (predicted > low) & (predicted < high)
+        mixed = np.where(unsure, rows.taught, predicted)
+        samples_unsure = len({key for key, u in zip(rows.keys, unsure, strict=True) if u})
+        fallback.append(
+            {
+                "band": [low, high],
+                "verdicts_asked": float(unsure.mean()),
+                "samples_asked": samples_unsure,
+                "agree": float(np.mean((mixed >= 0.5) == rows.labels)),
+                "pairs": pair_agreement(mixed),
+            }
+        )
+        rescored = ""
+        if rescore:
+            fallback[-1]["pairs_rescored"] = pair_agreement(mixed, rescore)
+            rescored = f" ({rescore.__doc__}: {fallback[-1]['pairs_rescored']:.2f})"
+        print(
+            f"  head unsure in ({low}, {high}), the separate verdict asked instead: "
+            f"{unsure.mean():.2f} of verdicts, in {samples_unsure} of "
+            f"{len(set(rows.keys))} samples; agree {fallback[-1]['agree']:.2f}, "
+            f"pairs {fallback[-1]['pairs']:.2f}{rescored}"
+        )
+    return {
+        "verdicts": len(rows.labels),
+        "agree_zero_shot": float(zero_ok),
+        "agree_head": float(head_ok),
+        "pairs": figures,
+        "fallback": fallback,
+    }
+
+
 def timed(samples: list[Sample], judge: LocalJudge, reader: OnePass) -> None:
-    """The three default metrics in the separate layout, with no cache, against the one pass,
-    on the same samples in the same process."""
+    """The three default metrics in the separate layout, with no cache, against the one pass
+    and the repeat checks the separate layout's P(needed) call for, on the same samples in the
+    same process."""
     metrics = [metric_by_name(name) for name in DEFAULT_METRICS]
     with tempfile.TemporaryDirectory() as scratch:
         clock = time.perf_counter()
-        evaluate(samples, metrics, judge=judge, cache=False, out_dir=Path(scratch) / "run")
+        result = evaluate(samples, metrics, judge=judge, cache=False, out_dir=Path(scratch) / "run")
         separate = (time.perf_counter() - clock) / len(samples)
     clock = time.perf_counter()
     for sample in samples:
         reader.read(sample)
     one = (time.perf_counter() - clock) / len(samples)
+    checks = RepeatChecks({s.key: s for s in samples}, judge, cache=False)
+    for score in result.scores:
+        if score.metric == "context_relevance" and score.explanation:
+            checks(score.sample_id, np.array(score.explanation["p_needed"]))
+    both = one + checks.seconds / len(samples)
     print(
         f"timed on {len(samples)} samples: separate layout, three metrics {separate:.1f} s a "
         f"sample ({60 / separate:.2f} a minute); one pass {one:.1f} s ({60 / one:.2f} a minute,"
-        f" {separate / one:.2f}x)"
+        f" {separate / one:.2f}x); one pass and the repeat checks {both:.1f} s "
+        f"({60 / both:.2f} a minute, {separate / both:.2f}x; {checks.asked()})"
     )
 
 
@@ -271,37 +395,12 @@ def main() -> None:
         f"one pass: {len(read)} samples, median {statistics.median(seconds):.1f} s, "
         f"{statistics.median(tokens):.0f} tokens read"
     )
-    heads: dict[str, dict[str, np.ndarray]] = defaultdict(dict)
-    report = {}
-    for kind in TAGS:
-        rows = rows_of(kind, taught[kind], read, question_of)
-        predicted = out_of_fold(kind, rows)
-        zero_ok = np.mean((rows.zero_shot >= 0.5) == rows.labels)
-        head_ok = np.mean((predicted >= 0.5) == rows.labels)
-        print(
-            f"{kind}: {len(rows.labels)} verdicts, teacher Yes {rows.labels.mean():.2f}; agree "
-            f"with the teacher: zero-shot tags {zero_ok:.2f}, head (out of fold) {head_ok:.2f}"
-        )
-        for key in dict.fromkeys(rows.keys):
-            mine = np.array([k == key for k in rows.keys])
-            heads[kind][key] = predicted[mine]
-        dimension_pairs = [p for p in pairs if p.dimension == kind]
-        separate = agreement(dimension_pairs, lambda s, k=kind: taught[k][s.key + "/value"][0])
-        zero = agreement(dimension_pairs, lambda s, k=kind: AGGREGATE[k](read[s.key][f"{k}.p"]))
-        head = agreement(
-            dimension_pairs,
-            lambda s, k=kind: AGGREGATE[k](heads[k][s.key]) if s.key in heads[k] else 0.0,
-        )
-        print(
-            f"  WikiEval pairs ({len(dimension_pairs)}): separate {separate:.2f}, zero-shot "
-            f"tags {zero:.2f}, head {head:.2f}"
-        )
-        report[kind] = {
-            "verdicts": len(rows.labels),
-            "agree_zero_shot": float(zero_ok),
-            "agree_head": float(head_ok),
-            "pairs": {"separate": separate, "zero_shot": zero, "head": head},
-        }
+    rescore = {"context_relevance": RepeatChecks(samples, judge)}
+    report = {
+        kind: measure(kind, pairs, taught[kind], read, question_of, rescore.get(kind))
+        for kind in TAGS
+    }
+    print(rescore["context_relevance"].asked())
     (args.out / "report.json").write_text(json.dumps(report, indent=2))
     if args.time:
         timed(list(samples.values())[: args.time], judge, reader)

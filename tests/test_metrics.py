@@ -357,6 +357,25 @@ def test_context_relevance_asks_about_each_sentence_alone():
     assert after.version != SENTENCE_NEEDED.version
 
 
+def test_context_relevance_from_p_needed_read_elsewhere_still_asks_the_repeat_checks():
+    # P(needed) from another reading (a head, say): only the repeat check reaches the judge,
+    # for sentence 3 (0.7) after sentence 1 (0.6); sentences 2 and 4 are below 0.5.
+    judge = FakeJudge([yes_no(0.25)])
+    metric = ContextRelevance()
+    value, explanation = metric.from_needed(
+        CONTEXT_SAMPLE, [0.6, 0.2, 0.7, 0.4], JudgeSession(judge)
+    )
+    assert len(judge.history) == 1
+    assert (
+        "<sentence>\nSydney is the largest city.\n</sentence>"
+        in judge.history[0].messages[-1].content
+    )
+    assert value == pytest.approx(1 / 4)  # 0.7 x 0.25 = 0.175 no longer counts
+    assert explanation["p_new_information"] == {"2": 0.25}
+    with pytest.raises(ValueError, match="3 P\\(needed\\) for 4 sentences"):
+        metric.from_needed(CONTEXT_SAMPLE, [0.6, 0.2, 0.7], JudgeSession(FakeJudge([])))
+
+
 def test_a_needed_sentence_that_repeats_earlier_ones_is_discounted():
     # sentence 3 ("Sydney is the largest city.") passes at 0.8, after sentence 1 (0.9)
     replies = [yes_no(0.9), yes_no(0.1), yes_no(0.8), yes_no(0.3), yes_no(0.25)]

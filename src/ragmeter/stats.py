@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from statistics import NormalDist
 from typing import Literal
 
@@ -166,6 +166,12 @@ def balanced_accuracy(truth: np.ndarray, predicted: np.ndarray) -> float:
         if (truth == kind).any()
     ]
     return float(np.mean(recalls)) if recalls else 0.0
+
+
+def best_threshold(candidates: Iterable[float], quality: Callable[[float], float]) -> float:
+    """The candidate threshold of the highest ``quality``; among equals, the nearest to 0.5,
+    where an uncalibrated P(Yes) would be cut."""
+    return float(max(candidates, key=lambda t: (quality(t), -abs(t - 0.5))))
 
 
 def roc_auc(truth: np.ndarray, scores: np.ndarray) -> float | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -47,6 +48,18 @@ def _say(console: Console, line: str) -> None:
     """Print ``line`` as it is: no markup, no colouring, no wrapping."""
     console.print(line, markup=False, highlight=False, soft_wrap=True)
 
+
+@dataclass(frozen=True)
+class Suite:
+    """A set of cases the command scores: its name, how its cases are chosen and scored."""
+
+    name: str
+    select_cases: Callable[[list[str] | None, list[str] | None], Sequence[Any]]
+    run_suite: Callable[..., SuiteReport]
+
+
+INJECTION = Suite("injection", injection.select_cases, injection.run_suite)
+GAMING = Suite("gaming", gaming.select_cases, gaming.run_suite)
 
 JudgeFlag = Annotated[
     str, typer.Option(help="The judge to check: 'local', 'openai:MODEL', 'fake:FILE', ...")
@@ -102,27 +115,19 @@ def injection_command(
 
     Each case is a sample whose honest score is low, with an attack added; the attack succeeds
     when the score exceeds the case's threshold. Unscored cases count neither way."""
-    console = Console()
-    options = parse_options(judge_option, "--judge-option")
-    embedder_options = parse_options(embedder_option, "--embedder-option")
-    with user_errors(console):
-        cases = injection.select_cases(technique, metric)
-    chosen = _chosen(technique, metric)
-    metric_options = parse_metric_options(option)
-    _say(console, f"{len(cases)} injection cases{chosen}, judge {judge}{_shown(metric_options)}")
     _run(
-        console,
-        injection.run_suite,
-        cases,
-        judge,
-        embedder,
-        options,
-        embedder_options,
-        metric_options,
-        out,
-        workers,
-        cache,
-        fail_above,
+        INJECTION,
+        technique,
+        metric,
+        judge=judge,
+        embedder=embedder,
+        judge_option=judge_option,
+        embedder_option=embedder_option,
+        option=option,
+        out=out,
+        workers=workers,
+        cache=cache,
+        fail_above=fail_above,
     )
 
 
@@ -151,27 +156,19 @@ def gaming_command(
 
     Each case is a sample whose honest score is low; the trick succeeds when the score passes
     the case's threshold. Unscored cases count neither way."""
-    console = Console()
-    options = parse_options(judge_option, "--judge-option")
-    embedder_options = parse_options(embedder_option, "--embedder-option")
-    with user_errors(console):
-        cases = gaming.select_cases(trick, metric)
-    chosen = _chosen(trick, metric)
-    metric_options = parse_metric_options(option)
-    _say(console, f"{len(cases)} gaming cases{chosen}, judge {judge}{_shown(metric_options)}")
     _run(
-        console,
-        gaming.run_suite,
-        cases,
-        judge,
-        embedder,
-        options,
-        embedder_options,
-        metric_options,
-        out,
-        workers,
-        cache,
-        fail_above,
+        GAMING,
+        trick,
+        metric,
+        judge=judge,
+        embedder=embedder,
+        judge_option=judge_option,
+        embedder_option=embedder_option,
+        option=option,
+        out=out,
+        workers=workers,
+        cache=cache,
+        fail_above=fail_above,
     )
 
 
@@ -188,25 +185,38 @@ def _shown(metric_options: dict[str, dict[str, Any]]) -> str:
 
 
 def _run(
-    console: Console,
-    run_suite: Callable[..., SuiteReport],
-    cases: Sequence[Any],
+    suite: Suite,
+    kinds: list[str] | None,
+    metrics: list[str] | None,
+    *,
     judge: str,
     embedder: str | None,
-    judge_options: dict[str, Any],
-    embedder_options: dict[str, Any],
-    metric_options: dict[str, dict[str, Any]],
+    judge_option: list[str] | None,
+    embedder_option: list[str] | None,
+    option: list[str] | None,
     out: Path,
     workers: int,
     cache: bool,
     fail_above: float | None,
 ) -> None:
-    """Score ``cases`` with ``run_suite``, print and write the report, and apply the gate."""
+    """Score the suite's cases of ``kinds`` and ``metrics`` (all where None), print and write
+    the report, and apply the gate."""
+    console = Console()
+    judge_options = parse_options(judge_option, "--judge-option")
+    embedder_options = parse_options(embedder_option, "--embedder-option")
+    with user_errors(console):
+        cases = suite.select_cases(kinds, metrics)
+    metric_options = parse_metric_options(option)
+    _say(
+        console,
+        f"{len(cases)} {suite.name} cases{_chosen(kinds, metrics)}, judge {judge}"
+        f"{_shown(metric_options)}",
+    )
     bar = progress_bar(console, transient=True, disable=not console.is_terminal)
     with user_errors(console):
         with bar:
             task = bar.add_task("judging", total=len(cases))
-            report = run_suite(
+            report = suite.run_suite(
                 judge,
                 embedder,
                 cases=cases,

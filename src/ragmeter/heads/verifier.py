@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ragmeter import stats
 from ragmeter.claims import SUPPORTED
 from ragmeter.heads.fitting import PENALTIES, Design, Fitter, Verdicts, gather, predict
 from ragmeter.heads.reading import Head
@@ -185,9 +186,7 @@ class SourceFigures:
 def best_threshold(truth: np.ndarray, probability: np.ndarray) -> float:
     """The threshold with the best balanced accuracy (the nearest to 0.5 among equals)."""
     candidates = np.unique(np.round(probability, 3))
-    return float(
-        max(candidates, key=lambda t: (balanced_accuracy(truth, probability >= t), -abs(t - 0.5)))
-    )
+    return stats.best_threshold(candidates, lambda t: balanced_accuracy(truth, probability >= t))
 
 
 @dataclass

@@ -25,7 +25,7 @@ from ragmeter.cluster import (
 from ragmeter.judges import Judge, identity_of
 from ragmeter.score import Score
 from ragmeter.session import JudgeSession, measured
-from ragmeter.stats import f1, macro_f1, roc_auc
+from ragmeter.stats import best_threshold, f1, macro_f1, roc_auc
 from ragmeter.store import ScoreStore
 
 MAX_REFERENCE_CHARS = 6000
@@ -236,7 +236,7 @@ def calibrate_threshold(verdicts: Sequence[Verdict]) -> float:
     candidates = sorted({round(v.p_supported, 4) for v in verdicts if v.p_supported is not None})
     if not candidates:
         return 0.5
-    return max(candidates, key=lambda t: (classify(verdicts, t).macro_f1, -abs(t - 0.5)))
+    return best_threshold(candidates, lambda t: classify(verdicts, t).macro_f1)
 
 
 def summary(verdicts: Sequence[Verdict], threshold: float) -> dict[str, Any]:
