@@ -355,14 +355,18 @@ def timed(samples: list[Sample], judge: LocalJudge, reader: OnePass) -> None:
         clock = time.perf_counter()
         result = evaluate(samples, metrics, judge=judge, cache=False, out_dir=Path(scratch) / "run")
         separate = (time.perf_counter() - clock) / len(samples)
+        needed = {
+            score.sample_id: score.explanation["p_needed"]
+            for score in result.scores  # read from the run's store, so inside its folder
+            if score.metric == "context_relevance" and score.explanation
+        }
     clock = time.perf_counter()
     for sample in samples:
         reader.read(sample)
     one = (time.perf_counter() - clock) / len(samples)
     checks = RepeatChecks({s.key: s for s in samples}, judge, cache=False)
-    for score in result.scores:
-        if score.metric == "context_relevance" and score.explanation:
-            checks(score.sample_id, np.array(score.explanation["p_needed"]))
+    for key, p_needed in needed.items():
+        checks(key, np.array(p_needed))
     both = one + checks.seconds / len(samples)
     print(
         f"timed on {len(samples)} samples: separate layout, three metrics {separate:.1f} s a "
