@@ -24,9 +24,10 @@ tags and of the heads (the metric's value from the verdicts: faithfulness their 
 relevance the share at 0.5 without the repeat checks, answer relevance P(complete) without the
 commitment check). Then the head falling back to the separate layout where it is unsure: for
 each band of the head's P(Yes), the share of verdicts and of samples that would be asked
-again, and the agreement of the mix. With
-``--time N`` it also times, on the first N samples with no cache, the three default metrics in
-the separate layout against the one pass, in the same process.
+again, and the agreement of the mix; for context relevance also each scored with the separate
+layout's repeat checks (``ContextRelevance.from_needed``). With ``--time N`` it also times, on
+the first N samples with no cache, the three default metrics in the separate layout against
+the one pass, and against the one pass with the repeat checks, in the same process.
 """
 
 from __future__ import annotations
@@ -245,7 +246,10 @@ def agreement(pairs: list[Pair], value: Callable[[Sample], float]) -> float:
 
 
 class RepeatChecks:
-    """with the separate layout's repeat checks"""
+    """Context relevance from P(needed) read elsewhere, with the separate layout's repeat
+    checks asked through the metric itself; counts the checks and their seconds."""
+
+    label = "with the separate layout's repeat checks"
 
     def __init__(self, samples: dict[str, Sample], judge: LocalJudge, cache: bool = True) -> None:
         self.samples = samples
@@ -277,11 +281,11 @@ def measure(
     taught: dict[str, list[float]],
     read: dict[str, dict],
     question_of: dict[str, str],
-    rescore: Callable[[str, np.ndarray], float] | None = None,
+    rescore: RepeatChecks | None = None,
 ) -> dict:
     """One tag kind's verdict and pair agreement: zero-shot, head, and the head falling back
     to the separate layout's verdict where it is unsure; printed and returned. ``rescore``
-    (sample key, verdicts -> value) adds the pair agreement of each mix scored by it."""
+    adds the pair agreement of each mix scored by it."""
     rows = rows_of(kind, taught, read, question_of)
     predicted = out_of_fold(kind, rows)
     zero_ok = np.mean((rows.zero_shot >= 0.5) == rows.labels)
@@ -312,7 +316,7 @@ def measure(
     )
     if rescore:
         figures["head_rescored"] = pair_agreement(predicted, rescore)
-        print(f"  head, {rescore.__doc__}: pairs {figures['head_rescored']:.2f}")
+        print(f"  head, {rescore.label}: pairs {figures['head_rescored']:.2f}")
     fallback = []
     for low, high in FALLBACK_BANDS:
         unsure = (predicted > low) & (predicted < high)
@@ -330,7 +334,7 @@ def measure(
         rescored = ""
         if rescore:
             fallback[-1]["pairs_rescored"] = pair_agreement(mixed, rescore)
-            rescored = f" ({rescore.__doc__}: {fallback[-1]['pairs_rescored']:.2f})"
+            rescored = f" ({rescore.label}: {fallback[-1]['pairs_rescored']:.2f})"
         print(
             f"  head unsure in ({low}, {high}), the separate verdict asked instead: "
             f"{unsure.mean():.2f} of verdicts, in {samples_unsure} of "
