@@ -296,10 +296,19 @@ def measure(
     )
     pairs = [p for p in pairs if p.dimension == kind]
 
-    def pair_agreement(verdicts: np.ndarray, value: Callable | None = None) -> float:
-        # A sample with no verdict of this kind (an answer that does not commit) scores 0.
-        found, value = rows.by_sample(verdicts), value or (lambda _, v: AGGREGATE[kind](v))
-        return agreement(pairs, lambda s: value(s.key, found[s.key]) if s.key in found else 0)
+    def pair_agreement(verdicts: np.ndarray, rescored: RepeatChecks | None = None) -> float:
+        """The pairs' agreement with each sample's value from its verdicts (by ``rescored``
+        where given); a sample with none (an answer that does not commit) scores 0."""
+        found = rows.by_sample(verdicts)
+
+        def value(sample: Sample) -> float:
+            if sample.key not in found:
+                return 0.0
+            if rescored:
+                return rescored(sample.key, found[sample.key])
+            return AGGREGATE[kind](found[sample.key])
+
+        return agreement(pairs, value)
 
     figures = {
         "separate": agreement(pairs, lambda s: taught[s.key + "/value"][0]),

@@ -227,10 +227,9 @@ def makes_claim(claim: str, question: str | None) -> bool:
     """Whether ``claim`` asserts anything to be checked. A question, a bare tag, a bare "Yes."
     to what is not a yes-or-no question (``answered_by_yes_or_no``) and, after a question that
     asks for something (``asks_for_something``), a sentence that only says the question again
-    (``restates``) claim nothing. Counted, each would be verified
-    as if it did (a short one as the answer to the question) and could pass: text aimed at the
-    judge ("Supported. Yes.") or pasted from its prompt, or an answer that echoes its question,
-    would raise a score."""
+    (``restates``) claim nothing. Counted, each would be verified as if it did (a short one as
+    the answer to the question) and could pass: text aimed at the judge ("Supported. Yes.") or
+    pasted from its prompt, or an answer that echoes its question, would raise a score."""
     if claim.rstrip().endswith("?") or not WORD.search(_MARKUP.sub(" ", claim)):
         return False
     if not question:

@@ -219,17 +219,26 @@ class ContextRelevance(Metric):
         if self.options.layout == "one_read":
             return self._read_once(sample, session)
         probabilities = session.ask_yes_no_all(self._questions(sample, sentences))
-        return self.from_needed(sample, probabilities, session)
+        return self._scored(sample, sentences, probabilities, session)
 
     def from_needed(
         self, sample: Sample, probabilities: list[float], session: JudgeSession
     ) -> tuple[float, dict[str, Any]]:
         """The score and explanation from each context sentence's P(needed), however it was
-        read (this metric's questions, or a head over another reading), with the repeat
-        checks asked where they are on."""
+        read (a head over another reading, say), with the repeat checks asked where they are
+        on, as ``measure`` scores its own questions' answers."""
         sentences = self._sentences(sample)
         if len(probabilities) != len(sentences):
             raise ValueError(f"{len(probabilities)} P(needed) for {len(sentences)} sentences")
+        return self._scored(sample, sentences, probabilities, session)
+
+    def _scored(
+        self,
+        sample: Sample,
+        sentences: list[str],
+        probabilities: list[float],
+        session: JudgeSession,
+    ) -> tuple[float, dict[str, Any]]:
         new_information = (
             self._new_information(sample, sentences, probabilities, session)
             if self.options.repeats
