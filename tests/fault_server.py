@@ -62,6 +62,7 @@ PROMPT_KINDS = (
     ("which sentences of a retrieved context are needed", "needed", "context_relevance"),
     ("whether one sentence taken from a retrieved context", "sentence", "context_relevance"),
     ("adds information needed to answer", "new_information", "context_relevance"),
+    ("against one criterion at a time", "criterion", "criterion"),
 )
 
 JSON_KINDS = frozenset({"statements", "verdicts", "questions", "noncommittal", "extract"})
@@ -208,6 +209,8 @@ def _yes_probability(kind: str, data: dict[str, str], last: str) -> float:
         return probability(data.get("question", ""), sentence)
     if kind == "sentence":
         return probability(data.get("question", ""), data.get("sentence", ""))
+    if kind == "criterion":  # met as far as the sentence judged says what the context says
+        return probability(data.get("sentence", data.get("response", "")), data.get("context", ""))
     if kind == "new_information":  # new when its words are not already in the earlier ones
         return round(
             1.0 - probability(data.get("sentence", ""), data.get("earlier sentences", "")), 2

@@ -119,7 +119,7 @@ def respond(request: ChatRequest) -> str | ChatResponse:
         value = tagged(request, "knowledge").split(": ", 1)[1]
         entailed = value in tagged(request, "sentence")
         return first_token({"yes": 0.9, "no": 0.1} if entailed else {"yes": 0.2, "no": 0.8})
-    if "You grade an answer" in system:
+    if "You judge a response against one criterion" in system:
         return first_token({"4": 0.75, "5": 0.25})
     if "Write one natural question" in system:
         return json.dumps({"question": "Who was this?"})

@@ -26,6 +26,7 @@ from ragmeter.arena.designs import design_pairs
 from ragmeter.arena.judge import judge_pairs
 from ragmeter.budget import Budget, is_pending
 from ragmeter.cli.main import app
+from ragmeter.criteria import Criterion, CriterionMetric
 from ragmeter.data import write_jsonl
 from ragmeter.judges.base import ChatRequest, ChatResponse
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
@@ -94,6 +95,26 @@ def test_scores_on_ray_equal_one_process_and_stream_back(cluster, reference, tmp
     assert (again.run.counts.resumed, again.run.counts.judged) == (ITEMS, 0)
     assert again.run.counts.model_calls == 0
     assert outcomes(again) == outcomes(reference)
+
+
+def test_a_criterion_on_ray_equals_one_process(cluster):
+    criterion = CriterionMetric(
+        Criterion(name="grounded", question="Does the context say it?"), reading="per_sentence"
+    )
+    samples = [  # every third answer says nothing its context says
+        s if i % 3 else s.model_copy(update={"answer": f"Nobody knows ({s.id})."})
+        for i, s in enumerate(SAMPLES)
+    ]
+    here = evaluate(samples, [criterion], judge=AnsweringJudge(), cache=False)
+    there = evaluate(
+        samples,
+        [criterion],
+        judge=AnsweringJudge(),
+        cache=False,
+        executor=RayExecutor(address=cluster, actors=2),
+    )
+    assert outcomes(there) == outcomes(here)
+    assert len({s.value for s in here.scores}) == 2
 
 
 class DyingJudge(AnsweringJudge):

@@ -89,6 +89,15 @@ def _check_unique_keys(samples: Iterable[Sample]) -> None:
         seen[sample.key] = row
 
 
+def _check_readable(samples: Iterable[Sample], metrics: Sequence[Metric]) -> None:
+    """Refuse, before any judging, a sample that a metric cannot read at all."""
+    for row, sample in enumerate(samples, 1):
+        for metric in metrics:
+            problem = metric.unreadable(sample)
+            if problem:
+                raise ValueError(f"row {row} ({sample.key}): {problem}")
+
+
 Task = tuple[Sample, dict[str, Any], Metric]
 """A sample as the judge sees it, what was cut from it, and the metric to score it with."""
 
@@ -213,6 +222,7 @@ def evaluate(
     loaded = _resolve_dataset(dataset, on_invalid)
     _check_unique_keys(loaded.samples)
     chosen = _resolve_metrics(metrics)
+    _check_readable(loaded.samples, chosen)
     fitted = [fit_sample(sample, max_input_chars) for sample in loaded.samples]
     truncated = sum(1 for _, cut in fitted if cut)
     if truncated:

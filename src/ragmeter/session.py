@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -69,6 +69,22 @@ def _yes_no_request(prompt: YesNoPrompt, inputs: Inputs, fields: dict[str, str])
     """A Yes/No question as one forward pass: the first reply token's ten likeliest
     alternatives."""
     return ChatRequest(messages=prompt.render(inputs, **fields), max_tokens=1, top_logprobs=10)
+
+
+def _read_levels(
+    response: ChatResponse, wanted: Mapping[str, str]
+) -> tuple[dict[str, float], str] | None:
+    """Each label's probability as the first reply token, renormalised over the labels
+    (``wanted`` maps a case-folded spelling to its label), and how it was read: from the
+    log-probabilities, or the label written (probability 1). None when neither names one."""
+    if response.logprobs:
+        mass = response.logprobs[0].probabilities(lambda t: wanted.get(t.strip().casefold()))
+        total = sum(mass.values())
+        if total <= 0:
+            return None
+        return {label: p / total for label, p in mass.items()}, "logprobs"
+    written = wanted.get(response.text.strip()[:1].casefold())
+    return None if written is None else ({written: 1.0}, "reply")
 
 
 def _read_yes(response: ChatResponse) -> float | None:
@@ -246,6 +262,42 @@ class JudgeSession:
             if isinstance(answer, Unscorable):
                 raise answer
         return [answer for answer in answers if not isinstance(answer, Unscorable)]
+
+    def ask_levels(
+        self, prompt: YesNoPrompt, inputs: Inputs, labels: Sequence[str]
+    ) -> tuple[dict[str, float], str]:
+        """The judge's probability of each of ``labels`` (single tokens, "1".."5") as its
+        reply, renormalised over them, and how it was read: ``"logprobs"`` from one forward
+        pass, or ``"reply"`` where the judge gives no log-probabilities (the label it wrote,
+        with probability 1). A reply that names no label is asked again, then unscored."""
+        request = ChatRequest(messages=prompt.render(inputs), max_tokens=1, top_logprobs=20)
+        wanted = {label.casefold(): label for label in labels}
+        attempts = _Attempts(self.retries, self.repairs)
+        while True:
+            attempts.made += 1
+            exchange = Exchange(prompt=prompt.name, messages=list(request.messages))
+            self.exchanges.append(exchange)
+            try:
+                reply = self.judge.complete(request)
+                self.record_usage(reply.cached, reply.prompt_tokens, reply.completion_tokens)
+                read = _read_levels(reply, wanted)
+                if read is None and not reply.logprobs:  # not even a word: let it finish
+                    reply = self.judge.complete(request.model_copy(update={"max_tokens": 3}))
+                    self.record_usage(reply.cached, reply.prompt_tokens, reply.completion_tokens)
+                    read = _read_levels(reply, wanted)
+            except JudgeError as exc:
+                problem = exchange.error = f"judge call failed: {exc}"
+                if attempts.another(refused=isinstance(exc, RequestRefused)):
+                    continue
+                break
+            exchange.reply, exchange.cached = reply.text, reply.cached
+            exchange.states = reply.states
+            if read is not None:
+                return {label: read[0].get(label, 0.0) for label in labels}, read[1]
+            problem = exchange.error = f"none of {', '.join(labels)} in the reply {reply.text!r}"
+            if not attempts.another(unreadable=True):
+                break
+        raise Unscorable(f"{prompt.name}: {problem} (after {attempts.made} attempts)")
 
     def _yes_no(self, request: ChatRequest, prompt: YesNoPrompt, first: Reply | None) -> float:
         """P(yes) for ``request``, retried as its failures allow; ``first`` is the reply to the

@@ -92,6 +92,23 @@ def correlation(
     return Interval(value=float(value), low=float(low), high=float(high))
 
 
+def cohen_kappa(a: Sequence[object], b: Sequence[object]) -> float | None:
+    """Cohen's kappa of two raters' labels of the same items (any labels that compare equal):
+    their agreement beyond what their own label frequencies give by chance,
+    ``(observed - chance) / (1 - chance)``. None when there are no items, or when chance
+    agreement is already 1 (both gave one and the same label throughout), where it is
+    undefined."""
+    if len(a) != len(b):
+        raise ValueError(f"{len(a)} labels against {len(b)}: kappa pairs the same items")
+    if not a:
+        return None
+    observed = sum(x == y for x, y in zip(a, b, strict=True)) / len(a)
+    chance = sum((a.count(c) / len(a)) * (b.count(c) / len(b)) for c in set(a) | set(b))
+    if chance >= 1.0:
+        return None
+    return (observed - chance) / (1.0 - chance)
+
+
 def wilson_interval(
     successes: int, trials: int, *, confidence: float = 0.95
 ) -> tuple[float, float] | None:

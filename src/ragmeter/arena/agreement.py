@@ -48,10 +48,9 @@ from ragmeter.arena.judge import (
     random_order,
 )
 from ragmeter.judges.base import Judge
+from ragmeter.stats import cohen_kappa as kappa_of
 
 AGREEMENT_FILE = "agreement.json"
-
-CATEGORIES = (-1, 0, 1)
 
 
 class AgreementStats(BaseModel):
@@ -108,14 +107,7 @@ class AgreementReport(BaseModel):
 def cohen_kappa(judge: Sequence[int], human: Sequence[int]) -> float | None:
     """Agreement beyond chance on the three labels; None when chance agreement is already 1
     (both raters always gave the same single label), where kappa is undefined."""
-    x, y = np.asarray(judge), np.asarray(human)
-    if x.size == 0:
-        return None
-    observed = float(np.mean(x == y))
-    chance = float(sum(np.mean(x == c) * np.mean(y == c) for c in CATEGORIES))
-    if chance >= 1.0:
-        return None
-    return (observed - chance) / (1.0 - chance)
+    return kappa_of([int(x) for x in judge], [int(y) for y in human])
 
 
 def pearson(judge: Sequence[int], human: Sequence[int]) -> float | None:

@@ -20,7 +20,7 @@ from ragmeter.attribution.metrics import (
     count_citations,
     na_scores,
 )
-from ragmeter.attribution.quality import CRITERIA, text_quality, weighted_score
+from ragmeter.attribution.quality import CRITERIA, text_quality
 from ragmeter.attribution.report import ConditionSummary, summarize, summarize_citations
 from ragmeter.attribution.retrieval import (
     GazetteerRecognizer,
@@ -62,5 +62,4 @@ __all__ = [
     "summarize",
     "summarize_citations",
     "text_quality",
-    "weighted_score",
 ]

@@ -27,7 +27,7 @@ from ragmeter.attribution.generate import GENERATE, generate_answer
 from ragmeter.attribution.graph import Entity, KnowledgeGraph, Triple
 from ragmeter.attribution.metrics import ENTAILMENT, EntailmentChecker, alignment, na_scores
 from ragmeter.attribution.probe import NextTokenProbe
-from ragmeter.attribution.quality import CRITERIA, rating_prompt, text_quality
+from ragmeter.attribution.quality import quality_version, text_quality
 from ragmeter.attribution.records import Condition, GenerationRecord, ScoreRecord
 from ragmeter.attribution.retrieval import (
     ENTITY_TYPES,
@@ -247,19 +247,17 @@ def score_answers(
     *,
     retries: int = 2,
     entailment_probe: NextTokenProbe | None = None,
-    rating_probe: NextTokenProbe | None = None,
     on_record: Callable[[ScoreRecord], None] | None = None,
 ) -> list[ScoreRecord]:
     """Judge each generated answer (or reuse its record); answers that failed are skipped."""
     entailment_probe = entailment_probe or NextTokenProbe(top_logprobs=5)
-    rating_probe = rating_probe or NextTokenProbe(top_logprobs=10)
     records = []
     for generation in generations:
         if generation.answer is None:
             continue
-        record = log.get(score_key(generation, judge, options, entailment_probe, rating_probe))
+        record = log.get(score_key(generation, judge, options, entailment_probe))
         if record is None:
-            record = _score_one(generation, judge, options, retries, entailment_probe, rating_probe)
+            record = _score_one(generation, judge, options, retries, entailment_probe)
             log.append(record)
         records.append(record)
         if on_record:
@@ -272,7 +270,6 @@ def score_key(
     judge: Judge,
     options: ScoreOptions,
     entailment_probe: NextTokenProbe,
-    rating_probe: NextTokenProbe,
 ) -> str:
     """What a score is filed under: the generation, the answer itself (a generation redone under
     the same key is scored afresh), the judge, the prompts and what is asked of them.
@@ -284,9 +281,9 @@ def score_key(
         generation.key,
         generation.answer,
         identity_of(judge).digest,
-        [ENTAILMENT.version, *(rating_prompt(c).version for c in CRITERIA.values())],
+        [ENTAILMENT.version, *quality_version()],
         asdict(options),
-        [entailment_probe.top_logprobs, rating_probe.top_logprobs],
+        [entailment_probe.top_logprobs],
     )
 
 
@@ -296,7 +293,6 @@ def _score_one(
     options: ScoreOptions,
     retries: int,
     entailment_probe: NextTokenProbe,
-    rating_probe: NextTokenProbe,
 ) -> ScoreRecord:
     started = time.perf_counter()
     answer = parse_answer(generation.answer or "")
@@ -323,16 +319,14 @@ def _score_one(
             "knowledge": graph.render(),
             "answer": answer.text,
         }
-        record.quality = text_quality(
-            generation.item_id, inputs, judge, rating_probe, retries=retries
-        )
+        record.quality = text_quality(generation.item_id, inputs, judge, retries=retries)
         for score in record.quality.values():
             usage.add(score.usage)
     record.usage = usage
     record.exchanges = session.exchanges
     record.seconds = time.perf_counter() - started
     record.judge = judge.name
-    record.key = score_key(generation, judge, options, entailment_probe, rating_probe)
+    record.key = score_key(generation, judge, options, entailment_probe)
     return record
 
 
@@ -404,7 +398,7 @@ def run_conditions(
     plans = (
         ablation_plan(items, accuracies, store or store_graph(items), seed) if accuracies else {}
     )
-    entailment_probe, rating_probe = NextTokenProbe(5), NextTokenProbe(10)
+    entailment_probe = NextTokenProbe(5)
     runs = []
     for condition, options in conditions:
         prepare = preparer(
@@ -433,7 +427,6 @@ def run_conditions(
                 options,
                 retries=retries,
                 entailment_probe=entailment_probe,
-                rating_probe=rating_probe,
                 on_record=on_score,
             )
         runs.append(ConditionRun(condition, generated.records, judged, generated.skipped))

@@ -1,5 +1,6 @@
-"""``ragmeter calibrate RUN LABELS``: a person's ratings of some samples turn the judge's means
+"""``ragmeter calibrate RUN [LABELS]``: a person's ratings of some samples turn the judge's means
 into estimates of the people's means, with intervals narrower than the ratings alone give.
+Without a ratings file, the ratings given in the run with ``ragmeter label`` are read.
 Exit status: 0 written, 2 bad input (a ratings row is named with its field)."""
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from ragmeter.heads.ppi import (
     Interval,
     MetricCalibration,
     calibrate,
+    calibrate_result,
 )
 from ragmeter.heads.ratings import parse_scales
+from ragmeter.labels import run_ratings
 from ragmeter.result import Result
 from ragmeter.viewer import open_run
 from ragmeter.viewer.folders import OpenedRun
@@ -34,8 +37,12 @@ from ragmeter.viewer.views import fmt
 def calibrate_command(
     run: Annotated[Path, typer.Argument(help="An evaluate run's results folder.")],
     labels: Annotated[
-        Path, typer.Argument(help="Ratings: JSONL or CSV, an 'id' and a column per metric.")
-    ],
+        Path | None,
+        typer.Argument(
+            help="Ratings: JSONL or CSV, an 'id' and a column per metric. \\[default: the "
+            "ratings given in the run with 'ragmeter label']"
+        ),
+    ] = None,
     scale: LabelScales = None,
     folds: Annotated[
         int, typer.Option(min=2, help="Folds of the cross-fitted line to the ratings' scale.")
@@ -49,9 +56,20 @@ def calibrate_command(
     console = wide_console()
     with user_errors(console):
         result = evaluation(open_run(run))
-        report = calibrate(
-            result, labels, scales=parse_scales(scale), run=str(run), folds=folds, seed=seed
-        )
+        if labels is None:
+            given, notes = run_ratings(run, result, parse_scales(scale))
+            if given is None:
+                raise ValueError(
+                    f"{run}: no ratings file given, and nobody has rated the run's samples "
+                    f"(rate them with: ragmeter label {run})"
+                )
+            for note in notes:
+                print_warning(console, note)
+            report = calibrate_result(result, given, run=str(run), folds=folds, seed=seed)
+        else:
+            report = calibrate(
+                result, labels, scales=parse_scales(scale), run=str(run), folds=folds, seed=seed
+            )
         written = report.write(run)
     print_calibration(console, report)
     console.print(f"written to {written}", soft_wrap=True, highlight=False)

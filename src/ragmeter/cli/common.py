@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,11 +18,20 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ragmeter.cluster import ClusterError, Executor, RayExecutor
+from ragmeter.criteria import (
+    CriteriaError,
+    Criterion,
+    CriterionMetric,
+    load_criteria,
+    parse_criterion_flag,
+)
 from ragmeter.data import DatasetError
+from ragmeter.evaluate import DEFAULT_METRICS
 from ragmeter.judges import Embedder, Judge, JudgeError, resolve_models
 from ragmeter.judges.cache import CallCache
 from ragmeter.judges.weights import WeightsError
 from ragmeter.metrics import GROUPS, Metric, metric_by_name, metric_names, with_layout
+from ragmeter.plugins import available
 
 EXIT_BAD_INPUT = 2
 
@@ -72,6 +81,24 @@ MaxCalls = Annotated[
 MetricOptions = Annotated[
     list[str] | None,
     typer.Option(help="Metric option METRIC.PARAM=VALUE (repeat), e.g. faithfulness.soft=false."),
+]
+CriterionFlags = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--criterion",
+        metavar="NAME=QUESTION",
+        help="A yes/no criterion in words, scored as the metric NAME (repeat), e.g. "
+        "\"declines=Does the answer decline when the context does not hold the answer?\".",
+    ),
+]
+CriteriaFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--criteria",
+        metavar="FILE",
+        help="A TOML file of criteria (yes/no, levels, checklists), one [NAME] table each; "
+        "see docs/criteria.md.",
+    ),
 ]
 Workers = Annotated[
     int, typer.Option(min=1, help="Items judged at once (with --ray: by each worker).")
@@ -231,13 +258,33 @@ def parse_metric_options(items: list[str] | None) -> dict[str, dict[str, Any]]:
     return options
 
 
+def defined_criteria(flags: list[str] | None, file: Path | None) -> list[Criterion]:
+    """The criteria of ``--criterion`` and ``--criteria``, each name once."""
+    criteria = [*(load_criteria(file) if file else []), *map(parse_criterion_flag, flags or [])]
+    names = [c.name for c in criteria]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise CriteriaError(f"the criterion {twice[0]!r} is defined twice")
+    for name in names:
+        if name in available("metric") or name in GROUPS:
+            raise CriteriaError(f"the criterion {name!r} has the name of a metric: rename it")
+    return criteria
+
+
 def configured_metrics(
-    metrics: str, option: list[str] | None, layout: str | None = None
+    metrics: str | None,
+    option: list[str] | None,
+    layout: str | None = None,
+    criteria: Sequence[Criterion] = (),
 ) -> list[Metric]:
     """The metrics of a comma-separated ``--metrics``, each built with its ``--option``s; an
     option given to a group (``diagnosis.soft=false``) goes to each of its metrics, and an
     option for a metric not named is an error. ``layout`` (``--layout``) is set on every
-    metric that has the option."""
+    metric that has the option. ``criteria`` (``--criterion``, ``--criteria``) are metrics
+    that ``metrics`` may name; without ``metrics``, the default metrics and every criterion."""
+    defined = {c.name: c for c in criteria}
+    if metrics is None:
+        metrics = ",".join([*DEFAULT_METRICS, *defined])
     named = [m.strip() for m in metrics.split(",") if m.strip()]
     options = parse_metric_options(option)
     for_groups = {
@@ -249,7 +296,11 @@ def configured_metrics(
         for group, group_options in for_groups.items():
             if name in GROUPS[group]:
                 given.update(group_options)
-        chosen.append(metric_by_name(name, **{**given, **options.pop(name, {})}))
+        values = {**given, **options.pop(name, {})}
+        if name in defined:
+            chosen.append(CriterionMetric(defined[name], **values))
+        else:
+            chosen.append(metric_by_name(name, **values))
     if options:
         raise ValueError(f"options given for metrics not chosen: {', '.join(options)}")
     return [with_layout(m, layout) for m in chosen] if layout else chosen

@@ -29,6 +29,8 @@ from ragmeter.cli.calibrate import print_calibration
 from ragmeter.cli.common import (
     USER_ERRORS,
     CacheFlag,
+    CriteriaFile,
+    CriterionFlags,
     EmbedderOptions,
     EmbedderSpec,
     JudgeOptions,
@@ -49,6 +51,7 @@ from ragmeter.cli.common import (
     TraceSince,
     WriteBack,
     configured_metrics,
+    defined_criteria,
     executor_for,
     fail,
     parse_options,
@@ -247,9 +250,15 @@ def evaluate_command(
             "mlflow:EXPERIMENT, otlp:FILE."
         ),
     ],
-    metrics: Annotated[str, typer.Option(help="Comma-separated metric names.")] = ",".join(
-        DEFAULT_METRICS
-    ),
+    metrics: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated metric or criterion names. \\[default: "
+            f"{','.join(DEFAULT_METRICS)}, and each criterion given]"
+        ),
+    ] = None,
+    criterion: CriterionFlags = None,
+    criteria: CriteriaFile = None,
     judge: JudgeSpec = "local",
     embedder: EmbedderSpec = "minilm",
     out: Annotated[
@@ -345,7 +354,8 @@ def evaluate_command(
         out_dir = out or Path("runs") / file.stem
         dataset = _load(file, columns, skip_invalid, console)
     with user_errors(console):
-        chosen = configured_metrics(metrics, option, layout)
+        defined = defined_criteria(criterion, criteria)
+        chosen = configured_metrics(metrics, option, layout, defined)
         executor = executor_for(ray, ray_actors, ray_actor_cpus, workers)
         if html is not None:
             check_report_installed()  # before judging, not after

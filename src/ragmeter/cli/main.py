@@ -13,6 +13,7 @@ from ragmeter.cli.common import show_warnings_plainly
 from ragmeter.cli.compare import compare_command
 from ragmeter.cli.evaluate import evaluate_command
 from ragmeter.cli.generate import generate_command
+from ragmeter.cli.label import label_command
 from ragmeter.cli.meta import app as meta_app
 from ragmeter.cli.report import report_command
 from ragmeter.cli.selftest import app as selftest_app
@@ -24,6 +25,7 @@ app.command("report")(report_command)
 app.command("compare")(compare_command)
 app.command("calibrate")(calibrate_command)
 app.command("tune")(tune_command)
+app.command("label")(label_command)
 app.command("generate")(generate_command)
 app.add_typer(attribution_app, name="attribution")
 app.add_typer(arena_app, name="arena")

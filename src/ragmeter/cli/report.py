@@ -7,11 +7,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from ragmeter.cli.calibrate import evaluation, print_calibration
 from ragmeter.cli.common import LabelScales, LabelsFiles, print_warning, user_errors, wide_console
 from ragmeter.heads.ppi import CalibrationReport, calibrate_result
 from ragmeter.heads.ratings import parse_scales, ratings_for_runs
+from ragmeter.labels import run_ratings
 from ragmeter.viewer import OpenedRun, open_run, write_report
 
 
@@ -24,14 +26,15 @@ def report_command(
     scale: LabelScales = None,
 ) -> None:
     """Write an HTML report of RUN (summary, charts, every sample with its explanation); with
-    two runs, their comparison first. It opens from disk, with no server and no network."""
+    two runs, their comparison first; the people's means of a run whose samples were rated
+    (--labels, or 'ragmeter label'). It opens from disk, with no server and no network."""
     console = wide_console()
     with user_errors(console):
         opened = [open_run(run) for run in runs]
         for run in opened:
             for note in run.notes:
                 print_warning(console, f"{run.path}: {note}")
-        calibrations = _calibrate(opened, labels, scale)
+        calibrations = _calibrate(console, opened, labels, scale)
         if calibrations:  # read again: the report shows what the folders hold
             opened = [open_run(run) for run in runs]
         written = write_report(opened, html, rounds=rounds, seed=seed)
@@ -41,17 +44,38 @@ def report_command(
 
 
 def _calibrate(
-    opened: list[OpenedRun], files: list[Path] | None, scale: list[str] | None
+    console: Console, opened: list[OpenedRun], files: list[Path] | None, scale: list[str] | None
 ) -> list[CalibrationReport]:
-    """Each run's people's means from its ratings, written into its folder."""
+    """Each run's people's means from its ratings (the files given, else the ratings given in
+    each run with ``ragmeter label``), written into its folder."""
     if not files:
-        return []
+        return _calibrate_from_runs(console, opened, scale)
     results = [evaluation(run) for run in opened]
     found = []
     for run, result, ratings in zip(
         opened, results, ratings_for_runs(results, files, parse_scales(scale)), strict=True
     ):
         calibration = calibrate_result(result, ratings, run=str(run.path))
+        calibration.write(run.path)
+        found.append(calibration)
+    return found
+
+
+def _calibrate_from_runs(
+    console: Console, opened: list[OpenedRun], scale: list[str] | None
+) -> list[CalibrationReport]:
+    """The people's means of each evaluate run in which people rated samples (``ragmeter
+    label``)."""
+    found = []
+    for run in opened:
+        if run.kind != "evaluate" or run.result is None:
+            continue
+        ratings, notes = run_ratings(run.path, run.result, parse_scales(scale))
+        if ratings is None:
+            continue
+        for note in notes:
+            print_warning(console, f"{run.path}: {note}")
+        calibration = calibrate_result(run.result, ratings, run=str(run.path))
         calibration.write(run.path)
         found.append(calibration)
     return found

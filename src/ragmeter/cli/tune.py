@@ -1,7 +1,8 @@
-"""``ragmeter tune RUN LABELS``: verdict heads fitted on a team's labels, written only where they
-beat the zero-shot read out of fold (by ``tune.MIN_GAIN`` at least). Exit status: 0 heads written,
-1 no head beat the zero-shot read (nothing written), 2 bad input (a labels row is named with its
-field) or labels from which no head could be fitted."""
+"""``ragmeter tune RUN [LABELS]``: verdict heads fitted on a team's labels (a file, or those
+given in the run with ``ragmeter label``), written only where they beat the zero-shot read out
+of fold (by ``tune.MIN_GAIN`` at least). Exit status: 0 heads written, 1 no head beat the
+zero-shot read (nothing written), 2 bad input (a labels row is named with its field) or labels
+from which no head could be fitted."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from ragmeter.claims import SUPPORTED
 from ragmeter.cli.calibrate import evaluation
 from ragmeter.cli.common import LabelScales, print_warning, user_errors, wide_console
 from ragmeter.heads import HEADS_OPTION, Heads, bundled_heads
-from ragmeter.heads.ratings import parse_scales
+from ragmeter.heads.ratings import Scale, parse_scales
 from ragmeter.heads.tuning import (
     DEFAULT_STATES,
     MIN_GAIN,
@@ -25,9 +26,12 @@ from ragmeter.heads.tuning import (
     VerifierTuning,
     is_attribution_file,
     tune,
+    tune_labelled,
     tune_verifier,
 )
 from ragmeter.heads.verifier import shipped_training_set
+from ragmeter.labels import run_claims, run_ratings
+from ragmeter.result import Result
 from ragmeter.viewer import open_run
 from ragmeter.viewer.views import fmt
 
@@ -42,14 +46,16 @@ def tune_command(
         ),
     ],
     labels: Annotated[
-        Path,
+        Path | None,
         typer.Argument(
             help="Ratings of samples (an 'id' and a column per metric, as calibrate reads), "
             "labels of claims (an 'id', the 'claim' as the run checked it, 'supported' 1/0), "
             "or labelled claims in AttributionBench's format over a 'meta attribution' run "
-            "(refits the verifier on the shipped training claims and these)."
+            "(refits the verifier on the shipped training claims and these). \\[default: the "
+            "labels given in the run with 'ragmeter label': its claim labels if any, else its "
+            "ratings]"
         ),
-    ],
+    ] = None,
     scale: LabelScales = None,
     states: Annotated[
         str,
@@ -68,20 +74,19 @@ def tune_command(
     claims, over the hidden states the run's judge kept with its verdicts; print each head's
     out-of-fold agreement beside the zero-shot read's; write the heads that beat it."""
     console = wide_console()
-    if is_attribution_file(labels):
+    if labels is not None and is_attribution_file(labels):
         _tune_verifier(console, run, labels, folds, seed, out)
         return
+    read = [name.strip() for name in states.split(",") if name.strip()]
     with user_errors(console):
         opened = open_run(run)
         result = evaluation(opened)
-        report = tune(
-            result,
-            labels,
-            scales=parse_scales(scale),
-            states=[name.strip() for name in states.split(",") if name.strip()],
-            folds=folds,
-            seed=seed,
-        )
+        if labels is None:
+            report = _tune_run_labels(console, run, result, parse_scales(scale), read, folds, seed)
+        else:
+            report = tune(
+                result, labels, scales=parse_scales(scale), states=read, folds=folds, seed=seed
+            )
     print_tuning(console, report)
     if not report.heads:
         console.print("no head could be fitted from these labels (see above)", highlight=False)
@@ -102,6 +107,44 @@ def tune_command(
         f"{', '.join(sorted(heads.heads))})",
         soft_wrap=True,
         highlight=False,
+    )
+
+
+def _tune_run_labels(
+    console: Console,
+    run: Path,
+    result: Result,
+    scales: dict[str | None, Scale],
+    states: list[str],
+    folds: int,
+    seed: int,
+) -> TuneReport:
+    """Heads fitted on the labels given in the run (``ragmeter label``): its claim labels where
+    there are any (the verdicts' own labels), else its ratings."""
+    claims, notes = run_claims(run, result)
+    ratings = None
+    if claims:
+        source = f"claims labelled in {run.name}"
+        if run_ratings(run, result, scales)[0] is not None:
+            notes.append("the run's ratings are not used: heads are fitted on its claim labels")
+    else:
+        ratings, notes = run_ratings(run, result, scales)
+        source = f"ratings given in {run.name}"
+    if not claims and ratings is None:
+        raise ValueError(
+            f"{run}: no labels file given, and nobody has labelled the run (label its claims "
+            f"with: ragmeter label {run} --claims --order least-sure)"
+        )
+    for note in notes:
+        print_warning(console, note)
+    return tune_labelled(
+        result,
+        claims=claims or None,
+        ratings=ratings,
+        states=states,
+        folds=folds,
+        seed=seed,
+        source=source,
     )
 
 

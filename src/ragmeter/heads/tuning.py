@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from ragmeter.claims import SUPPORTED
+from ragmeter.criteria import Criterion, CriterionMetric
 from ragmeter.heads.fitting import Design, Fitter, folds_of, gather, predict
-from ragmeter.heads.ratings import ID_FIELD, LabelsError, Scale, read_labels, read_rows
+from ragmeter.heads.ratings import ID_FIELD, Labels, LabelsError, Scale, read_labels, read_rows
 from ragmeter.heads.reading import Head, Heads
 from ragmeter.heads.verifier import (
     LabelledClaims,
@@ -82,6 +83,18 @@ AGGREGATIONS: dict[str, Aggregation] = {
     "answer_relevance": Aggregation(COMPLETE, _answer_relevance),
 }
 """The metrics whose ratings can teach a head through their aggregation."""
+
+
+def _criterion_aggregation(config: dict[str, Any]) -> Aggregation | None:
+    """A criterion whose value is the mean of one prompt's verdicts, from its run record."""
+    if "criterion" not in config:
+        return None
+    try:
+        metric = CriterionMetric(Criterion.model_validate(config["criterion"]))
+    except ValueError:
+        return None
+    prompt = metric.verdicts_prompt()
+    return None if prompt is None else Aggregation(prompt, lambda _: None)
 
 
 def _statements(score: Score) -> list[str] | None:
@@ -172,14 +185,15 @@ def tune_ratings(
     source: str,
 ) -> tuple[TunedHead | None, list[str]]:
     """The head of ``metric``'s prompt fitted through its mean to ``ratings``."""
-    aggregation = AGGREGATIONS.get(metric)
+    config = result.run.metrics[metric].config if metric in result.run.metrics else {}
+    aggregation = AGGREGATIONS.get(metric) or _criterion_aggregation(config)
     if aggregation is None:
         fittable = ", ".join(sorted(AGGREGATIONS))
         return None, [
             f"{metric}: heads are fitted through the mean of a metric's verdicts, "
-            f"which {fittable} have; rate one of those or give claim labels"
+            f"which {fittable} and yes/no criteria have; rate one of those or give claim "
+            "labels"
         ]
-    config = result.run.metrics[metric].config if metric in result.run.metrics else {}
     reason = aggregation.usable(config)
     if reason:
         return None, [f"{metric}: cannot be fitted through its value: {reason}"]
@@ -346,26 +360,46 @@ def tune(
 ) -> TuneReport:
     """Heads fitted on ``labels`` (ratings of samples or labels of claims) over ``result``'s
     verdicts, each with its out-of-fold agreement beside the zero-shot read's."""
-    heads: list[TunedHead] = []
-    notes: list[str] = []
     if is_claim_file(labels):
         claims = read_claim_labels(labels, result)
-        tuned, found = tune_claims(
-            result, claims, states, folds=folds, seed=seed, source=labels.name
+        return tune_labelled(
+            result, claims=claims, states=states, folds=folds, seed=seed, source=labels.name
         )
-        heads += [tuned] if tuned else []
-        return TuneReport(heads, [*notes, *found], folds, seed)
     read = read_labels(labels, [s.key for s in result.samples], result.metrics, scales)
-    for metric, ratings in read.ratings.items():
+    return tune_labelled(
+        result, ratings=read, states=states, folds=folds, seed=seed, source=labels.name
+    )
+
+
+def tune_labelled(
+    result: Result,
+    *,
+    ratings: Labels | None = None,
+    claims: Mapping[tuple[str, str], bool] | None = None,
+    states: Sequence[str] = DEFAULT_STATES,
+    folds: int = 5,
+    seed: int = 0,
+    source: str,
+) -> TuneReport:
+    """Heads fitted on labels already read (``ratings`` of samples, or ``claims`` labelled
+    one by one, from a file or from the run's own labels) over ``result``'s verdicts."""
+    heads: list[TunedHead] = []
+    notes: list[str] = []
+    if claims is not None:
+        tuned, found = tune_claims(result, claims, states, folds=folds, seed=seed, source=source)
+        heads += [tuned] if tuned else []
+        notes += found
+    for metric, rated in (ratings.ratings if ratings else {}).items():
+        assert ratings is not None
         tuned, found = tune_ratings(
             result,
             metric,
-            ratings,
-            read.scales[metric],
+            rated,
+            ratings.scales[metric],
             states,
             folds=folds,
             seed=seed,
-            source=labels.name,
+            source=source,
         )
         heads += [tuned] if tuned else []
         notes += found

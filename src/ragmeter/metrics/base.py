@@ -49,6 +49,11 @@ class Metric(ABC):
         """Every option's value, defaults included: the run record, and part of ``version``."""
         return self.options.model_dump(mode="json")
 
+    def unreadable(self, sample: Sample) -> str | None:
+        """Why this metric cannot read ``sample`` at all (a field it reads is missing), said
+        before any judging; None when it can."""
+        return None
+
     def planned_calls(self, sample: Sample) -> PlannedCalls | None:
         """The judge calls ``measure`` is expected to make for ``sample``, as (prompt tokens,
         completion tokens), for cost estimates before a run; None when the metric cannot say

@@ -1,0 +1,314 @@
+"""How far ready criteria agree with people, per reading, on rated data sets.
+
+    python bench/bench_criteria.py topicalchat ../shared/data/criteria/topicalchat_dev.jsonl
+    python bench/bench_criteria.py summeval ../shared/data/criteria/summeval_dev.jsonl --groups 12
+    python bench/bench_criteria.py mtrag ../shared/data/mtrag/mtrag_dev.jsonl
+    python bench/bench_criteria.py topicalchat FILE --readings direct,checklist --judge fake:...
+
+Each (criterion, reading) is scored with ``evaluate`` into ``--out/SOURCE/READING`` (a run
+folder per reading, so a killed bench resumes where it stopped and an unchanged rerun judges
+nothing), then correlated with the people's mean ratings by the source's own protocol:
+
+- topicalchat (USR): turn level, one Spearman over every rated response, as UniEval and G-Eval
+  pool them;
+- summeval: summary level, a Spearman per article over its summaries, averaged (articles where
+  either side is constant are skipped, as UniEval's ``correlation.py`` does);
+- mtrag: one Spearman over the rows, with a 95 % bootstrap interval over conversations.
+
+``--groups N`` keeps the first N groups in sorted order (a fixed subset, not a chosen one).
+``--rows-out FILE`` writes each row's score and rating.
+
+``--learn 50`` adds what people's ratings buy: for each criterion whose value is the mean of one
+Yes/No prompt's verdicts (what ``ragmeter tune`` fits), 20 draws of 50 rated rows, whole groups
+at a time; a head is fitted on them as ``tune`` fits it (its penalty chosen inside them) and
+read on every other row; the Spearman of the rest by the source's protocol, zero-shot and with
+the head, and the mean gain with a 95 % interval over the draws.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+import numpy as np
+
+from ragmeter import evaluate
+from ragmeter.criteria import LIBRARY, CriterionMetric
+from ragmeter.heads.fitting import Design, Fitter, gather, predict
+from ragmeter.heads.tuning import DEFAULT_STATES
+from ragmeter.meta.mtrag import load_mtrag
+from ragmeter.result import Result
+from ragmeter.sample import Sample, Turn
+from ragmeter.stats import Interval, coefficients, correlation
+
+CRITERIA: dict[str, dict[str, str]] = {
+    "topicalchat": {
+        "naturalness": "naturalness",
+        "coherence": "maintains_context",
+        "engagingness": "engagingness",
+        "groundedness": "groundedness",
+    },
+    "summeval": {
+        "coherence": "coherence",
+        "consistency": "consistency",
+        "fluency": "fluency",
+        "relevance": "relevance",
+    },
+    "mtrag": {
+        "appropriateness": "appropriate_refusal",
+        "naturalness": "naturalness",
+        "completeness": "completeness",
+    },
+}
+"""Per source: the people's rating -> the ready criterion that asks the same."""
+
+MTRAG_SCALES = {name: (1.0, 4.0) for name in CRITERIA["mtrag"]}
+"""MTRAG's 4-point scale: 1 No, 2 Mostly no, 3 Mostly yes, 4 Yes."""
+
+READINGS = {
+    "yes_no": ("direct", "per_sentence", "claims"),
+    "levels": ("direct", "yes_no", "checklist", "per_sentence", "claims"),
+}
+
+
+class Row:
+    def __init__(
+        self,
+        sample: Sample,
+        group: str,
+        ratings: dict[str, float],
+        scales: dict[str, tuple[float, float]],
+    ) -> None:
+        self.sample, self.group, self.ratings, self.scales = sample, group, ratings, scales
+
+
+def criteria_rows(path: Path) -> list[Row]:
+    """Rows of ``../shared/data/criteria/``: a dialogue's last turn is the question, the turns
+    before it its history (alternating, the last one the user's)."""
+    rows = []
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        turns = [t for t in record["question"].split("\n") if t.strip()]
+        roles = ["user" if (len(turns) - i) % 2 == 1 else "assistant" for i in range(len(turns))]
+        history = [Turn(role=r, text=t.strip()) for r, t in zip(roles, turns, strict=True)][:-1]
+        sample = Sample(
+            id=record["id"],
+            question=turns[-1].strip(),
+            history=history,
+            contexts=record["contexts"],
+            answer=record["answer"],
+        )
+        scales = {k: (float(low), float(high)) for k, (low, high) in record["scale"].items()}
+        rows.append(Row(sample, record["group"], record["ratings"], scales))
+    return rows
+
+
+def mtrag_rows(path: Path) -> list[Row]:
+    return [Row(r.sample, r.conversation, r.human, MTRAG_SCALES) for r in load_mtrag(path)]
+
+
+def first_groups(rows: list[Row], groups: int | None) -> list[Row]:
+    if groups is None:
+        return rows
+    kept = set(sorted({r.group for r in rows})[:groups])
+    return [r for r in rows if r.group in kept]
+
+
+def summary_level(
+    scores: Sequence[float], ratings: Sequence[float], groups: Sequence[str]
+) -> float:
+    """The mean over groups of the Spearman within each group (constant groups skipped)."""
+    by_group: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for score, rating, group in zip(scores, ratings, groups, strict=True):
+        by_group[group].append((score, rating))
+    values = []
+    for pairs in by_group.values():
+        x, y = np.array(pairs).T
+        if len(pairs) >= 3 and x.std() > 0 and y.std() > 0:
+            values.append(float(coefficients(x[None, :], y[None, :], "spearman")[0]))
+    return fmean(values) if values else float("nan")
+
+
+def agreement(source: str, scores: list[float], ratings: list[float], groups: list[str]) -> str:
+    if source == "summeval":
+        return f"{summary_level(scores, ratings, groups):.3f}"
+    interval: Interval | None = correlation(scores, ratings, "spearman")
+    if interval is None:
+        return "undefined"
+    return f"{interval.value:.3f} [{interval.low:.2f}, {interval.high:.2f}]"
+
+
+def learned(
+    source: str,
+    result: Result,
+    metric: CriterionMetric,
+    rows: list[Row],
+    rating: str,
+    labelled: int,
+    draws: int = 20,
+) -> str:
+    """Zero-shot and head Spearman on the rows left out of ``labelled`` rated rows, over
+    ``draws`` draws of whole groups, and the mean gain with its interval."""
+    prompt = metric.verdicts_prompt()
+    if prompt is None:
+        return "no head (not a mean of verdicts)"
+    rated = {r.sample.key: r for r in rows if rating in r.ratings}
+    targets = {
+        k: (r.ratings[rating] - r.scales[rating][0]) / (r.scales[rating][1] - r.scales[rating][0])
+        for k, r in rated.items()
+    }
+    scores = [s for s in result.scores_for(metric.name) if s.scored and s.sample_id in rated]
+    material, _ = gather(scores, prompt, DEFAULT_STATES, lambda _: None)
+    verdicts = material.verdicts
+    if not len(verdicts):
+        return "no verdicts with states"
+    samples = np.asarray(verdicts.groups)
+    design = Design(prompt.name, prompt.version, DEFAULT_STATES, f"{rating} ratings")
+
+    def spearman_of(keys: list[str], values: dict[str, float]) -> float:
+        scores_ = [values[k] for k in keys]
+        humans = [rated[k].ratings[rating] for k in keys]
+        return float(agreement_value(source, scores_, humans, [rated[k].group for k in keys]))
+
+    def means(rows_: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
+        keys = sorted(set(samples[rows_].tolist()))
+        return {k: float(predicted[samples[rows_] == k].mean()) for k in keys}
+
+    def choosing(rows_: np.ndarray, predicted: np.ndarray) -> float:
+        found = means(rows_, predicted)
+        keys = list(found)
+        value = coefficients(
+            np.array([found[k] for k in keys])[None, :],
+            np.array([targets[k] for k in keys])[None, :],
+            "spearman",
+        )[0]
+        return -1.0 if np.isnan(value) else float(value)
+
+    fitter = Fitter(design, verdicts, targets=targets, score=choosing, folds=5, seed=0)
+    groups = sorted({rated[k].group for k in set(samples.tolist())})
+    gains, zero, head = [], [], []
+    for draw in range(draws):
+        order = np.random.default_rng(draw).permutation(len(groups))
+        chosen: set[str] = set()
+        for index in order:
+            if sum(1 for k in set(samples.tolist()) if rated[k].group in chosen) >= labelled:
+                break
+            chosen.add(groups[index])
+        train = np.array([rated[k].group in chosen for k in samples])
+        fitted = fitter.fitted(np.flatnonzero(train))
+        test_rows = np.flatnonzero(~train)
+        predicted = predict(fitted.head, verdicts.rows(test_rows))
+        held = means(test_rows, predicted)
+        zero_means = means(test_rows, verdicts.zero_shot[test_rows])
+        keys = list(held)
+        zero.append(spearman_of(keys, zero_means))
+        head.append(spearman_of(keys, held))
+        gains.append(head[-1] - zero[-1])
+    low_gain, high_gain = np.percentile(gains, [2.5, 97.5])
+    return (
+        f"zero-shot {fmean(zero):.3f}, head {fmean(head):.3f}, gain {fmean(gains):+.3f} "
+        f"[{low_gain:+.3f}, {high_gain:+.3f}]"
+    )
+
+
+def agreement_value(
+    source: str, scores: list[float], ratings: list[float], groups: list[str]
+) -> float:
+    if source == "summeval":
+        return summary_level(scores, ratings, groups)
+    value = coefficients(np.array(scores)[None, :], np.array(ratings)[None, :], "spearman")[0]
+    return float(value)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("source", choices=sorted(CRITERIA))
+    parser.add_argument("file", type=Path)
+    parser.add_argument("--readings", default=None, help="Comma-separated; default: all apt.")
+    parser.add_argument("--criteria", default=None, help="Comma-separated ratings to measure.")
+    parser.add_argument("--groups", type=int, default=None)
+    parser.add_argument("--judge", default="local")
+    parser.add_argument("--out", type=Path, default=Path("runs/criteria"))
+    parser.add_argument("--rows-out", type=Path, default=None)
+    parser.add_argument("--learn", type=int, default=None, help="Rated rows a head learns from.")
+    args = parser.parse_args()
+
+    rows = mtrag_rows(args.file) if args.source == "mtrag" else criteria_rows(args.file)
+    rows = first_groups(rows, args.groups)
+    wanted = CRITERIA[args.source]
+    if args.criteria:
+        wanted = {k: v for k, v in wanted.items() if k in args.criteria.split(",")}
+    asked = args.readings.split(",") if args.readings else None
+    print(f"{args.source}: {len(rows)} rows, {len({r.group for r in rows})} groups")
+    table: list[tuple[str, str, str, str, int, int]] = []
+    learning: list[str] = []
+    written: list[dict[str, Any]] = []
+    for reading in asked or READINGS["levels"]:
+        metrics = []
+        for rating, name in wanted.items():
+            criterion = LIBRARY[name]
+            apt = READINGS["levels" if criterion.kind == "levels" else "yes_no"]
+            if reading not in apt or (reading == "claims" and "contexts" not in criterion.reads):
+                continue
+            metrics.append((rating, CriterionMetric(criterion, reading=reading)))
+        if not metrics:
+            continue
+        result = evaluate(
+            [r.sample for r in rows],
+            [m for _, m in metrics],
+            judge=args.judge,
+            out_dir=args.out / args.source / reading,
+        )
+        by_key = {(s.sample_id, s.metric): s for s in result.scores}
+        for rating, metric in metrics:
+            pairs = [
+                (by_key[(r.sample.key, metric.name)].value, r.ratings[rating], r.group)
+                for r in rows
+                if rating in r.ratings
+            ]
+            scored = [(v, h, g) for v, h, g in pairs if v is not None]
+            scores, ratings, groups = (list(c) for c in zip(*scored, strict=True))
+            table.append(
+                (
+                    rating,
+                    metric.name,
+                    reading,
+                    agreement(args.source, scores, ratings, groups),
+                    len(scored),
+                    len(pairs) - len(scored),
+                )
+            )
+            if args.learn:
+                figure = learned(args.source, result, metric, rows, rating, args.learn)
+                learning.append(f"| {rating} | {metric.name} | {reading} | {figure} |")
+            written += [
+                {
+                    "id": r.sample.key,
+                    "criterion": metric.name,
+                    "reading": reading,
+                    "rating": rating,
+                    "human": r.ratings.get(rating),
+                    "score": by_key[(r.sample.key, metric.name)].value,
+                    "group": r.group,
+                }
+                for r in rows
+            ]
+    print("| rating | criterion | reading | Spearman | scored | unscored |")
+    print("|---|---|---|---|---|---|")
+    for line in table:
+        print("| " + " | ".join(map(str, line)) + " |")
+    if learning:
+        print(f"\nWith a head fitted on {args.learn} rated rows, read on the rest (20 draws):")
+        print("| rating | criterion | reading | Spearman of the rest |\n|---|---|---|---|")
+        print("\n".join(learning))
+    if args.rows_out:
+        args.rows_out.write_text("".join(json.dumps(w) + "\n" for w in written))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""Ready criteria that RAG teams ask for, each usable by name (``--metrics naturalness``).
+
+Their agreement with people, where it was measured, is in docs/criteria.md with the command
+that measured it; a criterion without a figure there is unmeasured.
+"""
+
+from __future__ import annotations
+
+from ragmeter.criteria.definition import Criterion, Level
+
+
+def _levels(*meanings: str, start: int = 1) -> tuple[Level, ...]:
+    return tuple(Level(score=start + i, meaning=m) for i, m in enumerate(meanings))
+
+
+LIBRARY: dict[str, Criterion] = {
+    c.name: c
+    for c in (
+        Criterion(
+            name="appropriate_refusal",
+            question=(
+                "If the context does not contain what the question asks for, the response "
+                "should say that it cannot answer from the given information instead of "
+                "answering anyway; if the context does contain it, the response should answer "
+                "rather than decline. Does the response do the right one of the two?"
+            ),
+            reads=("contexts", "history", "question", "answer"),
+        ),
+        Criterion(
+            name="naturalness",
+            question="Does the response read like something a person would naturally say?",
+            kind="levels",
+            levels=_levels(
+                "No: it reads like a machine wrote it (awkward, repetitive or unnatural).",
+                "Somewhat: mostly natural, with some odd or stiff wording.",
+                "Yes: it reads like a person wrote it.",
+            ),
+            reads=("history", "question", "answer"),
+        ),
+        Criterion(
+            name="maintains_context",
+            question="Is the response a sensible continuation of the conversation so far?",
+            kind="levels",
+            levels=_levels(
+                "No: it ignores or contradicts what was said before.",
+                "Somewhat: it relates to the conversation but does not follow on well.",
+                "Yes: it follows on naturally from what was said before.",
+            ),
+            reads=("history", "question", "answer"),
+        ),
+        Criterion(
+            name="engagingness",
+            question="Is the response interesting to read and does it invite the conversation on?",
+            kind="levels",
+            levels=_levels(
+                "Dull: generic, says little.",
+                "Somewhat interesting.",
+                "Interesting: says something engaging.",
+            ),
+            reads=("history", "question", "answer"),
+        ),
+        Criterion(
+            name="groundedness",
+            question=(
+                "Does the response make use of the information in the given context (it draws "
+                "on a fact stated there)?"
+            ),
+            reads=("contexts", "history", "question", "answer"),
+        ),
+        Criterion(
+            name="completeness",
+            question=(
+                "Does the response answer every part of the question, with the information a "
+                "person asking it needs?"
+            ),
+            kind="levels",
+            levels=_levels(
+                "No: it answers none of what was asked.",
+                "Partly: it answers a small part.",
+                "Mostly: it answers most of what was asked.",
+                "Fully: it answers everything asked.",
+            ),
+            reads=("contexts", "history", "question", "answer"),
+        ),
+        Criterion(
+            name="coherence",
+            question=(
+                "Is the response well structured and organised, each sentence building on the "
+                "ones before into a connected account, rather than a heap of related facts?"
+            ),
+            kind="levels",
+            levels=_levels(
+                "Incoherent: sentences do not connect.",
+                "Poor: weakly connected, hard to follow.",
+                "Fair: mostly connected, with some jumps.",
+                "Good: well connected.",
+                "Excellent: a clear, well-built account.",
+            ),
+            reads=("question", "answer"),
+        ),
+        Criterion(
+            name="consistency",
+            question=(
+                "Is every statement of the response supported by the context, with nothing made up?"
+            ),
+            kind="levels",
+            levels=_levels(
+                "Mostly made up or contradicted by the context.",
+                "Several statements not supported.",
+                "Some statements not supported.",
+                "One small unsupported detail.",
+                "Everything is supported by the context.",
+            ),
+            reads=("contexts", "question", "answer"),
+            reading="claims",
+        ),
+        Criterion(
+            name="fluency",
+            question=(
+                "Is each sentence of the response well formed: grammatical, without repetition "
+                "or formatting problems, easy to read?"
+            ),
+            kind="levels",
+            levels=_levels(
+                "Very poor: many sentences are broken or hard to read.",
+                "Poor: several problems.",
+                "Fair: a few problems.",
+                "Good: minor problems only.",
+                "Excellent: every sentence is well formed.",
+            ),
+            reads=("question", "answer"),
+        ),
+        Criterion(
+            name="relevance",
+            question=(
+                "Does the response keep to the important content the question calls for, "
+                "without redundancy or unimportant detail?"
+            ),
+            kind="levels",
+            levels=_levels(
+                "Off the point: none of the important content.",
+                "Little of the important content, much beside it.",
+                "Some important content, some unimportant detail.",
+                "Most of the important content, little beside it.",
+                "The important content, and nothing beside it.",
+            ),
+            reads=("contexts", "question", "answer"),
+        ),
+    )
+}
+"""The ready criteria by name."""

@@ -1,0 +1,188 @@
+"""A criterion as a metric: scored, stored, reported and compared like any other.
+
+Its name is the criterion's; its version hashes the whole definition and the prompts it renders,
+so a changed word judges again and an unchanged criterion is served from the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from statistics import fmean
+from typing import Any
+
+import ragmeter.criteria.reading as reading
+from ragmeter.criteria.definition import Criterion, Reading
+from ragmeter.metrics.base import Metric
+from ragmeter.metrics.faithfulness import Faithfulness
+from ragmeter.prompts import PlannedCalls, yes_no_call
+from ragmeter.sample import Sample
+from ragmeter.score import Unscorable
+from ragmeter.session import JudgeSession
+from ragmeter.text import split_sentences
+
+DEFAULT_READING: dict[str, Reading] = {
+    "yes_no": "direct",
+    "levels": "checklist",
+    "checklist": "direct",
+}
+"""The reading each kind gets when the criterion says ``auto``: the one that agreed best with
+people (docs/criteria.md, "Which reading agrees with people")."""
+
+
+class CriterionMetric(Metric):
+    """Scores a sample on one ``Criterion``; 0-1, with the judge's distribution explained."""
+
+    def __init__(self, criterion: Criterion, *, reading: Reading | None = None) -> None:
+        if reading is not None:
+            criterion = Criterion.model_validate({**criterion.described(), "reading": reading})
+        self.criterion = criterion
+        self.name = criterion.name  # type: ignore[misc]
+        self.higher_is_better = criterion.higher_is_better  # type: ignore[misc]
+        super().__init__()
+
+    @property
+    def reading(self) -> Reading:
+        chosen = self.criterion.reading
+        return DEFAULT_READING[self.criterion.kind] if chosen == "auto" else chosen
+
+    @property
+    def needs_embedder(self) -> bool:  # type: ignore[override]
+        return False
+
+    def config(self) -> dict[str, Any]:
+        config = {"criterion": self.criterion.described(), "reading": self.reading}
+        if self.reading == "claims":  # the verifier's prompts and rules decide the score
+            config["verifier"] = Faithfulness().version
+        return config
+
+    @property
+    def prompts(self) -> Sequence[reading.CriterionPrompt]:
+        c = self.criterion
+        if self.reading == "claims":
+            return ()
+        if c.kind == "levels" and self.reading == "checklist":
+            return reading.level_prompts(c)
+        if c.kind == "levels" and self.reading != "yes_no":
+            return [reading.levels_prompt(c)]
+        if c.sample_rubric():
+            return [reading.rubric_prompt(c)]
+        if c.kind == "checklist":
+            assert isinstance(c.requirements, tuple)
+            return [reading.requirement_prompt(c, n, r) for n, r in enumerate(c.requirements, 1)]
+        return [reading.yes_no_prompt(c)]
+
+    def verdicts_prompt(self) -> reading.CriterionPrompt | None:
+        """The Yes/No prompt whose verdicts' mean is this criterion's value, for a head fitted
+        through it (``ragmeter tune``); None when the value is made otherwise."""
+        levels_as_yes_no = self.criterion.kind == "levels" and self.reading == "yes_no"
+        yes_no = self.criterion.kind == "yes_no" and self.reading in ("direct", "per_sentence")
+        if not (levels_as_yes_no or yes_no):
+            return None
+        (prompt,) = self.prompts
+        return reading.sentence_prompt(prompt) if self.reading == "per_sentence" else prompt
+
+    def unreadable(self, sample: Sample) -> str | None:
+        field = reading.missing_field(self.criterion, sample)
+        if field is None:
+            return None
+        return f"the criterion {self.name!r} reads {field!r}, which the sample lacks"
+
+    def planned_calls(self, sample: Sample) -> PlannedCalls | None:
+        if self.reading == "claims":
+            return None
+        inputs = reading.sample_inputs(self.criterion, sample)
+        prompts = list(self.prompts)
+        if self.reading == "per_sentence":
+            prompts = prompts * max(1, len(split_sentences(sample.answer)))
+        return [yes_no_call(p.render(inputs)) for p in prompts]
+
+    def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
+        problem = self.unreadable(sample)
+        if problem:
+            raise Unscorable(problem)
+        c = self.criterion
+        inputs = reading.sample_inputs(c, sample)
+        explanation: dict[str, Any] = {"reading": self.reading, "kind": c.kind}
+        if self.reading == "claims":
+            return self._by_claims(sample, session, explanation)
+        if self.reading == "per_sentence":
+            sentences = split_sentences(sample.answer)
+            if not sentences:
+                raise Unscorable("the answer has no sentence to judge")
+            (prompt,) = (reading.sentence_prompt(p) for p in self.prompts)
+            per_sentence = [
+                self._read(session, [(prompt, {**inputs, "sentence": s})]) for s in sentences
+            ]
+            explanation["sentences"] = [
+                {"sentence": s, "score": round(v, 4), **detail}
+                for s, (v, detail) in zip(sentences, per_sentence, strict=True)
+            ]
+            return fmean(v for v, _ in per_sentence), explanation
+        if c.sample_rubric():
+            requirements = reading.sample_requirements(c, sample)
+            prompt = reading.rubric_prompt(c)
+            asked = [(prompt, {**inputs, "requirement": r.text}) for r in requirements]
+        else:
+            asked = [(p, inputs) for p in self.prompts]
+        value, detail = self._read(session, asked, sample)
+        return value, {**explanation, **detail}
+
+    def _read(
+        self,
+        session: JudgeSession,
+        asked: Sequence[tuple[reading.CriterionPrompt, dict[str, Any]]],
+        sample: Sample | None = None,
+    ) -> tuple[float, dict[str, Any]]:
+        """One read of the ``asked`` questions (prompt, inputs) on 0-1, with what the judge
+        said."""
+        c = self.criterion
+        if c.kind == "levels" and self.reading not in ("checklist", "yes_no"):
+            labels = [str(n) for n in range(1, len(c.levels) + 1)]
+            distribution, method = session.ask_levels(*asked[0], labels)
+            return self._levels(distribution, method)
+        probabilities = session.ask_yes_no_all([(p, inputs, {}) for p, inputs in asked])
+        if c.kind == "levels" and self.reading == "yes_no":
+            low, high = c.scale
+            p_yes = probabilities[0]
+            return p_yes, {"p_yes": round(p_yes, 4), "level": round(low + p_yes * (high - low), 4)}
+        if c.kind == "levels":
+            total = sum(probabilities)
+            if total <= 0:
+                raise Unscorable("the judge said No to every level")
+            distribution = {str(n): p / total for n, p in enumerate(probabilities, 1)}
+            detail = self._levels(distribution, "yes_no per level")
+            detail[1]["p_yes"] = [round(p, 4) for p in probabilities]
+            return detail
+        if c.kind == "checklist":
+            requirements = (
+                reading.sample_requirements(c, sample)
+                if c.sample_rubric() and sample is not None
+                else c.requirements
+            )
+            assert isinstance(requirements, tuple)
+            value = reading.checklist_score(requirements, probabilities)
+            met = [
+                {"requirement": r.text, "weight": r.weight, "p_met": round(p, 4)}
+                for r, p in zip(requirements, probabilities, strict=True)
+            ]
+            return value, {"requirements": met}
+        return probabilities[0], {"p_yes": round(probabilities[0], 4)}
+
+    def _levels(self, distribution: dict[str, float], method: str) -> tuple[float, dict[str, Any]]:
+        c = self.criterion
+        expected = reading.expected_level(c, distribution)
+        shown = {
+            f"{level.score:g}": round(distribution[str(n)], 4)
+            for n, level in enumerate(c.levels, 1)
+        }
+        return reading.on_unit_scale(c, expected), {
+            "expected_level": round(expected, 4),
+            "distribution": shown,
+            "method": method,
+        }
+
+    def _by_claims(
+        self, sample: Sample, session: JudgeSession, explanation: dict[str, Any]
+    ) -> tuple[float, dict[str, Any]]:
+        value, verified = Faithfulness().measure(sample, session)
+        return value, {**explanation, "verifier": "faithfulness", **verified}

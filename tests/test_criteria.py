@@ -1,0 +1,372 @@
+"""Criteria in words: definitions, files, the readings' arithmetic, and a criterion as a metric."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragmeter import evaluate
+from ragmeter.cli.main import app
+from ragmeter.criteria import (
+    LIBRARY,
+    CriteriaError,
+    Criterion,
+    CriterionMetric,
+    Level,
+    Requirement,
+    load_criteria,
+    parse_criterion_flag,
+)
+from ragmeter.heads import Heads
+from ragmeter.judges.base import ChatResponse, TokenLogprobs
+from ragmeter.judges.fake import FakeJudge
+from ragmeter.metrics import metric_by_name
+from ragmeter.sample import Sample
+from ragmeter.session import JudgeSession
+from ragmeter.testing import Scorer
+from tests.conftest import yes_no
+
+SAMPLE = Sample(
+    id="s1",
+    question="When was the bridge opened?",
+    contexts=["The bridge opened in 1932. It is 1,149 metres long."],
+    answer="It opened in 1932. It is very long.",
+)
+DECLINES = Criterion(name="declines", question="Does the answer decline to answer?")
+THREE_LEVELS = Criterion(
+    name="natural",
+    question="Does it read naturally?",
+    kind="levels",
+    levels=(
+        Level(score=1, meaning="No."),
+        Level(score=2, meaning="Somewhat."),
+        Level(score=3, meaning="Yes."),
+    ),
+)
+
+
+def digits(probabilities: dict[str, float]) -> ChatResponse:
+    top = {token: math.log(p) for token, p in probabilities.items()}
+    best = max(top, key=lambda k: top[k])
+    return ChatResponse(text=best, logprobs=[TokenLogprobs(token=best, logprob=top[best], top=top)])
+
+
+def test_a_yes_no_criterion_is_the_probability_of_yes_asked_after_the_sample():
+    judge = FakeJudge([yes_no(0.8)])
+    score = CriterionMetric(DECLINES).score(SAMPLE, JudgeSession(judge))
+    assert score.value == pytest.approx(0.8)
+    assert score.explanation["p_yes"] == pytest.approx(0.8)
+    (request,) = judge.history
+    user = request.messages[-1].content
+    # the data first, the criterion after it
+    assert user.index("<response>") < user.index("Criterion: Does the answer decline")
+
+
+def test_the_criteria_of_a_sample_share_the_sample_as_a_prefix():
+    judge = FakeJudge([yes_no(0.5), digits({"1": 0.2, "2": 0.3, "3": 0.5})])
+    natural = THREE_LEVELS.model_copy(update={"reads": ("question", "contexts", "answer")})
+    session = JudgeSession(judge)
+    CriterionMetric(DECLINES).score(SAMPLE, session)
+    CriterionMetric(natural, reading="direct").score(SAMPLE, session)
+    first, second = (r.messages for r in judge.history)
+    assert first[0] == second[0]  # one system message for every criterion
+    data = first[1].content.split("Criterion:")[0]
+    assert second[1].content.startswith(data)
+
+
+def test_levels_read_directly_score_the_expected_level_on_0_1():
+    judge = FakeJudge([digits({"1": 0.2, "2": 0.3, "3": 0.5})])
+    score = CriterionMetric(THREE_LEVELS, reading="direct").score(SAMPLE, JudgeSession(judge))
+    # 1 x 0.2 + 2 x 0.3 + 3 x 0.5 = 2.3, on 1-3: (2.3 - 1) / 2 = 0.65
+    assert score.value == pytest.approx(0.65)
+    assert score.explanation["expected_level"] == pytest.approx(2.3)
+    assert score.explanation["distribution"] == {"1": 0.2, "2": 0.3, "3": 0.5}
+    assert score.explanation["method"] == "logprobs"
+
+
+def test_levels_read_as_a_checklist_ask_one_yes_no_a_level():
+    judge = FakeJudge([yes_no(0.2), yes_no(0.6), yes_no(0.2)])
+    score = CriterionMetric(THREE_LEVELS, reading="checklist").score(SAMPLE, JudgeSession(judge))
+    assert len(judge.history) == 3
+    assert "Does this describe the response: Somewhat." in judge.history[1].messages[-1].content
+    # Yes renormalised over the levels: 0.2, 0.6, 0.2 -> expected 2.0 -> 0.5 on 0-1
+    assert score.value == pytest.approx(0.5)
+    assert score.explanation["p_yes"] == [0.2, 0.6, 0.2]
+
+
+def test_a_judge_without_log_probabilities_gives_the_level_it_writes():
+    judge = FakeJudge(["3", "3"])
+    score = CriterionMetric(THREE_LEVELS, reading="direct").score(SAMPLE, JudgeSession(judge))
+    assert score.value == 1.0
+    assert score.explanation["method"] == "reply"
+    unreadable = FakeJudge(["maybe", "maybe", "maybe", "maybe", "maybe", "maybe"])
+    failed = CriterionMetric(THREE_LEVELS, reading="direct").score(
+        SAMPLE, JudgeSession(unreadable, retries=1)
+    )
+    assert failed.value is None
+    assert "none of 1, 2, 3 in the reply 'maybe'" in failed.unscored_reason
+
+
+def test_a_checklist_counts_expected_points_and_takes_them_away_for_what_must_not_happen():
+    checklist = Criterion(
+        name="format",
+        question="The answer follows the product's format.",
+        kind="checklist",
+        requirements=(
+            Requirement(text="Opens with the year.", weight=2),
+            Requirement(text="Gives the length.", weight=1),
+            Requirement(text="Invents a policy number.", weight=-3),
+        ),
+    )
+    judge = FakeJudge([yes_no(0.9), yes_no(0.5), yes_no(0.1)])
+    score = CriterionMetric(checklist).score(SAMPLE, JudgeSession(judge))
+    # (2 x 0.9 + 1 x 0.5 - 3 x 0.1) / (2 + 1) = 2.0 / 3
+    assert score.value == pytest.approx(2.0 / 3)
+    assert [r["p_met"] for r in score.explanation["requirements"]] == [0.9, 0.5, 0.1]
+    # every P(met) of a harmful requirement at 1 and the rest at 0: floored at 0
+    floor = CriterionMetric(checklist).score(
+        SAMPLE, JudgeSession(FakeJudge([yes_no(0.0), yes_no(0.0), yes_no(1.0)]))
+    )
+    assert floor.value == 0.0
+
+
+def test_a_checklist_carried_by_each_sample():
+    per_sample = Criterion(
+        name="covers",
+        question="The answer covers the points.",
+        kind="checklist",
+        requirements="sample",
+    )
+    sample = SAMPLE.model_copy(
+        update={
+            "metadata": {"rubric": [{"criterion": "Gives 1932", "points": 3}, "Gives a length"]}
+        }
+    )
+    judge = FakeJudge([yes_no(1.0), yes_no(0.0)])
+    score = CriterionMetric(per_sample).score(sample, JudgeSession(judge))
+    assert score.value == pytest.approx(3 / 4)
+    assert "<requirement>\nGives a length\n</requirement>" in judge.history[1].messages[-1].content
+    # a sample without its rubric is refused before any judging, naming the criterion and field
+    with pytest.raises(ValueError, match=r"row 2 .*criterion 'covers' reads 'rubric'"):
+        evaluate(
+            [sample, SAMPLE.model_copy(update={"id": "s2"})],
+            [CriterionMetric(per_sample)],
+            judge=FakeJudge([]),
+            cache=False,
+        )
+
+
+def test_a_criterion_reading_a_field_the_sample_lacks_is_refused_before_judging():
+    needs_reference = Criterion(
+        name="matches",
+        question="Does it match the reference?",
+        reads=("question", "reference", "answer"),
+    )
+    judge = FakeJudge([])
+    with pytest.raises(
+        ValueError, match="row 1 \\(s1\\): the criterion 'matches' reads 'reference'"
+    ):
+        evaluate([SAMPLE], [CriterionMetric(needs_reference)], judge=judge, cache=False)
+    assert judge.history == []
+
+
+def test_per_sentence_asks_each_sentence_of_the_answer_and_averages():
+    judge = FakeJudge([yes_no(0.9), yes_no(0.3)])
+    score = CriterionMetric(DECLINES, reading="per_sentence").score(SAMPLE, JudgeSession(judge))
+    assert score.value == pytest.approx(0.6)
+    assert "<sentence>\nIt is very long.\n</sentence>" in judge.history[1].messages[-1].content
+    assert [s["sentence"] for s in score.explanation["sentences"]] == [
+        "It opened in 1932.",
+        "It is very long.",
+    ]
+
+
+def test_a_changed_word_judges_again_and_an_unchanged_criterion_never(tmp_path: Path):
+    reworded = DECLINES.model_copy(update={"question": "Does the answer refuse to answer?"})
+    assert CriterionMetric(reworded).version != CriterionMetric(DECLINES).version
+    assert (
+        CriterionMetric(DECLINES).version
+        == CriterionMetric(Criterion.model_validate(DECLINES.described())).version
+    )
+    judge = FakeJudge(responder=lambda request: yes_no(0.7), model="criteria-resume")
+    out = tmp_path / "run"
+    evaluate([SAMPLE], [CriterionMetric(DECLINES)], judge=judge, out_dir=out, cache=False)
+    evaluate([SAMPLE], [CriterionMetric(DECLINES)], judge=judge, out_dir=out, cache=False)
+    assert len(judge.history) == 1  # served from the run's store
+    evaluate([SAMPLE], [CriterionMetric(reworded)], judge=judge, out_dir=out, cache=False)
+    assert len(judge.history) == 2
+
+
+def test_a_criteria_file_and_its_errors_name_the_line(tmp_path: Path):
+    good = tmp_path / "criteria.toml"
+    good.write_text(
+        '[declines]\nquestion = "Does the answer decline?"\n\n'
+        '[tone]\nkind = "levels"\nquestion = "Is the tone friendly?"\n'
+        'levels = [{score = 1, meaning = "Cold."}, {score = 2, meaning = "Friendly."}]\n'
+    )
+    declines, tone = load_criteria(good)
+    assert (declines.name, declines.kind, tone.kind, tone.scale) == (
+        "declines",
+        "yes_no",
+        "levels",
+        (1, 2),
+    )
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        '[declines]\nquestion = "Fine."\n\n[tone]\nkind = "levels"\nquestion = "Tone?"\n'
+        "levels = []\n"
+    )
+    with pytest.raises(CriteriaError, match=r"bad.toml, line 7: criterion 'tone', field 'levels'"):
+        load_criteria(bad)
+    broken = tmp_path / "broken.toml"
+    broken.write_text('[declines]\nquestion = "unclosed\n')
+    with pytest.raises(CriteriaError, match="line 2"):
+        load_criteria(broken)
+    with pytest.raises(CriteriaError, match="use NAME=QUESTION"):
+        parse_criterion_flag("no question here")
+    with pytest.raises(CriteriaError, match="not a usable name"):
+        parse_criterion_flag("Bad Name=Is it?")
+
+
+def test_ready_criteria_are_metrics_by_name():
+    metric = metric_by_name("naturalness")
+    assert isinstance(metric, CriterionMetric)
+    assert metric.criterion == LIBRARY["naturalness"]
+    assert metric_by_name("naturalness", reading="direct").reading == "direct"
+    with pytest.raises(ValueError, match="ready criteria: appropriate_refusal"):
+        metric_by_name("no_such_metric")
+
+
+def test_the_command_line_scores_a_criterion_given_in_words(tmp_path: Path):
+    data = tmp_path / "answers.jsonl"
+    data.write_text(json.dumps(SAMPLE.model_dump(exclude_none=True)) + "\n")
+    script = tmp_path / "replies.jsonl"
+    script.write_text('"Yes"\n')
+    out = tmp_path / "run"
+    result = CliRunner().invoke(
+        app,
+        [
+            "evaluate",
+            str(data),
+            "--criterion",
+            "declines=Does the answer decline?",
+            "--metrics",
+            "declines",
+            "--judge",
+            f"fake:{script}",
+            "--out",
+            str(out),
+            "--no-cache",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    header = (out / "samples.csv").read_text().splitlines()[0]
+    assert "declines" in header.split(",")
+    (row,) = [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
+    assert (row["metric"], row["value"]) == ("declines", 1.0)
+    clash = CliRunner().invoke(
+        app, ["evaluate", str(data), "--criterion", "faithfulness=Is it?", "--judge", "fake"]
+    )
+    assert clash.exit_code == 2
+    assert "has the name of a metric" in clash.output
+
+
+class DecliningJudge(FakeJudge):
+    """Its zero-shot P(Yes) knows nothing (fixed by the answer's hash); its hidden state knows
+    whether the answer declines (dimension 0)."""
+
+    states = ("l_out-16",)
+
+    def __init__(self) -> None:
+        super().__init__(responder=self._reply, model="declining")
+
+    def _reply(self, request):
+        answer = request.messages[-1].content.split("<response>\n")[1].split("\n</response>")[0]
+        noise = int(hashlib.sha256(answer.encode()).hexdigest()[:8], 16) / 2**32
+        signal = 1.0 if answer.startswith("Sorry") else 0.0
+        return yes_no(0.2 + 0.6 * noise, {"l_out-16": [signal + 0.1 * noise, noise]})
+
+
+def test_ratings_of_a_criterion_teach_its_head_through_tune(tmp_path: Path):
+    samples = [
+        {
+            "id": f"s{i}",
+            "question": f"What is item {i}?",
+            "contexts": ["Nothing about items."],
+            "answer": f"Sorry, I cannot tell item {i}." if i % 2 else f"Item {i} is blue.",
+        }
+        for i in range(30)
+    ]
+    out = tmp_path / "run"
+    evaluate(samples, [CriterionMetric(DECLINES)], judge=DecliningJudge(), cache=False, out_dir=out)
+    ratings = tmp_path / "ratings.jsonl"
+    ratings.write_text(
+        "".join(
+            json.dumps({"id": s["id"], "declines": i % 2}) + "\n" for i, s in enumerate(samples)
+        )
+    )
+    result = CliRunner().invoke(app, ["tune", str(out), str(ratings), "--scale", "declines=0-1"])
+    assert result.exit_code == 0, result.output
+    heads = Heads.load(out / "heads.json")
+    assert set(heads.heads) == {"criterion.declines"}
+    read = evaluate(
+        samples[:2],
+        [CriterionMetric(DECLINES)],
+        judge=DecliningJudge(),
+        cache=False,
+        judge_options={"heads": str(out / "heads.json")},
+    )
+    kept, declined = (s.value for s in read.scores)
+    assert declined - kept > 0.5
+    # a levels criterion read level by level is no mean of verdicts: tune says so
+    assert CriterionMetric(THREE_LEVELS).verdicts_prompt() is None
+
+
+def _declines_judge(model: str) -> FakeJudge:
+    def reply(request):
+        return yes_no(0.9 if "<response>\nSorry" in request.messages[-1].content else 0.1)
+
+    return FakeJudge(responder=reply, model=model)
+
+
+def test_a_criterion_gates_in_tests_and_scores_traces_as_an_evaluator():
+    declining = SAMPLE.model_copy(update={"answer": "Sorry, I cannot say."})
+    scorer = Scorer(judge=_declines_judge("gate"), cache=False)
+    assert scorer.assert_scores(declining, {CriterionMetric(DECLINES): 0.8}).scores[0].value == 0.9
+    with pytest.raises(AssertionError, match="declines"):
+        scorer.assert_scores(SAMPLE, {CriterionMetric(DECLINES): 0.8})
+    pytest.importorskip("phoenix.evals")
+    import pandas as pd
+    from phoenix.evals import evaluate_dataframe
+
+    from ragmeter.traces.scorers import phoenix_evaluator
+
+    frame = pd.DataFrame(
+        {
+            "input": [SAMPLE.question] * 2,
+            "output": [declining.answer, SAMPLE.answer],
+            "context": [SAMPLE.contexts] * 2,
+        }
+    )
+    evaluator = phoenix_evaluator(
+        CriterionMetric(DECLINES), judge=_declines_judge("evaluator"), cache=False
+    )
+    scored = evaluate_dataframe(dataframe=frame, evaluators=[evaluator], hide_tqdm_bar=True)
+    cells = [json.loads(c) if isinstance(c, str) else c for c in scored["declines_score"]]
+    assert [c["score"] for c in cells] == pytest.approx([0.9, 0.1])
+    assert "p_yes: 0.9" in cells[0]["explanation"]
+
+
+def test_levels_asked_as_yes_or_no_put_p_yes_on_the_scale():
+    judge = FakeJudge([yes_no(0.75)])
+    score = CriterionMetric(THREE_LEVELS, reading="yes_no").score(SAMPLE, JudgeSession(judge))
+    assert score.value == pytest.approx(0.75)
+    assert score.explanation["level"] == pytest.approx(2.5)  # 1 + 0.75 x (3 - 1)
+    assert "Criterion: Does it read naturally?\nAnswer with one word, Yes or No." in (
+        judge.history[0].messages[-1].content
+    )
