@@ -128,13 +128,16 @@ def time_metrics(
             out_dir=Path(scratch) / "run2",
         )  # fmt: skip
         rerun_seconds = time.perf_counter() - clock
+        # Read from the runs' stores, so while their folders exist.
+        first_scores = list(first.scores)
+        identical = [s.value for s in rerun.scores] == [s.value for s in first_scores]
 
     n = len(samples)
     print(f"judge {first.run.judge}, embedder {first.run.embedder}, {n} samples")
     print("options: " + "; ".join(f"{m.name} {m.config()}" for m in metrics))
     print(f"first run {first_seconds:.1f} s")
     by_sample: dict[str, dict[str, object]] = defaultdict(dict)
-    for score in first.scores:
+    for score in first_scores:
         by_sample[score.sample_id][score.metric] = score
     print(
         f"{'sample':<20}{'metric':<19}{'s':>7}{'calls':>7}{'read tok':>10}{'gen tok':>9}"
@@ -169,7 +172,7 @@ def time_metrics(
             f"{sum(s.usage.prompt_tokens for s in scores) / n:>10.0f}"
             f"{sum(s.usage.completion_tokens for s in scores) / n:>9.0f}"
         )
-    unscored = sum(not s.scored for s in first.scores)
+    unscored = sum(not s.scored for s in first_scores)
     print(
         f"all metrics: median {statistics.median(totals):.1f} s per sample "
         f"(min {min(totals):.1f}, max {max(totals):.1f}); floor median "
@@ -181,8 +184,7 @@ def time_metrics(
     usage = rerun.usage()
     print(
         f"cached rerun: {usage.model_calls} model calls, {usage.cached_calls} cached, "
-        f"{rerun_seconds:.2f} s; identical scores: "
-        f"{[s.value for s in rerun.scores] == [s.value for s in first.scores]}"
+        f"{rerun_seconds:.2f} s; identical scores: {identical}"
     )
     rate = 60 * n / first_seconds
     print(f"samples per minute (first run, every call to the model): {rate:.2f}")

@@ -5,8 +5,8 @@
     python bench/bench_criteria.py mtrag ../shared/data/mtrag/mtrag_dev.jsonl
     python bench/bench_criteria.py topicalchat FILE --readings direct,checklist --judge fake:...
 
-Each (criterion, reading) is scored with ``evaluate`` into ``--out/SOURCE/READING`` (a run
-folder per reading, so a killed bench resumes where it stopped and an unchanged rerun judges
+Every (criterion, reading) is scored in one ``evaluate`` run, ``--out/SOURCE`` (each sample is
+read once for all of them; a killed bench resumes where it stopped and an unchanged rerun judges
 nothing), then correlated with the people's mean ratings by the source's own protocol:
 
 - topicalchat (USR): turn level, one Spearman over every rated response, as UniEval and G-Eval
@@ -225,6 +225,65 @@ def agreement_value(
     return float(value)
 
 
+Table = list[tuple[str, str, str, str, int, int]]
+
+
+def measure(
+    source: str,
+    rows: list[Row],
+    wanted: dict[str, str],
+    readings: Sequence[str],
+    judge: Any,
+    out: Path,
+    learn: int | None = None,
+) -> tuple[Table, list[str], list[dict[str, Any]]]:
+    """Score every (criterion, reading) on ``rows`` and correlate each with the people; with
+    ``learn``, what a head fitted on that many rated rows buys. Returns the agreement table,
+    the learning lines and each row's score beside its rating."""
+    table: Table = []
+    learning: list[str] = []
+    written: list[dict[str, Any]] = []
+    measured: list[tuple[str, str, str, CriterionMetric]] = []
+    for reading in readings:
+        for rating, name in wanted.items():
+            criterion = LIBRARY[name]
+            apt = READINGS["levels" if criterion.kind == "levels" else "yes_no"]
+            if reading not in apt or (reading == "claims" and "contexts" not in criterion.reads):
+                continue
+            # One run holds every reading, each criterion under a name of its own, so that each
+            # sample is read once for all of them (the name is not in the prompt).
+            renamed = criterion.model_copy(update={"name": f"{name}_{reading}"})
+            measured.append((rating, name, reading, CriterionMetric(renamed, reading=reading)))
+    result = evaluate([r.sample for r in rows], [m for *_, m in measured], judge=judge, out_dir=out)
+    by_key = {(s.sample_id, s.metric): s for s in result.scores}
+    for rating, name, reading, metric in measured:
+        pairs = [
+            (by_key[(r.sample.key, metric.name)].value, r.ratings[rating], r.group)
+            for r in rows
+            if rating in r.ratings
+        ]
+        scored = [(v, h, g) for v, h, g in pairs if v is not None]
+        scores, ratings, groups = (list(c) for c in zip(*scored, strict=True))
+        figure = agreement(source, scores, ratings, groups)
+        table.append((rating, name, reading, figure, len(scored), len(pairs) - len(scored)))
+        if learn:
+            bought = learned(source, result, metric, rows, rating, learn)
+            learning.append(f"| {rating} | {name} | {reading} | {bought} |")
+        written += [
+            {
+                "id": r.sample.key,
+                "criterion": name,
+                "reading": reading,
+                "rating": rating,
+                "human": r.ratings.get(rating),
+                "score": by_key[(r.sample.key, metric.name)].value,
+                "group": r.group,
+            }
+            for r in rows
+        ]
+    return table, learning, written
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("source", choices=sorted(CRITERIA))
@@ -243,61 +302,11 @@ def main() -> None:
     wanted = CRITERIA[args.source]
     if args.criteria:
         wanted = {k: v for k, v in wanted.items() if k in args.criteria.split(",")}
-    asked = args.readings.split(",") if args.readings else None
+    readings = args.readings.split(",") if args.readings else READINGS["levels"]
     print(f"{args.source}: {len(rows)} rows, {len({r.group for r in rows})} groups")
-    table: list[tuple[str, str, str, str, int, int]] = []
-    learning: list[str] = []
-    written: list[dict[str, Any]] = []
-    for reading in asked or READINGS["levels"]:
-        metrics = []
-        for rating, name in wanted.items():
-            criterion = LIBRARY[name]
-            apt = READINGS["levels" if criterion.kind == "levels" else "yes_no"]
-            if reading not in apt or (reading == "claims" and "contexts" not in criterion.reads):
-                continue
-            metrics.append((rating, CriterionMetric(criterion, reading=reading)))
-        if not metrics:
-            continue
-        result = evaluate(
-            [r.sample for r in rows],
-            [m for _, m in metrics],
-            judge=args.judge,
-            out_dir=args.out / args.source / reading,
-        )
-        by_key = {(s.sample_id, s.metric): s for s in result.scores}
-        for rating, metric in metrics:
-            pairs = [
-                (by_key[(r.sample.key, metric.name)].value, r.ratings[rating], r.group)
-                for r in rows
-                if rating in r.ratings
-            ]
-            scored = [(v, h, g) for v, h, g in pairs if v is not None]
-            scores, ratings, groups = (list(c) for c in zip(*scored, strict=True))
-            table.append(
-                (
-                    rating,
-                    metric.name,
-                    reading,
-                    agreement(args.source, scores, ratings, groups),
-                    len(scored),
-                    len(pairs) - len(scored),
-                )
-            )
-            if args.learn:
-                figure = learned(args.source, result, metric, rows, rating, args.learn)
-                learning.append(f"| {rating} | {metric.name} | {reading} | {figure} |")
-            written += [
-                {
-                    "id": r.sample.key,
-                    "criterion": metric.name,
-                    "reading": reading,
-                    "rating": rating,
-                    "human": r.ratings.get(rating),
-                    "score": by_key[(r.sample.key, metric.name)].value,
-                    "group": r.group,
-                }
-                for r in rows
-            ]
+    table, learning, written = measure(
+        args.source, rows, wanted, readings, args.judge, args.out / args.source, args.learn
+    )
     print("| rating | criterion | reading | Spearman | scored | unscored |")
     print("|---|---|---|---|---|---|")
     for line in table:

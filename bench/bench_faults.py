@@ -75,6 +75,9 @@ def main() -> None:
         clean = None
         if not args.no_compare:
             clean, clean_seconds, _, _ = run(samples, Faults(), 1, Path(folder) / "clean")
+        # Read from the runs' stores, so while their folders exist.
+        faulty_scores = list(faulty.scores)
+        clean_scores = list(clean.scores) if clean is not None else []
 
     counts = faulty.run.counts.model_dump()
     print(
@@ -91,7 +94,7 @@ def main() -> None:
         f"unscored {counts['unscored']}"
     )
     reasons = Counter(
-        (s.unscored_reason or "").split(" (after")[0][:110] for s in faulty.scores if not s.scored
+        (s.unscored_reason or "").split(" (after")[0][:110] for s in faulty_scores if not s.scored
     )
     for reason, n in reasons.most_common():
         print(f"  unscored x{n}: {reason}")
@@ -100,7 +103,7 @@ def main() -> None:
         for metric in faulty.metrics:
             pairs = [
                 (a, b)
-                for a, b in zip(faulty.scores, clean.scores, strict=True)
+                for a, b in zip(faulty_scores, clean_scores, strict=True)
                 if a.metric == metric and a.scored
             ]
             same = sum(1 for a, b in pairs if (a.value, a.explanation) == (b.value, b.explanation))

@@ -7,7 +7,7 @@
     ragmeter meta attribution $DATA/test_all_subset_balanced_sampled500.jsonl \
         --out runs/heads-ab-test --judge-option heads=none --judge-option $STATES
     python bench/bench_heads.py --dev-run runs/heads-ab-dev --test-run runs/heads-ab-test \
-        [--mtrag-run runs/heads-mtrag] [--write src/ragmeter/heads/bundled.json]
+        [--mtrag-run runs/heads-mtrag] [--write src/ragmeter/judges/bundled_heads.json]
 
 The runs keep every verdict's zero-shot P(Yes) and the judge's hidden states (``Exchange.states``),
 so nothing here asks the model. What it prints:
@@ -41,8 +41,8 @@ import numpy as np
 
 from ragmeter import stats
 from ragmeter.claims import SUPPORTED
-from ragmeter.heads import Head, Heads
 from ragmeter.heads.fitting import Design, Fitter, Verdicts, gather, predict
+from ragmeter.judges.heads import Head, Heads
 from ragmeter.judges.weights import QWEN_CODER_1_5B
 from ragmeter.meta.attribution import load_attribution
 from ragmeter.meta.mtrag import load_mtrag

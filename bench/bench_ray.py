@@ -44,6 +44,12 @@ def main() -> None:
     parser.add_argument("--actors", default="1,2,4")
     parser.add_argument("--workers", type=int, default=4)
     args = parser.parse_args()
+    with local_head(cpus=8) as address:
+        run(args, address)
+
+
+def run(args: argparse.Namespace, address: str) -> None:
+    """Time the runs on the Ray head node at ``address``."""
     samples = marked_samples(-(-args.items // len(METRICS)))
     items = len(samples) * len(METRICS)
     reference = evaluate(
@@ -59,28 +65,28 @@ def main() -> None:
         f"{'driver CPU ms/item':>18} {'identical':>9}"
     )
     base = None
-    with local_head(cpus=8) as address:
-        for actors in [int(a) for a in args.actors.split(",")]:
-            with tempfile.TemporaryDirectory() as folder:
-                executor = RayExecutor(address=address, actors=actors, workers=args.workers)
-                wall, cpu = time.perf_counter(), time.process_time()
-                result = evaluate(
-                    samples,
-                    METRICS,
-                    judge=AnsweringJudge(latency=args.latency),
-                    embedder=HashingEmbedder(),
-                    cache=False,
-                    out_dir=Path(folder) / "out",
-                    executor=executor,
-                )
-                wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            rate = items / wall
-            base = base or rate
-            same = "yes" if values(result) == values(reference) else "NO"
-            print(
-                f"{actors:>7} {wall:>8.1f} {rate:>8.2f} {rate / base:>7.2f}x "
-                f"{1000 * cpu / items:>18.2f} {same:>9}"
+    for actors in [int(a) for a in args.actors.split(",")]:
+        with tempfile.TemporaryDirectory() as folder:
+            executor = RayExecutor(address=address, actors=actors, workers=args.workers)
+            wall, cpu = time.perf_counter(), time.process_time()
+            result = evaluate(
+                samples,
+                METRICS,
+                judge=AnsweringJudge(latency=args.latency),
+                embedder=HashingEmbedder(),
+                cache=False,
+                out_dir=Path(folder) / "out",
+                executor=executor,
             )
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            # Read from the run's store, so while its folder exists.
+            same = "yes" if values(result) == values(reference) else "NO"
+        rate = items / wall
+        base = base or rate
+        print(
+            f"{actors:>7} {wall:>8.1f} {rate:>8.2f} {rate / base:>7.2f}x "
+            f"{1000 * cpu / items:>18.2f} {same:>9}"
+        )
 
 
 if __name__ == "__main__":

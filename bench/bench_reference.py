@@ -63,9 +63,10 @@ def measure(label: str, samples: list[Sample], metrics: list[str], judge: Counte
             samples, metrics, judge=judge, cache=Path(scratch) / "calls.sqlite", out_dir=scratch
         )
         wall = time.perf_counter() - clock
+        scores = list(result.scores)  # read from the run's store, so while its folder exists
     seconds: dict[str, float] = {}
     claims = checks = cached = calls = 0
-    for score in result.scores:
+    for score in scores:
         unit = score.sample_id.rsplit("/", 1)[0] if per == "instance" else score.sample_id
         seconds[unit] = seconds.get(unit, 0.0) + score.seconds
         calls += score.usage.model_calls
@@ -76,13 +77,13 @@ def measure(label: str, samples: list[Sample], metrics: list[str], judge: Counte
     for sample in samples:
         found = {
             row["claim"]
-            for score in result.scores
+            for score in scores
             if score.sample_id == sample.key and score.scored
             for side in ("answer_claims", "reference_claims")
             for row in score.explanation[side]
         }
         claims += len(found)
-    unscored = sum(not s.scored for s in result.scores)
+    unscored = sum(not s.scored for s in scores)
     twice = sum(n - 1 for n in judge.asked.values())
     print(f"\n{label}: {len(seconds)} {per}s, metrics {', '.join(metrics)}")
     print(f"  seconds per {per}: median {statistics.median(seconds.values()):.1f}", end="")

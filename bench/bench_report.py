@@ -1,6 +1,6 @@
 """How fast the HTML report and the comparison are, on synthetic runs of realistic size.
 
-    .venv/bin/python bench/bench_report.py
+    .venv/bin/python bench/bench_report.py [--samples 1000] [--compare 10000] [--rounds 2000]
 
 1. A 1,000-sample x 3-metric evaluate run, each score with the explanation and the judge
    exchanges the real metrics keep (rendered prompts with the context, raw replies): the
@@ -13,6 +13,7 @@ It prints the figures; it asserts nothing (timings depend on the machine).
 
 from __future__ import annotations
 
+import argparse
 import os
 import random
 import shutil
@@ -199,27 +200,34 @@ def render_seconds(report: Path) -> float | None:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--samples", type=int, default=1000, help="samples of the report's run")
+    parser.add_argument("--compare", type=int, default=10_000, help="samples of each compared run")
+    parser.add_argument("--rounds", type=int, default=2000, help="bootstrap rounds of compare")
+    parser.add_argument("--no-render", action="store_true", help="do not open it in Chromium")
+    args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="ragmeter-bench-"))
     try:
-        write_outputs(synthetic_run(1000, seed=1), folder / "run")
+        write_outputs(synthetic_run(args.samples, seed=1), folder / "run")
         write_report([open_run(folder / "run")], folder / "warm.html")  # bundles Vega once
         started = time.perf_counter()
         report = write_report([open_run(folder / "run")], folder / "report.html")
         seconds = time.perf_counter() - started
         size = report.stat().st_size / 1e6
-        print("1,000 samples x 3 metrics, with explanations and exchanges:")
+        print(f"{args.samples:,} samples x 3 metrics, with explanations and exchanges:")
         print(f"  report written in {seconds:.2f} s (open the folder + render), {size:.2f} MB")
-        shown = render_seconds(report)
+        shown = None if args.no_render else render_seconds(report)
         if shown is not None:
             print(f"  opened and drawn by headless Chromium in {shown:.2f} s")
 
-        a, b = synthetic_run(10_000, seed=2, exchanges=False), synthetic_run(10_000, seed=3)
+        a = synthetic_run(args.compare, seed=2, exchanges=False)
+        b = synthetic_run(args.compare, seed=3)
         run_a = OpenedRun(folder / "a", "evaluate", result=a)
         run_b = OpenedRun(folder / "b", "evaluate", result=b)
         started = time.perf_counter()
-        comparison = compare_runs(run_a, run_b, rounds=2000)
+        comparison = compare_runs(run_a, run_b, rounds=args.rounds)
         seconds = time.perf_counter() - started
-        print("compare, 10,000 samples x 3 metrics, 2,000 bootstrap rounds:")
+        print(f"compare, {args.compare:,} samples x 3 metrics, {args.rounds:,} bootstrap rounds:")
         print(f"  {seconds:.2f} s")
         for m in comparison.metrics:
             print(f"  {m.metric}: {m.difference:+.4f} [{m.ci_low:+.4f}, {m.ci_high:+.4f}], "

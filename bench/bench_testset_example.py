@@ -28,11 +28,12 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=3)
     parser.add_argument("--out", type=Path, help="folder for the test set (default: a temp one)")
     parser.add_argument("--no-cache", action="store_true", help="do not use the call cache")
+    parser.add_argument("--judge", default="local", help="the judge that writes and checks")
     args = parser.parse_args()
     folder = args.out or Path(tempfile.mkdtemp(prefix="harbour-"))
     started = time.perf_counter()
     generated = generate_testset(
-        HARBOUR, args.n, out=folder / "testset.jsonl", judge="local", cache=not args.no_cache
+        HARBOUR, args.n, out=folder / "testset.jsonl", judge=args.judge, cache=not args.no_cache
     )
     wall = time.perf_counter() - started
     summary = generated.summary

@@ -121,21 +121,21 @@ def _peer_outcome(record: dict[str, Any]) -> Outcome:
     )  # fmt: skip
 
 
-def ragmeter_outcome(docs: Path, n: int, scratch: Path) -> Outcome:
+def ragmeter_outcome(docs: Path, n: int, scratch: Path, judge: str = "local") -> Outcome:
     """``generate_testset`` with the in-process judge and an empty call cache."""
     clock = time.perf_counter()
     try:
         generated = generate_testset(
-            docs, n, out=scratch / "ragmeter" / "testset.jsonl", judge="local",
+            docs, n, out=scratch / "ragmeter" / "testset.jsonl", judge=judge,
             cache=scratch / "ragmeter-cache.sqlite",
         )  # fmt: skip
     except Exception as exc:  # the failure is the measurement, not a crash
         seconds = time.perf_counter() - clock
-        return Outcome("ragmeter local", n, 0, seconds, 0, error=f"{type(exc).__name__}: {exc}")
+        return Outcome(f"ragmeter {judge}", n, 0, seconds, 0, error=f"{type(exc).__name__}: {exc}")
     summary = generated.summary
     rejected = ", ".join(f"{reason} {count}" for reason, count in summary.rejected.items())
     return Outcome(
-        system="ragmeter local", requested=n, accepted=summary.accepted,
+        system=f"ragmeter {judge}", requested=n, accepted=summary.accepted,
         seconds=time.perf_counter() - clock, calls=summary.usage.model_calls,
         notes=[
             f"status {summary.status}, {summary.candidates} candidates",
@@ -179,6 +179,7 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--no-ragmeter", action="store_true", help="measure ragas only")
     parser.add_argument("--no-ragas", action="store_true", help="measure ragmeter only")
+    parser.add_argument("--judge", default="local", help="ragmeter's judge")
     args = parser.parse_args()
     if not args.no_ragas and args.ragas_python is None:
         parser.error("--ragas-python is required unless --no-ragas is given")
@@ -200,7 +201,7 @@ def main() -> None:
                 )
             print(f"ragas: {time.perf_counter() - clock:.0f} s", file=sys.stderr, flush=True)
         if not args.no_ragmeter:
-            outcomes.append(ragmeter_outcome(docs, args.n, scratch))
+            outcomes.append(ragmeter_outcome(docs, args.n, scratch, args.judge))
     report(outcomes, documents)
 
 

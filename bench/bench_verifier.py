@@ -6,7 +6,7 @@ each source out, beside the zero-shot read; and the shipped head, fitted on ever
         --judge-option heads=none \\
         --judge-option states=l_out-8,l_out-12,l_out-16,l_out-20,l_out-24,result_norm
     python bench/bench_verifier.py --run runs/verifier/read \\
-        [--write src/ragmeter/heads/bundled.json]
+        [--write src/ragmeter/judges/bundled_heads.json]
 
 The run may be read in part (it is read in rounds that cover every source): what it holds is
 what is measured, and the first table says how much of each source that is. Nothing here asks
@@ -32,7 +32,6 @@ from pathlib import Path
 import numpy as np
 
 from ragmeter.claims import SUPPORTED
-from ragmeter.heads import Heads
 from ragmeter.heads.fitting import Design, predict
 from ragmeter.heads.verifier import (
     TRAINING_FILE,
@@ -47,6 +46,7 @@ from ragmeter.heads.verifier import (
     read_run,
     with_figures,
 )
+from ragmeter.judges.heads import Heads
 from ragmeter.judges.weights import QWEN_CODER_1_5B
 from ragmeter.stats import balanced_accuracy, macro_f1, roc_auc
 

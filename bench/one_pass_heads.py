@@ -395,12 +395,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/one-pass"))
     parser.add_argument("--time", type=int, default=0, help="time the first N samples")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    parser.add_argument("--judge", default="local", help="a judge with an engine to read at")
     args = parser.parse_args()
     pairs = load_wikieval(args.data)
     questions = list(dict.fromkeys(p.id for p in pairs))[: args.limit]
     pairs = [p for p in pairs if p.id in questions]
-    judge = get_judge("local")
-    assert isinstance(judge, LocalJudge), "the tags are read on the local judge's engine"
+    judge = get_judge(args.judge)
+    if not hasattr(judge, "_engine"):
+        parser.error(f"{args.judge}: the tags are read on a judge's engine, as local's")
     reader = OnePass(judge)
     samples = distinct(pairs)
     question_of = {key: sample.question for key, sample in samples.items()}

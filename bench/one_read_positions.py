@@ -95,9 +95,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("pairs", type=Path)
     parser.add_argument("--limit", type=int, default=None, help="only the first N pairs")
+    parser.add_argument("--judge", default="local", help="a judge with an engine to read at")
     args = parser.parse_args()
-    judge = get_judge("local")
-    assert isinstance(judge, LocalJudge), "the positions are read on the local judge's engine"
+    judge = get_judge(args.judge)
+    if not hasattr(judge, "_engine"):
+        parser.error(f"{args.judge}: the positions are read on a judge's engine, as local's")
     tags = Tags(judge)
     pairs = [p for p in load_wikieval(args.pairs) if p.dimension == "context_relevance"]
     ways = {

@@ -69,6 +69,19 @@ def test_no_module_imports_itself_through_others():
     assert cycles(graph) == []
 
 
+def test_judging_reads_heads_without_importing_their_fitting():
+    """The judges and the session read verdict heads (``judges.heads``); fitting them on people's
+    labels (``heads``) stands above both, so neither imports it."""
+    graph = module_imports()
+    judging = [m for m in graph if m.startswith("ragmeter.judges")] + ["ragmeter.session"]
+    assert "ragmeter.judges.heads" in graph["ragmeter.judges.registry"]
+    upward = {
+        module: sorted(t for t in graph[module] if t.split(".")[:2] == ["ragmeter", "heads"])
+        for module in judging
+    }
+    assert {module: found for module, found in upward.items() if found} == {}
+
+
 def test_imports_inside_functions_and_type_checking_blocks_count():
     source = (
         "from typing import TYPE_CHECKING\n"

@@ -22,9 +22,9 @@ from ragmeter.criteria import (
     load_criteria,
     parse_criterion_flag,
 )
-from ragmeter.heads import Heads
 from ragmeter.judges.base import ChatResponse, TokenLogprobs
 from ragmeter.judges.fake import FakeJudge
+from ragmeter.judges.heads import Heads
 from ragmeter.metrics import metric_by_name
 from ragmeter.sample import Sample
 from ragmeter.session import JudgeSession
@@ -370,3 +370,95 @@ def test_levels_asked_as_yes_or_no_put_p_yes_on_the_scale():
     assert "Criterion: Does it read naturally?\nAnswer with one word, Yes or No." in (
         judge.history[0].messages[-1].content
     )
+
+
+def test_examples_are_shown_with_their_labels_and_checked_against_the_kind():
+    with_example = Criterion(
+        name="natural",
+        question="Does it read naturally?",
+        kind="levels",
+        levels=THREE_LEVELS.levels,
+        reads=("question", "answer"),
+        examples=[{"fields": {"answer": "Affirmative, human."}, "label": 1}],
+    )
+    judge = FakeJudge([digits({"1": 0.5, "3": 0.5})])
+    CriterionMetric(with_example, reading="direct").score(SAMPLE, JudgeSession(judge))
+    shown = judge.history[0].messages[-1].content
+    assert "<example>\n<response>\nAffirmative, human.\n</response>\nReply: 1\n</example>" in shown
+    with pytest.raises(ValueError, match="not one of the levels' scores"):
+        Criterion.model_validate(
+            {**with_example.described(), "examples": [{"fields": {"answer": "Hi."}, "label": 7}]}
+        )
+    with pytest.raises(ValueError, match="the label is Yes or No"):
+        Criterion(name="d", question="Q?", examples=[{"fields": {"answer": "A."}, "label": 2}])
+    # a first turn has no conversation: a criterion that shows it still reads the sample
+    assert CriterionMetric(LIBRARY["naturalness"]).unreadable(SAMPLE) is None
+
+
+def _bench():
+    import importlib.util
+
+    path = Path(__file__).parent.parent / "bench" / "bench_criteria.py"
+    spec = importlib.util.spec_from_file_location("bench_criteria", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+QUALITY = {"bad": 0.2, "fine": 0.5, "good": 0.8}
+
+
+class RatingJudge(FakeJudge):
+    """P(Yes) and the levels follow the word the response ends with; its state knows it too."""
+
+    states = ("l_out-16",)
+
+    def __init__(self) -> None:
+        super().__init__(responder=self._reply, model="rating")
+
+    def _reply(self, request):
+        content = request.messages[-1].content
+        answer = content.split("<response>\n")[1].split("\n</response>")[0]
+        p = QUALITY[answer.split()[-2]]
+        if "one digit from 1 to 3" in content:
+            return digits({"1": 1 - p, "3": p})
+        return yes_no(p, {"l_out-16": [p, 0.0]})
+
+
+def test_the_criteria_bench_correlates_each_reading_by_the_sources_protocol(tmp_path: Path):
+    bench = _bench()
+    lines = []
+    for group in ("g1", "g2"):
+        for word, rating in (("bad", 1), ("fine", 2), ("good", 3)):
+            lines.append(
+                json.dumps(
+                    {
+                        "id": f"{group}-{word}",
+                        "group": group,
+                        "question": f"hello\nhow was the film in {group} ?",
+                        "contexts": ["the film opened in may ."],
+                        "answer": f"it was {word} .",
+                        "ratings": {"naturalness": rating},
+                        "scale": {"naturalness": [1, 3]},
+                    }
+                )
+            )
+    data = tmp_path / "rated.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    rows = bench.criteria_rows(data)
+    assert [t.role for t in rows[0].sample.history] == ["assistant"]  # the turn before the user's
+    judge = RatingJudge()
+    wanted = {"naturalness": "naturalness"}
+    table, _, written = bench.measure(
+        "topicalchat", rows, wanted, ["direct", "yes_no"], judge, tmp_path / "run"
+    )
+    # the scores rank the responses as the people do, within and across groups
+    assert [(r[2], r[3].split()[0], r[4], r[5]) for r in table] == [
+        ("direct", "1.000", 6, 0),
+        ("yes_no", "1.000", 6, 0),
+    ]
+    assert [w["score"] for w in written if w["reading"] == "yes_no"] == [0.2, 0.5, 0.8] * 2
+    calls = len(judge.history)
+    bench.measure("summeval", rows, wanted, ["direct", "yes_no"], judge, tmp_path / "run")
+    assert len(judge.history) == calls  # an unchanged rerun is read from the run
+    assert bench.summary_level([1, 2, 3, 3, 2, 1], [1, 2, 3, 1, 2, 3], ["a"] * 3 + ["b"] * 3) == 0

@@ -9,11 +9,11 @@ import pytest
 
 from ragmeter import evaluate
 from ragmeter.claims import SUPPORTED
-from ragmeter.heads import Head, Heads, HeadsError, WithHeads, heads_for, logit
 from ragmeter.heads.fitting import Design, Fitter, Verdicts, folds_of, predict
 from ragmeter.judges.base import ChatRequest, ChatResponse, identity_of
 from ragmeter.judges.cache import CachedJudge, CallCache
 from ragmeter.judges.fake import FakeJudge
+from ragmeter.judges.heads import Head, Heads, HeadsError, WithHeads, heads_for, logit
 from ragmeter.judges.registry import resolve_models
 
 from .conftest import yes_no

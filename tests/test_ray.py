@@ -8,6 +8,8 @@ driver (SIGKILL of ``ragmeter evaluate``).
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import json
 import os
 import signal
@@ -366,3 +368,15 @@ def _killer(driver: subprocess.Popen[bytes], at: int | None):
                 os.kill(driver.pid, signal.SIGKILL)
 
     return on_request
+
+
+def test_the_ray_bench_scores_on_the_cluster_as_in_one_process(cluster, capsys, monkeypatch):
+    """``bench/bench_ray.py`` on this module's head node (its own command starts one): each
+    run's scores are read while its folder exists and equal a run in one process."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parent.parent / "bench"))
+    bench_ray = importlib.import_module("bench_ray")
+    bench_ray.run(argparse.Namespace(items=6, latency=0.0, actors="1", workers=2), cluster)
+    out = capsys.readouterr().out
+    assert out.startswith("6 items (2 samples x 3 metrics), ")
+    [row] = [line.split() for line in out.splitlines() if line.lstrip().startswith("1 ")]
+    assert row[0] == "1" and row[-1] == "yes"

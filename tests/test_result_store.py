@@ -162,10 +162,32 @@ def test_a_score_a_later_run_replaced_is_not_served_as_this_results(tmp_path):
 def test_a_result_whose_folder_is_gone_says_so(tmp_path):
     result = run(tmp_path / "out")
     shutil.rmtree(tmp_path / "out")
-    with pytest.raises(StoreError, match=r"cannot read the scores database .*scores\.sqlite"):
+    with pytest.raises(StoreError) as caught:
         result.scores[0]
+    assert str(caught.value).startswith(
+        f"the run folder {tmp_path / 'out'} was removed (or moved) after the run, so its scores "
+        "can no longer be read"
+    )
+    assert "later run" not in str(caught.value) and "damaged" not in str(caught.value)
     assert result.to_pandas()["faithfulness"].tolist() == [0.75, 0.75]
     assert not (tmp_path / "out").exists()  # reading made no store
+
+
+def test_a_result_whose_folder_was_moved_or_lost_its_database_says_so(tmp_path):
+    moved = run(tmp_path / "out")
+    (tmp_path / "out").rename(tmp_path / "elsewhere")
+    with pytest.raises(StoreError, match=r"the run folder .*out was removed \(or moved\)"):
+        list(moved.scores)
+    emptied = run(tmp_path / "second")
+    (tmp_path / "second" / "scores.sqlite").unlink()
+    with pytest.raises(
+        StoreError,
+        match=r"the scores database .*scores\.sqlite was removed \(or moved\) from its run "
+        "folder after the run",
+    ):
+        emptied.scores[1]
+    assert not (tmp_path / "second" / "scores.sqlite").exists()
+    assert [s.value for s in emptied.briefs()] == [s.value for s in moved.briefs()]
 
 
 def test_the_scores_change_as_a_list_does(tmp_path):

@@ -187,8 +187,8 @@ def test_claims_carry_their_source_and_group(tmp_path):
 
 def test_the_shipped_head_is_what_its_shipped_training_set_fits():
     from ragmeter.claims import SUPPORTED
-    from ragmeter.heads import bundled_heads
     from ragmeter.heads.verifier import shipped_training_set
+    from ragmeter.judges.heads import bundled_heads
 
     training = shipped_training_set()
     assert training is not None

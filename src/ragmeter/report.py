@@ -32,6 +32,54 @@ def summary_table(result: Result, title: str = "ragmeter") -> Table:
     return table
 
 
+def throughput(result: Result) -> str | None:
+    """How fast the run judged, in samples a minute, as a sentence: "12 samples in 3 min 4 s:
+    10 judged, 3.3 samples a minute; 2 from the store".
+
+    The time is the run record's: from the first item to the last, the judge's loading not
+    counted. The rate counts only what this run judged: items served from the store cost no
+    judging, and counted in they would promise a rate the next thousand samples will not
+    reach. It is in samples (judged items over the metrics a sample has), and what was judged
+    or served is said in samples where it came in whole samples' worth, else in items. None
+    without the counts or the time (a record written before they were kept)."""
+    run, per_sample = result.run, len(result.metrics)
+    counts, seconds = run.counts, run.seconds
+    if counts is None or seconds is None or not run.samples or not per_sample:
+        return None
+    took = f"{run.samples:,} sample{'s' * (run.samples != 1)} in {_duration(seconds)}"
+    if not counts.judged:
+        return f"{took}: all from the store, none judged" if counts.resumed else None
+    rate = _rate(60 * counts.judged / per_sample / seconds) if seconds > 0 else "—"
+    if not counts.resumed and not counts.pending:
+        return f"{took}: {rate} samples a minute"
+    parts = {
+        "judged": counts.judged,
+        "from the store": counts.resumed,
+        "not judged": counts.pending,
+    }
+    if all(n % per_sample == 0 for n in parts.values()):
+        said = [f"{n // per_sample} {what}" for what, n in parts.items() if n]
+    else:
+        said = [f"{counts.judged} of {counts.items} items judged"]
+        said += [f"{n} items {what}" for what, n in list(parts.items())[1:] if n]
+    return f"{took}: {said[0]}, {rate} samples a minute" + "".join(f"; {s}" for s in said[1:])
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60} s"
+    return f"{whole // 3600} h {whole % 3600 // 60} min"
+
+
+def _rate(per_minute: float) -> str:
+    if per_minute >= 100:
+        return f"{per_minute:,.0f}"
+    return f"{per_minute:.1f}" if per_minute >= 1 else f"{per_minute:.2f}"
+
+
 def samples_table(result: Result) -> Table:
     """A row per sample: its id and scores (the questions and answers are in samples.csv)."""
     table = Table(title="per sample")

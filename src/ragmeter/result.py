@@ -149,6 +149,8 @@ class ScoreList(MutableSequence[Score]):
         rows: Iterator[str | None] = iter(())
         if stored:
             assert self.store is not None, "a stored score in a list without a store"
+            if not self.store.is_file():
+                raise StoreError(self._gone())
             rows = read_payloads(self.store, ((entry.key, entry.digest) for entry in stored))
         for entry in entries:
             if not isinstance(entry, StoredScore):
@@ -163,6 +165,22 @@ class ScoreList(MutableSequence[Score]):
                     "are still in the result (summary(), to_pandas())"
                 )
             yield payload
+
+    def _gone(self) -> str:
+        """Why the scores cannot be read when the store is no longer where the run wrote it:
+        the run's folder, or the database in it, was removed or moved after the run."""
+        assert self.store is not None
+        kept = "their values, reasons and usage are still in the result (summary(), to_pandas())"
+        folder = self.store.parent
+        if not folder.is_dir():
+            return (
+                f"the run folder {folder} was removed (or moved) after the run, so its scores "
+                f"can no longer be read: keep the folder while the result is used; {kept}"
+            )
+        return (
+            f"the scores database {self.store} was removed (or moved) from its run folder after "
+            f"the run, so its scores can no longer be read; {kept}"
+        )
 
 
 class MetricSummary(BaseModel):

@@ -22,7 +22,7 @@ class Exchange(BaseModel):
     zero_shot: float | None = None
     """For a yes/no question read by a verdict head: P(yes) from the log-probabilities alone."""
     head: str | None = None
-    """The head that read the verdict (``ragmeter.heads``); None for the zero-shot read."""
+    """The head that read the verdict (``ragmeter.judges.heads``); None for the zero-shot read."""
     states: dict[str, str] | None = None
     """The judge's hidden states at the verdict (packed, see ``pack_state``), where it gives
     them: what a head reads, kept so that heads can be fitted again without the model."""

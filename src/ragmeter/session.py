@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from ragmeter.heads import HeadsError
 from ragmeter.judges.base import (
     ChatRequest,
     ChatResponse,
@@ -31,6 +30,7 @@ from ragmeter.judges.base import (
     complete_each,
     heads_of,
 )
+from ragmeter.judges.heads import HeadsError
 from ragmeter.prompts import Inputs, Out, Prompt, ReplyError, YesNoPrompt
 from ragmeter.score import Exchange, Score, Unscorable, Usage
 
@@ -302,7 +302,7 @@ class JudgeSession:
     def _yes_no(self, request: ChatRequest, prompt: YesNoPrompt, first: Reply | None) -> float:
         """P(yes) for ``request``, retried as its failures allow; ``first`` is the reply to the
         first attempt when it was already asked (in a batch). Read by the judge's verdict head
-        for ``prompt`` where it has one (``ragmeter.heads``), else zero-shot."""
+        for ``prompt`` where it has one (``ragmeter.judges.heads``), else zero-shot."""
         attempts = _Attempts(self.retries, self.repairs)
         while True:
             attempts.made += 1

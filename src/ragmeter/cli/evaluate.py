@@ -67,7 +67,7 @@ from ragmeter.limits import MAX_INPUT_CHARS, InputTruncatedWarning
 from ragmeter.manifest import Counts
 from ragmeter.metrics import Metric
 from ragmeter.one_read import Layout
-from ragmeter.report import estimate_table, samples_table, summary_table, write_outputs
+from ragmeter.report import estimate_table, samples_table, summary_table, throughput, write_outputs
 from ragmeter.result import Result
 from ragmeter.store import FolderLock
 from ragmeter.traces import TraceSet, is_trace_source, parse_since, read_traces, record_traces
@@ -445,3 +445,6 @@ def _report(
         f"{counts.resumed} items resumed from {out_dir}/, {counts.judged} judged now; "
         f"results in {out_dir}/"
     )
+    pace = throughput(result)
+    if pace is not None:
+        console.print(pace, soft_wrap=True, highlight=False)

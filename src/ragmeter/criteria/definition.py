@@ -44,6 +44,13 @@ class FieldProblem(ValueError):
         self.field = field
 
 
+def _number(label: str | float) -> float | None:
+    try:
+        return float(label)
+    except ValueError:
+        return None
+
+
 class Level(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -74,6 +81,7 @@ class Example(BaseModel):
 
     fields: dict[str, str]
     label: str | float
+    """Yes or No; for ``levels``, a level's score."""
 
 
 class Criterion(BaseModel):
@@ -142,7 +150,14 @@ class Criterion(BaseModel):
             raise FieldProblem(
                 "reading", "reading 'claims' checks the answer against 'contexts': read them"
             )
+        scores = {level.score for level in self.levels}
         for number, example in enumerate(self.examples, 1):
+            if self.kind == "levels" and _number(example.label) not in scores:
+                raise FieldProblem(
+                    "examples", f"example {number}: the label is not one of the levels' scores"
+                )
+            if self.kind != "levels" and str(example.label).lower() not in ("yes", "no"):
+                raise FieldProblem("examples", f"example {number}: the label is Yes or No")
             unread = sorted(set(example.fields) - set(self.reads))
             if unread:
                 raise FieldProblem(

@@ -62,16 +62,11 @@ class CriterionPrompt(YesNoPrompt):
 
 
 def missing_field(criterion: Criterion, sample: Sample) -> str | None:
-    """The first field ``criterion`` reads that ``sample`` lacks, or None."""
-    present = {
-        "question": True,
-        "answer": True,
-        "contexts": bool(sample.contexts),
-        "reference": bool(sample.reference),
-        "history": bool(sample.history),
-    }
+    """The first field ``criterion`` needs that ``sample`` lacks, or None. The conversation
+    (``history``) is shown where there is one: a first turn has none."""
+    present = {"contexts": bool(sample.contexts), "reference": bool(sample.reference)}
     for field in criterion.reads:
-        if not present[field]:
+        if not present.get(field, True):
             return field
     if criterion.sample_rubric() and not sample.metadata.get(RUBRIC_FIELD):
         return RUBRIC_FIELD
@@ -107,16 +102,20 @@ def _examples(criterion: Criterion, reply_of: Any) -> str:
     return "Examples of this criterion judged:\n" + "\n".join(shown) + "\n\n"
 
 
+def _yes_or_no(label: str | float) -> str:
+    return str(label).capitalize()
+
+
 def _level_digit(criterion: Criterion, label: str | float) -> str:
-    for number, level in enumerate(criterion.levels, 1):
-        if float(label) == level.score:
-            return str(number)
-    raise ValueError(f"an example's label {label!r} is not one of the levels' scores")
+    """The digit that names the level an example is labelled with (checked by ``Criterion``)."""
+    return next(
+        str(n) for n, level in enumerate(criterion.levels, 1) if float(label) == level.score
+    )
 
 
 def yes_no_prompt(criterion: Criterion) -> CriterionPrompt:
     block = (
-        f"{_examples(criterion, str)}Criterion: {criterion.question}\n"
+        f"{_examples(criterion, _yes_or_no)}Criterion: {criterion.question}\n"
         "Answer with one word, Yes or No."
     )
     return CriterionPrompt(name=f"criterion.{criterion.name}", instruction=SYSTEM, question=block)
@@ -156,7 +155,7 @@ def requirement_prompt(
         name=f"criterion.{criterion.name}.requirement{number}",
         instruction=SYSTEM,
         question=(
-            f"{_examples(criterion, str)}Criterion: {criterion.question}\n"
+            f"{_examples(criterion, _yes_or_no)}Criterion: {criterion.question}\n"
             f"Requirement: {requirement.text}\n"
             "Does the response meet this requirement? Answer with one word, Yes or No."
         ),
@@ -170,7 +169,7 @@ def rubric_prompt(criterion: Criterion) -> CriterionPrompt:
         name=f"criterion.{criterion.name}.requirement",
         instruction=SYSTEM,
         question=(
-            f"{_examples(criterion, str)}Criterion: {criterion.question}\n"
+            f"{_examples(criterion, _yes_or_no)}Criterion: {criterion.question}\n"
             "Does the response meet the requirement in <requirement>? Answer with one word, "
             "Yes or No."
         ),

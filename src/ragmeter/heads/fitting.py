@@ -1,4 +1,5 @@
-"""Fitting verdict heads (``ragmeter.heads``) on labelled verdicts, and measuring them out of fold.
+"""Fitting verdict heads (``ragmeter.judges.heads``) on labelled verdicts, and measuring them out
+of fold.
 
 Two kinds of labels teach a head:
 
@@ -23,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from ragmeter.heads.reading import Head, logit, sigmoid
 from ragmeter.judges.base import unpack_state
+from ragmeter.judges.heads import Head, logit, sigmoid
 from ragmeter.prompts import YesNoPrompt
 from ragmeter.score import Exchange, Score
 

@@ -21,7 +21,7 @@ import numpy as np
 from ragmeter import stats
 from ragmeter.claims import SUPPORTED
 from ragmeter.heads.fitting import PENALTIES, Design, Fitter, Verdicts, gather, predict
-from ragmeter.heads.reading import Head
+from ragmeter.judges.heads import Head
 from ragmeter.meta.attribution import Claim, load_attribution
 from ragmeter.score import Score
 from ragmeter.stats import balanced_accuracy, macro_f1, roc_auc
@@ -261,7 +261,8 @@ def with_figures(head: Head, left_out: LeftOut, learned_from: str) -> Head:
 
 TRAINING_FILE = "verifier_training.npz"
 """The shipped head's training claims, kept as a head reads them, so that a team refits on top
-of them (``ragmeter tune RUN CLAIMS``)."""
+of them (``ragmeter tune RUN CLAIMS``). They ship beside the head they fitted, in
+``ragmeter.judges`` (``judges.heads.BUNDLED_FILE``), since the two are written together."""
 
 
 @dataclass
@@ -392,7 +393,7 @@ class TrainingSet:
 
 def shipped_training_set() -> TrainingSet | None:
     """The shipped head's training claims, where the package has them."""
-    resource = resources.files("ragmeter.heads").joinpath(TRAINING_FILE)
+    resource = resources.files("ragmeter.judges").joinpath(TRAINING_FILE)
     if not resource.is_file():
         return None
     with resources.as_file(resource) as path:

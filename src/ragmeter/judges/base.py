@@ -77,7 +77,7 @@ class ChatResponse(BaseModel):
     states: dict[str, str] | None = None
     """The judge's hidden states where the reply's first token was chosen, by name, each
     packed by ``pack_state``; only a judge that can show them (the local one) gives them, and
-    verdict heads read them (``ragmeter.heads``)."""
+    verdict heads read them (``ragmeter.judges.heads``)."""
 
 
 def pack_state(vector: np.ndarray) -> str:
@@ -137,7 +137,7 @@ def states_of(judge: Any) -> tuple[str, ...]:
 
 
 def heads_of(judge: Any) -> Any:
-    """The verdict heads that read the judge's Yes/No replies (``ragmeter.heads.Heads``), or
+    """The verdict heads that read the judge's Yes/No replies (``ragmeter.judges.heads.Heads``), or
     None: the zero-shot read."""
     return getattr(judge, "heads", None)
 

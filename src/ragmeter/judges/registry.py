@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ragmeter.heads import HEADS_OPTION, with_heads
 from ragmeter.judges.base import Embedder, Judge
 from ragmeter.judges.cache import CachedEmbedder, CachedJudge, CallCache
+from ragmeter.judges.heads import HEADS_OPTION, with_heads
 from ragmeter.plugins import Kind, load
 
 DEFAULT_EMBEDDER = "minilm"
@@ -62,7 +62,7 @@ def resolve_models(
         cache: True for the user cache folder, a path, an open ``CallCache``, or False.
         needs_embedder: False when no metric compares texts by embedding.
         judge_options: the provider's options (its ``Options`` model), for a judge given by spec,
-            and ``heads`` (``ragmeter.heads.HEADS_OPTION``) for any judge.
+            and ``heads`` (``ragmeter.judges.heads.HEADS_OPTION``) for any judge.
         embedder_options: the same for the embedder.
         wrap_judge: applied to the judge under the cache (the budget meter goes there, so that
             cached calls cost nothing).

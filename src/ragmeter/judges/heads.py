@@ -15,6 +15,9 @@ Each head reads the verdicts of one Yes/No prompt (``faithfulness.supported``, .
 it was fitted on; a set of heads is one JSON file, whose digest is part of the judge's identity
 (score keys, ``run.json``; ``compare`` refuses runs read by different heads). The call cache keeps
 the raw replies with their states, so another head re-reads a run without the model.
+
+Only the reading is here, beside the judges it wraps (``--judge-option heads=``); fitting a head
+on labelled verdicts, and ``ragmeter tune``, are ``ragmeter.heads``.
 """
 
 from __future__ import annotations
@@ -48,8 +51,9 @@ FORMAT = "ragmeter-heads/1"
 LOGIT_LIMIT = 12.0
 """The zero-shot logit is clipped here: P(Yes) is read from the ten likeliest first tokens, so
 a No outside them gives P(Yes) = 1 and an infinite logit."""
-BUNDLED_FILE = "bundled.json"
-"""The shipped heads, beside their training claims (``verifier.TRAINING_FILE``)."""
+BUNDLED_FILE = "bundled_heads.json"
+"""The shipped heads, in this package beside the claims they were fitted on
+(``verifier_training.npz``, which ``ragmeter tune`` refits on)."""
 _NUMBER_LIST = re.compile(r"\[\s*((?:-?[\d.e+-]+,?\s*)+)\]")
 
 
@@ -267,7 +271,7 @@ class Heads:
 
 def bundled_heads() -> Heads:
     """The heads shipped with ragmeter, for the bundled local judge."""
-    text = resources.files("ragmeter.heads").joinpath(BUNDLED_FILE).read_text()
+    text = resources.files("ragmeter.judges").joinpath(BUNDLED_FILE).read_text()
     return Heads.from_json(json.loads(text), "bundled")
 
 

@@ -1,0 +1,954 @@
+"""Every benchmark the documentation quotes, run on the scripted judge and small data, so that
+none breaks unseen: each is run as its command runs (``bench/NAME.py ARGS``, in this process) or,
+where the real thing needs what no test has (the offline model, ragas), through its own functions
+with stand-ins, and a figure it prints or writes is checked against one worked out by hand.
+
+The judge is named on each bench's command line as ``bench:SCRIPT``, a provider registered for
+these tests through the real registry (``scripted`` below). Samples are written here or read
+from ``tests/data``; the human-rated sets of ``../shared/data`` are read in place where a bench
+is about them, and those tests skip without them.
+
+Left out here, each for its reason:
+
+- ``bench_ray.py`` runs in ``tests/test_ray.py``, on that module's Ray head node (a head of its
+  own costs 20 s); ``kill_resume.py --ray`` is the run below with a Ray address, and killing a
+  Ray driver is ``test_ray``'s ``test_killing_the_driver_loses_nothing_and_judges_nothing_twice``.
+- ``bench_server.py``: both of its sides are the real offline judge, in this process and behind
+  llama-cpp-python's server (the marked ``local_model`` tests start that server).
+- ``bench_traces.py --phoenix URL`` needs a running Phoenix server; without it, as below, the
+  traces are an OTLP file.
+- ``ragas_peer.py`` and ``ragas_testset_peer.py`` run only in ragas 0.4.3's own virtualenv
+  (``bench/ragas_peer.requirements.txt``); ragas is never installed beside ragmeter, so their
+  test skips. What their drivers read from them is checked through stand-ins that print the
+  same records (``bench_vs_ragas``, ``bench_testset_vs_ragas``).
+- ``one_read_positions.py`` and ``one_pass_heads.py`` read at tags on the local judge's engine;
+  here they read on ``WordEngine``, a stand-in with the engine's methods, so their own logic
+  runs but the real engine's does not (``tests/test_llama_engine.py`` tests that).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import math
+import re
+import runpy
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from ragmeter import plugins
+from ragmeter.arena.agreement import measure_agreement
+from ragmeter.attribution.benchmark import load_benchmark
+from ragmeter.cli.main import app
+from ragmeter.heads.verifier import TRAINING_FILE
+from ragmeter.judges.base import ChatRequest, ChatResponse
+from ragmeter.judges.fake import FakeJudge, HashingEmbedder
+from ragmeter.judges.heads import Heads
+from ragmeter.judges.llama_engine import Probe
+from ragmeter.meta.attribution import load_attribution, statement_for
+
+from .conftest import routed, yes_no
+from .fault_server import AnsweringJudge, words
+from .test_attribution_experiments import ADA, BRAM
+from .test_attribution_experiments import respond as kalma_reply
+from .test_evaluate import REPLIES, SAMPLES
+from .test_testset import reader
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+SHARED = ROOT.parent / "shared" / "data"
+HARBOUR = ROOT / "tests" / "data" / "harbour"
+
+
+def shared(*parts: str) -> Path:
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"needs {path} (the shared development data)")
+    return path
+
+
+# --- the scripted judges, by name ----------------------------------------------------------------
+
+
+def answering(request: ChatRequest) -> ChatResponse:
+    """Every metric prompt answered from the request by word overlap (``fault_server``)."""
+    return AnsweringJudge().complete(request)
+
+
+def routed_or_floor(request: ChatRequest) -> str | ChatResponse:
+    """``REPLIES`` by prompt; bench_core's floor (one user message, no instruction) P 0.5."""
+    if request.messages[0].role == "user":
+        return yes_no(0.5)
+    return routed(REPLIES)(request)
+
+
+LABELS: dict[str, bool] = {}
+"""People's label of each claim by its words run together (``_letters``), for the ``labels``
+and ``by-label`` scripts (set by the test that uses them)."""
+STATE_NAMES = ("l_out-8", "l_out-12", "l_out-16", "l_out-20", "l_out-24", "result_norm")
+
+
+def _letters(text: str) -> str:
+    """The text's words run together: what a prompt keeps of it, whatever tags it escaped."""
+    return "".join(re.findall(r"\w+", text))
+
+
+def _statement(request: ChatRequest) -> str:
+    return request.messages[-1].content.split("<statement>\n", 1)[1].split("\n</statement>")[0]
+
+
+def labelled(request: ChatRequest, states: tuple[str, ...] = STATE_NAMES) -> ChatResponse:
+    """A verifier that cannot tell (P(Yes) 0.5) but whose hidden ``states`` hold people's
+    label: the first number of each is +1 for a supported claim and -1 for another (the
+    statement shown is the claim as ``meta attribution`` shows it)."""
+    statement = _statement(request)
+    state = [1.0 if LABELS[_letters(statement)] else -1.0, (len(statement) % 7) / 100]
+    return yes_no(0.5, dict.fromkeys(states, state))
+
+
+def by_label(request: ChatRequest) -> str | ChatResponse:
+    """Statements as the answer's sentences; a claim supported with P 0.9 when people said so,
+    else 0.1."""
+    if request.max_tokens == 1:
+        shown = _letters(_statement(request))
+        return yes_no(0.9 if next(LABELS[c] for c in LABELS if c in shown) else 0.1)
+    return answering(request)
+
+
+FRESH: set[str] = set()
+"""The sentences of ``repeat_check_cases.CASES`` that add a needed fact (set by its test)."""
+
+
+def fresh_or_not(request: ChatRequest) -> ChatResponse:
+    """P(Yes) 0.9 when the sentence asked about (the last of a list) is a case's new one, else
+    0.3, whichever way the question is put."""
+    text = request.messages[-1].content
+    if "<sentences>" in text:
+        sentence = text.split("<sentences>\n", 1)[1].split("\n</sentences>")[0].split("\n")[-1]
+    else:
+        sentence = text.split("<sentence>\n", 1)[1].split("\n</sentence>")[0]
+    return yes_no(0.9 if sentence in FRESH else 0.3)
+
+
+def _tagged(request: ChatRequest, tag: str) -> str:
+    return request.messages[-1].content.split(f"<{tag}>\n", 1)[1].split(f"\n</{tag}>", 1)[0]
+
+
+def longer(request: ChatRequest) -> str:
+    """The arena's pairwise judge preferring the longer answer, in either order."""
+    first, second = _tagged(request, "answer 1"), _tagged(request, "answer 2")
+    rating = 1 if len(first.split()) > len(second.split()) else 2
+    return json.dumps({"reasoning": "The longer one.", "rating": rating})
+
+
+SCRIPTS: dict[str, Callable[[ChatRequest], str | ChatResponse]] = {
+    "routed": routed_or_floor,
+    "answering": answering,
+    "labels": labelled,
+    "by-label": by_label,
+    "fresh": fresh_or_not,
+    "reader": reader,
+    "kalma": kalma_reply,
+    "longer": longer,
+}
+MADE: list[FakeJudge] = []
+"""Every judge ``scripted`` made, last last: their ``history`` is what reached the model."""
+
+
+class WordEngine:
+    """A stand-in for the local judge's engine (``LlamaEngine``): one token a word, and at a tag
+    P(Yes) 0.9 when the line before it shares a word of four letters or more with the question
+    (else 0.1), with a hidden state saying the same. Its vocabulary lists only " Yes" and " No";
+    other words get ids as they come. Counts the tokens it was asked to read."""
+
+    n_vocab = 2
+
+    def __init__(self) -> None:
+        self.vocabulary = [" Yes", " No"]
+        self.ids: dict[str, int] = {}
+        self.reads = 0
+
+    def piece(self, token: int) -> bytes:
+        return self.vocabulary[token].encode()
+
+    def tokenize(self, text: str) -> list[int]:
+        tokens = []
+        for word in re.findall(r"\n|[^\s]+", text):
+            if word not in self.ids:
+                self.ids[word] = len(self.vocabulary)
+                self.vocabulary.append(word)
+            tokens.append(self.ids[word])
+        return tokens
+
+    def _probe(self, tokens: list[int], read: int) -> Probe:
+        text = " ".join(self.vocabulary[t] for t in tokens).replace(" \n ", "\n")
+        question = re.search(r"Question: (.*)", text).group(1)  # type: ignore[union-attr]
+        lines = [line for line in text.split("\n")[:-1] if line.strip()]
+        tagged = re.sub(r"^[\[(]\d+[\])] ", "", lines[-1])
+        shared_word = bool(words(tagged) & words(question))
+        p = 0.9 if shared_word else 0.1
+        state = np.array([1.0 if shared_word else -1.0, len(tagged) / 100], dtype=np.float32)
+        return Probe(np.array([math.log(p), math.log(1 - p)]), {"l_out-16": state}, read)
+
+    def probe(self, prompts: list[list[int]]) -> list[Probe]:
+        self.reads += sum(len(p) for p in prompts)
+        return [self._probe(list(p), len(p)) for p in prompts]
+
+    def read_at(self, prompt: list[int], positions: list[int]) -> list[Probe]:
+        self.reads += len(prompt)
+        # The first probe counts the tokens read, as the engine's do.
+        read = [len(prompt)] + [0] * (len(positions) - 1)
+        return [
+            self._probe(list(prompt[: at + 1]), n) for at, n in zip(positions, read, strict=True)
+        ]
+
+
+class EngineJudge(FakeJudge):
+    """The overlap judge, with a ``WordEngine`` where the local judge keeps its engine."""
+
+    def __init__(self) -> None:
+        super().__init__(responder=answering, model="bench-engine")
+        self._engine = WordEngine()
+
+
+def scripted(model: str = "", states: str = "", **_options: object) -> FakeJudge:
+    """``bench:SCRIPT``: a judge that replies by ``SCRIPTS[SCRIPT]``; ``bench:engine`` also has
+    an engine to read at. ``states`` names the hidden states ``labels`` shows, as the local
+    judge's option of that name does."""
+    if model == "engine":
+        judge: FakeJudge = EngineJudge()
+    else:
+        respond = SCRIPTS[model]
+        if model == "labels" and states:
+            respond = partial(labelled, states=tuple(states.split(",")))
+        judge = FakeJudge(responder=respond, model=f"bench-{model}")
+    MADE.append(judge)
+    return judge
+
+
+# --- running a bench ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def bench(tmp_path, monkeypatch, capsys, no_user_cache) -> Callable[..., str]:
+    """Run ``bench/NAME.py ARGS`` as its command does, in this process; what it printed. Its
+    scratch folders are under the test's own."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    monkeypatch.syspath_prepend(str(BENCH))  # as for a script: its folder first
+    monkeypatch.setitem(plugins.BUILTINS["judge"], "bench", f"{__name__}:scripted")
+    MADE.clear()
+
+    def run(name: str, *args: object) -> str:
+        monkeypatch.setattr(sys, "argv", [str(BENCH / f"{name}.py"), *map(str, args)])
+        capsys.readouterr()
+        runpy.run_path(str(BENCH / f"{name}.py"), run_name="__main__")
+        return capsys.readouterr().out
+
+    return run
+
+
+def module(name: str) -> Any:
+    """A bench's functions (its folder is on the path: ``bench`` fixture)."""
+    return importlib.import_module(name)
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def table_rows(output: str, pattern: str) -> list[tuple[str, ...]]:
+    return [m.groups() for m in re.finditer(pattern, output, re.MULTILINE)]
+
+
+# --- the RAGAS metrics: time, calls, the cached rerun ------------------------------------------
+
+
+def test_bench_core_times_each_metric_and_its_cached_rerun_asks_nothing(bench, tmp_path):
+    data = write_jsonl(tmp_path / "samples.jsonl", [s.model_dump() for s in SAMPLES])
+    out = bench("bench_core", "--judge", "bench:routed", "--embedder", "fake", "--data", data)
+    # Per sample (test_evaluate): faithfulness asks about its one answer sentence; answer
+    # relevance whether the answer commits, then whether it is complete; context relevance
+    # about each of the two context sentences.
+    calls = table_rows(out, r"^([ab])\s+(\w+)\s+[\d.]+\s+(\d+)\s+\d+\s+\d+$")
+    assert calls == [
+        (sample, metric, n)
+        for sample in "ab"
+        for metric, n in (("faithfulness", "1"), ("answer_relevance", "2"),
+                          ("context_relevance", "2"))
+    ]  # fmt: skip
+    assert "; 0 unscored" in out
+    assert "cached rerun: 0 model calls, 10 cached," in out and "identical scores: True" in out
+    # A floor request per sample, then the 10 calls of the first run; the rerun asks nothing.
+    assert len(MADE[-1].history) == 2 + 10
+
+
+def test_bench_core_on_wikieval_reads_its_scores_while_the_runs_exist(bench):
+    """The documented command, which once stopped at the first run's scores, read from a
+    results folder already removed."""
+    wikieval = shared("wikieval", "wikieval_dev.jsonl")
+    out = bench(
+        "bench_core", "--wikieval", wikieval, "--limit", "2", "--judge", "bench:answering",
+        "--embedder", "fake",
+    )  # fmt: skip
+    first = sum(int(n) for (n,) in table_rows(out, r"^\S+\s+\w+\s+[\d.]+\s+(\d+)\s+\d+\s+\d+$"))
+    assert "judge fake:bench-answering, embedder" in out and ", 2 samples" in out
+    assert f"cached rerun: 0 model calls, {first} cached," in out
+    assert "identical scores: True" in out
+    assert len(MADE[-1].history) == 2 + first  # the two floors, then the first run's calls
+
+
+# --- reliability: long runs, faults, storage, kills, overhead ----------------------------------
+
+
+def test_bench_soak_reports_each_stretch_and_the_rerun_judges_nothing(bench):
+    out = bench("bench_soak", "--samples", "6", "--every", "3")
+    stretches = table_rows(out, r"^\s+(\d+) samples\s+[\d.]+ items/s")
+    assert stretches == [("3",), ("6",)]
+    assert re.search(r"done in [\d.]+ s: 18 scored, 0 unscored, \d+ model calls, 0 cached", out)
+    assert "rerun on the same folder: 18 resumed, 0 judged" in out
+
+
+def test_bench_traces_reads_judges_and_writes_back_every_verdict(bench):
+    out = bench("bench_traces", "--traces", "4")
+    assert "4 traces (an OTLP file, no server), 3 metrics, scripted judge" in out
+    assert re.search(r"write\s+[\d.]+ s\s+\(12 verdicts\)", out)  # 4 traces x 3 metrics
+    assert "overhead (read + write) / judge = " in out
+
+
+def test_bench_overhead_times_the_same_work_in_each_set_up(bench):
+    out = bench("bench_overhead", "--samples", "2", "--repeat", "1")
+    rows = table_rows(out, r"^(in-process|in-process \+ call cache|http \(client \+ server\))"
+                           r"\s+(\d+)\s+(\d+)\s+[\d.]+\s+[\d.]+$")  # fmt: skip
+    assert [name for name, _, _ in rows] == [
+        "in-process", "in-process + call cache", "http (client + server)"
+    ]  # fmt: skip
+    assert {(items, calls) for _, items, calls in rows} == {("6", rows[0][2])}  # 2 x 3 items
+    assert set(json.loads(out.strip().splitlines()[-1])) == {name for name, _, _ in rows}
+
+
+def test_bench_concurrency_keeps_as_many_requests_in_flight_as_workers(bench):
+    out = bench("bench_concurrency", "--latency", "0.01", "--samples", "2", "--workers", "1,2")
+    rows = table_rows(out, r"^workers\s+(\d+):.* (\d+) requests, at most (\d+) at once\).*"
+                           r"unscored (\d+)$")  # fmt: skip
+    assert [(w, most, unscored) for w, _, most, unscored in rows] == [
+        ("1", "1", "0"), ("2", rows[1][2], "0")
+    ]  # fmt: skip
+    assert int(rows[1][2]) <= 2 and rows[0][1] == rows[1][1]  # the same requests either way
+
+
+def test_bench_faults_loses_nothing_and_scores_as_a_clean_run(bench):
+    out = bench("bench_faults", "--samples", "3", "--rate", "0.2", "--workers", "2")
+    assert "3 samples x 3 metrics = 9 items, 2 workers, fault rate 20%" in out
+    assert "lost: 0 (stored 9 of 9); scored 9, unscored 0" in out
+    assert table_rows(out, r"^  (\w+): (\d+) of (\d+) scored items identical") == [
+        (metric, "3", "3") for metric in ("faithfulness", "answer_relevance", "context_relevance")
+    ]
+
+
+def test_bench_storage_loses_no_score_and_serves_no_wrong_one(bench):
+    out = bench("bench_storage", "--samples", "3")
+    assert "3 samples x 3 metrics = 9 items, scripted judge" in out
+    cases = table_rows(out, r"lost (\d+), wrong served (\d+), .*rerun complete (\w+)")
+    skipped = out.count(": skipped (")
+    assert len(cases) + skipped == 11 and len(cases) >= 8  # the full-disk cases need root
+    assert set(cases) == {("0", "0", "True")}
+    assert out.strip().endswith("total: lost 0, wrong served 0")
+
+
+def test_kill_resume_loses_nothing_and_ends_as_an_uninterrupted_run(bench):
+    out = bench("kill_resume", "--samples", "2", "--kills", "1")
+    assert re.search(r"^kills: 1 \(", out, re.MULTILINE)
+    assert "lost: 0\n" in out and "re-judged: 0\n" in out
+    assert "identical to the uninterrupted run: yes" in out
+
+
+def test_bench_bradley_terry_recovers_the_generating_order(bench):
+    out = bench("bench_bradley_terry", "--battles", "2000", "--systems", "4", "--rounds", "20")
+    assert "true order recovered exactly: True" in out
+    fitted = table_rows(out, r"^(system-\d\d)\s+(\d+)\s+[\d.]+")
+    # Elo gaps of 40 between neighbours around 1000, strongest first.
+    assert fitted == [("system-00", "1060"), ("system-01", "1020"), ("system-02", "980"),
+                      ("system-03", "940")]  # fmt: skip
+
+
+# --- the reference metrics and the metrics' design choices -------------------------------------
+
+
+def test_bench_reference_asks_no_check_twice(bench):
+    ragchecker = shared("ragchecker", "ragchecker_dev.jsonl")
+    mtrag = shared("mtrag", "mtrag_dev.jsonl")
+    out = bench(
+        "bench_reference", "--judge", "bench:answering", "--ragchecker", ragchecker,
+        "--mtrag", mtrag, "--limit", "1",
+    )  # fmt: skip
+    assert "RAGChecker: 1 instances, metrics answer_correctness" in out  # its two answers
+    assert "MTRAG: 1 answers, metrics " in out
+    reached = [int(n) for (n,) in table_rows(out, r"requests that reached the model (\d+)")]
+    assert table_rows(out, r"asked twice (\d+)") == [("0",), ("0",)]
+    assert table_rows(out, r"^  unscored (\d+)$") == [("0",), ("0",)]
+    assert sum(reached) == len(MADE[-1].history) > 0
+
+
+CLAIMS = [
+    ("Paris is the capital of France.", True),
+    ("Paris lies on the river Thames.", False),
+    ("The Eiffel Tower stands in Paris.", True),
+    ("The Eiffel Tower was built in 1650.", False),
+]
+
+
+def test_faithfulness_statements_ab_ranks_the_claims_both_ways(bench, tmp_path, monkeypatch):
+    labels = {_letters(claim): label for claim, label in CLAIMS}
+    monkeypatch.setattr(sys.modules[__name__], "LABELS", labels)
+    rows = [
+        {"id": f"c{n}", "question": "What do you know about Paris?", "claim": claim,
+         "references": ["Paris is the capital of France; the Eiffel Tower stands there."],
+         "attribution_label": "attributable" if label else "not attributable"}
+        for n, (claim, label) in enumerate(CLAIMS)
+    ]  # fmt: skip
+    path = write_jsonl(tmp_path / "claims.jsonl", rows)
+    out = bench(
+        "faithfulness_statements_ab", path, "--judge", "bench:by-label", "--rounds", "50",
+        "--cache", tmp_path / "calls.sqlite",
+    )  # fmt: skip
+    assert "4 claims (2 supported), 4 scored both ways" in out
+    # Each way's one statement per claim is scored 0.9 when people said supported, else 0.1:
+    # both rank every supported claim first.
+    ways = table_rows(out, r"^statements=(\w+)\s+ROC AUC ([\d.]+)\s+unscored (\d+)")
+    assert ways == [("sentences", "1.000", "0"), ("generate", "1.000", "0")]
+    assert "sentences - generate: +0.000 (95 % interval +0.000 to +0.000)" in out
+
+
+def test_repeat_check_cases_separates_the_new_sentences_in_each_layout(bench, monkeypatch):
+    cases = module("repeat_check_cases").CASES
+    monkeypatch.setattr(sys.modules[__name__], "FRESH", {fresh for *_, fresh in cases})
+    out = bench("repeat_check_cases", "--judge", "bench:fresh")
+    # P(Yes) 0.9 for each new sentence, 0.3 for each restatement; "restates" asks whether it
+    # only restates, so its P(new) is 1 - P(Yes).
+    layouts = table_rows(out, r"^(current|last in list|restates)\s+([\d.]+)\s+([\d.]+)\s+(\d)/8$")
+    assert layouts == [
+        ("current", "0.300", "0.900", "8"),
+        ("last in list", "0.300", "0.900", "8"),
+        ("restates", "0.700", "0.100", "0"),
+    ]
+    assert len(MADE[-1].history) == 3 * 2 * len(cases)
+
+
+def test_repeat_check_cases_replays_a_runs_checks_in_each_layout(bench, tmp_path):
+    sample = {
+        "id": "danube",
+        "question": "Which river flows through Budapest and how long is it?",
+        "contexts": [
+            "The Danube river flows through Budapest. The long Danube river flows through "
+            "Budapest too. Which river is long? The Danube, flowing through Budapest."
+        ],
+        "answer": "The Danube.",
+    }
+    data = write_jsonl(tmp_path / "data.jsonl", [sample])
+    run = tmp_path / "run"
+    made = CliRunner().invoke(app, [
+        "evaluate", str(data), "--metrics", "context_relevance", "--judge", "bench:answering",
+        "--out", str(run), "--no-cache",
+    ])  # fmt: skip
+    assert made.exit_code == 0, made.output
+    score = json.loads((run / "scores.jsonl").read_text())
+    checks = sum(e["prompt"] == "context_relevance.new_information" for e in score["exchanges"])
+    assert checks >= 2  # every needed sentence after the first
+    out = bench("repeat_check_cases", "--judge", "bench:answering", "--replay", run)
+    assert f"1 contexts, {checks} repeat checks" in out
+    asked = table_rows(out, r"^(current|last in list|current again)\s+[\d.]+ s\s+(\d+) calls")
+    assert asked == [(layout, str(checks)) for layout in ("current", "last in list",
+                                                           "current again")]  # fmt: skip
+
+
+# --- the arena ---------------------------------------------------------------------------------
+
+
+def counted_calls(monkeypatch) -> list[ChatRequest]:
+    """Every request any scripted judge receives from now on, also those a bench makes its
+    own judge for."""
+    asked: list[ChatRequest] = []
+    complete = FakeJudge.complete
+
+    def counting(self: FakeJudge, request: ChatRequest) -> ChatResponse:
+        asked.append(request)
+        return complete(self, request)
+
+    monkeypatch.setattr(FakeJudge, "complete", counting)
+    return asked
+
+
+def test_bench_length_control_pads_the_answers_and_resumes(bench, tmp_path, monkeypatch):
+    shared("ragchecker", "ragchecker_dev.jsonl")
+    asked = counted_calls(monkeypatch)
+    out_dir = tmp_path / "lc"
+    args = ("--limit", "4", "--rounds", "20", "--out", out_dir)
+    out = bench("bench_length_control", *args)
+    assert "4 pairs and 4 padded ones judged by fake (both orders, combined by agree)" in out
+    assert len(asked) == 8 * 2  # eight pairs, each in both orders
+    report = json.loads((out_dir / "length_control_bench.json").read_text())
+    assert (report["pairs"], report["padded_pairs"], report["unscored"]) == (4, 4, 0)
+    [system] = report["systems"]
+    assert system["words_after"] >= 2 * system["words_before"]  # padded to twice the words
+    again = bench("bench_length_control", *args)
+    assert len(asked) == 16  # every judgement from the folder
+    rerun = json.loads((out_dir / "length_control_bench.json").read_text())
+    assert rerun["systems"] == report["systems"]
+    assert again.splitlines()[1:] == out.splitlines()[1:]
+
+
+# Six labelled pairs (-1: people preferred A); the longer answer is A in pairs 0, 1 and 4.
+ARENA_PAIRS = [
+    ("one two three", "one", -1),
+    ("one two three four", "one two", -1),
+    ("one", "one two three", 1),
+    ("one two", "one two three four", 1),
+    ("one two three", "one two", 1),
+    ("one two", "one two three", -1),
+]
+
+
+def test_arena_kappa_ci_measures_each_rule_beside_the_longer_answer(bench, tmp_path):
+    pairs = write_jsonl(tmp_path / "pairs.jsonl", [
+        {"id": f"p{n}", "question": f"question {n}", "answer_a": a, "answer_b": b,
+         "overall_preference": label}
+        for n, (a, b, label) in enumerate(ARENA_PAIRS)
+    ])  # fmt: skip
+    judge = FakeJudge(responder=longer)
+    measure_agreement(pairs, judge=judge, out_dir=tmp_path / "run", cache=False)
+    assert len(judge.history) == 12  # both orders of each pair
+    out = bench("arena_kappa_ci", tmp_path / "run", pairs, "--rounds", "50")
+    assert "6 labelled rows, 6 distinct pairs, 50 rounds" in out
+    # Longer answer: A, A, B, B, A, B; people: A, A, B, B, B, A. Agreement 4/6, chance
+    # (3 x 3 + 3 x 3) / 36 = 1/2: kappa (4/6 - 1/2) / (1/2) = 1/3. Every rule picks as the
+    # longer answer does, in each order: the same kappa, and no difference in any draw.
+    kappas = table_rows(out, r"^(agree|sum|confidence|longer answer)\s+kappa ([-\d.]+)")
+    assert kappas == [(rule, "0.333") for rule in ("agree", "sum", "confidence", "longer answer")]
+    differences = table_rows(out, r"^(\w+) - longer answer\s+95% CI \[([-\d.]+), ([-\d.]+)\]")
+    assert differences == [(rule, "0.000", "0.000") for rule in ("agree", "sum", "confidence")]
+
+
+# --- people's ratings, reports -----------------------------------------------------------------
+
+
+def test_bench_ppi_never_narrows_the_interval_with_a_judge_that_knows_nothing(bench, tmp_path):
+    mtrag = shared("mtrag", "mtrag_dev.jsonl")
+    shared("ragchecker", "ragchecker_dev.jsonl")
+    shared("attributionbench", "dev_all_subset_balanced.jsonl")
+    figures = tmp_path / "ppi.json"
+    bench("bench_ppi", "--rounds", "20", "--sizes", "25", "--json", figures)
+    rows = json.loads(figures.read_text())
+    assert {row["set"] for row in rows} == {
+        "MTRAG faithfulness", "MTRAG completeness", "MTRAG faithfulness: Llama-405B - GPT-4o",
+        "RAGChecker correctness, 2nd - 1st", "RAGChecker completeness, 2nd - 1st",
+        "RAGChecker overall, 2nd - 1st", "AttributionBench attributable",
+    }  # fmt: skip
+    # A constant judge gets no weight: the interval is the ratings-only one.
+    constant = [row for row in rows if row["judge"].startswith("constant")]
+    assert len(constant) == 7
+    assert {(row["lambda"], row["width_ratio"], row["n"]) for row in constant} == {(0.0, 1.0, 25)}
+    # The truth is the mean of every answer's people's rating.
+    people = [json.loads(line)["human_mean"]["faithfulness"] for line in mtrag.open()]
+    (truth,) = {row["truth"] for row in rows if row["set"] == "MTRAG faithfulness"}
+    assert truth == pytest.approx(sum(people) / len(people))
+
+
+def test_bench_report_writes_the_report_and_compares_two_runs(bench):
+    out = bench("bench_report", "--samples", "5", "--compare", "40", "--rounds", "50",
+                "--no-render")  # fmt: skip
+    assert "5 samples x 3 metrics, with explanations and exchanges:" in out
+    assert re.search(r"report written in [\d.]+ s \(open the folder \+ render\), [\d.]+ MB", out)
+    assert "compare, 40 samples x 3 metrics, 50 bootstrap rounds:" in out
+    pairs = dict(table_rows(out, r"^  (\w+): [-+\d.]+ \[.*\], p [\d.]+, pairs (\d+)$"))
+    # Only faithfulness has unscored items in the synthetic runs.
+    assert pairs["answer_relevance"] == pairs["context_relevance"] == "40"
+    assert int(pairs["faithfulness"]) <= 40
+
+
+# --- test sets -----------------------------------------------------------------------------------
+
+
+def test_bench_testset_example_writes_the_set_and_asks_nothing_the_second_time(bench, tmp_path):
+    out = bench("bench_testset_example", "--judge", "bench:reader", "--out", tmp_path / "one")
+    found = re.search(r"accepted (\d+) / 3 asked, .*; (\d+) model calls, (\d+) cached calls", out)
+    assert found is not None, out
+    accepted, calls, cached = map(int, found.groups())
+    written = [json.loads(line) for line in (tmp_path / "one" / "testset.jsonl").open()]
+    assert len(written) == accepted and calls > 0
+    assert [q for (q,) in table_rows(out, r"^accepted \(\w+\): (.*)$")] == [
+        row["question"] for row in written
+    ]
+    again = bench("bench_testset_example", "--judge", "bench:reader", "--out", tmp_path / "two")
+    assert f"accepted {accepted} / 3 asked" in again
+    assert f"; 0 model calls, {calls + cached} cached calls" in again  # the cache answers all
+
+
+def peer_keys(name: str, marker: str) -> set[str]:
+    """The keys of the record a ragas peer prints (the dict literal with ``marker``)."""
+    tree = ast.parse((BENCH / name).read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) for k in node.keys):
+            keys = {k.value for k in node.keys}  # type: ignore[union-attr]
+            if marker in keys:
+                return keys
+    raise AssertionError(f"no record with {marker!r} in {name}")
+
+
+TESTSET_PEER = """\
+import json, sys
+def record(config, seconds, calls, accepted, **more):
+    return {"config": config, "accepted": accepted, "requested": 2, "seconds": seconds,
+            "calls": calls, "prompt_tokens": 10 * calls, "completion_tokens": calls,
+            "error": None, "where": None, "failed_jobs": [], "questions": ["Q?"] * accepted,
+            **more}
+configs = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--config=")] or ["simple"]
+print(json.dumps(record(f"knowledge graph ({configs[0]})", 10.0, 4, 0, nodes=2,
+                        relationships=1)))
+for config in configs:
+    print(json.dumps(record(config, 5.0, 2, 1)))
+"""
+
+
+def test_bench_testset_vs_ragas_measures_ragmeter_and_reads_the_peers_records(
+    bench, tmp_path, monkeypatch
+):
+    docs = tmp_path / "docs"  # the bench takes .txt documents
+    docs.mkdir()
+    for page in HARBOUR.glob("*.md"):
+        (docs / f"{page.stem}.txt").write_text(page.read_text())
+    out = bench("bench_testset_vs_ragas", "--docs", docs, "--no-ragas", "--n", "1",
+                "--judge", "bench:reader")  # fmt: skip
+    assert out.startswith("2 documents; the same GGUF for all;")
+    [row] = table_rows(out, r"^ragmeter bench:reader\s+(\d) / 1 .*\s+(\d+)  (\S+)$")
+    assert row[2] == "ok" and int(row[1]) == len(MADE[-1].history)
+    # The peer's records, as ragas_testset_peer.py prints them: the graph's cost is added to
+    # each configuration's, since each needs the graph.
+    peer = tmp_path / "peer.py"
+    peer.write_text(TESTSET_PEER)
+    printed = subprocess.run([sys.executable, peer], capture_output=True, text=True, check=True)
+    records = [json.loads(line) for line in printed.stdout.splitlines()]
+    assert set(records[0]) == peer_keys("ragas_testset_peer.py", "config") | {
+        "nodes", "relationships"
+    }  # fmt: skip
+    driver = module("bench_testset_vs_ragas")
+    monkeypatch.setattr(driver, "PEER", peer)
+    graph, *configs = driver.ragas_outcomes(
+        sys.executable, docs, 2, "http://127.0.0.1:9/v1", 60, ["llm_factory", "simple"]
+    )
+    assert graph.system == "ragas knowledge graph (llm_factory)"
+    assert [(o.system, o.accepted, o.seconds, o.calls) for o in configs] == [
+        ("ragas llm_factory", 1, 15.0, 6), ("ragas simple", 1, 15.0, 6)
+    ]  # fmt: skip
+
+
+@pytest.mark.usefixtures("bench")
+def test_bench_testset_vs_ragas_takes_the_first_mtrag_passages(tmp_path):
+    mtrag = shared("mtrag", "mtrag_dev.jsonl")
+    driver = module("bench_testset_vs_ragas")
+    every = driver.write_mtrag_documents(mtrag, tmp_path / "all")
+    some = driver.write_mtrag_documents(mtrag, tmp_path / "some", 3)
+    assert len(every) == len(set(every)) == 30 and some == every[:3]
+    assert sorted(p.stem for p in (tmp_path / "some").glob("*.txt")) == sorted(some)
+
+
+# --- beside ragas ------------------------------------------------------------------------------
+
+RAGAS_PEER = """\
+import json, sys
+for line in open(sys.argv[1]):
+    sample = json.loads(line)
+    for metric in ("faithfulness", "answer_relevance", "context_relevance"):
+        print(json.dumps({"id": sample["id"], "metric": metric, "seconds": 2.0, "value": 0.5,
+                          "error": None, "calls": 3, "prompt_tokens": 100,
+                          "completion_tokens": 10}))
+"""
+
+
+def test_bench_vs_ragas_measures_ragmeter_and_reads_the_peers_records(
+    bench, tmp_path, monkeypatch, capsys
+):
+    driver = module("bench_vs_ragas")
+    monkeypatch.setattr(driver, "get_embedder", lambda spec: HashingEmbedder())
+    remote = driver.ragmeter_measures(SAMPLES, scripted("routed"), tmp_path, "remote")
+    paper = driver.ragmeter_measures(
+        SAMPLES, scripted("routed"), tmp_path, "paper", driver.PAPER_MODES
+    )
+    samples = tmp_path / "samples.jsonl"
+    write_jsonl(samples, [{"id": s.key, "question": s.question, "contexts": s.contexts,
+                           "answer": s.answer} for s in SAMPLES])  # fmt: skip
+    peer = tmp_path / "peer.py"
+    peer.write_text(RAGAS_PEER)
+    monkeypatch.setattr(driver, "PEER", peer)
+    ragas = driver.ragas_measures(sys.executable, samples, "http://127.0.0.1:9/v1")
+    printed = subprocess.run([sys.executable, peer, samples], capture_output=True, text=True)
+    assert set(json.loads(printed.stdout.splitlines()[0])) == peer_keys("ragas_peer.py", "metric")
+    capsys.readouterr()
+    driver.report({"ragmeter remote": remote, "ragmeter paper": paper, "ragas": ragas}, SAMPLES)
+    out = capsys.readouterr().out
+    # Calls per sample (test_evaluate): one per answer sentence, two for answer relevance, one
+    # per context sentence; the paper's modes write the statements, then all their verdicts
+    # in one reply, and pick the needed sentences in one reply.
+    calls = table_rows(out, r"^(ragmeter remote|ragmeter paper|ragas)\s+(\w+)\s+[\d.]+\s+"
+                            r"([\d.]+)\s+\d+\s+\d+\s+(\d+)$")  # fmt: skip
+    assert calls == [
+        ("ragmeter remote", "faithfulness", "1.0", "0"),
+        ("ragmeter remote", "answer_relevance", "2.0", "0"),
+        ("ragmeter remote", "context_relevance", "2.0", "0"),
+        ("ragmeter remote", "all", "5.0", "0"),
+        ("ragmeter paper", "faithfulness", "2.0", "0"),
+        ("ragmeter paper", "answer_relevance", "2.0", "0"),
+        ("ragmeter paper", "context_relevance", "1.0", "0"),
+        ("ragmeter paper", "all", "5.0", "0"),
+        ("ragas", "faithfulness", "3.0", "0"),
+        ("ragas", "answer_relevance", "3.0", "0"),
+        ("ragas", "context_relevance", "3.0", "0"),
+        ("ragas", "all", "9.0", "0"),
+    ]
+    # The peer's 2 s a metric: 6 s a sample.
+    assert re.search(r"^ragas\s+all\s+6\.0\s", out, re.MULTILINE)
+    # Statement "x is one." supported, "y is two." not: 0.5 written; sentence 1 of 2 picked.
+    values = table_rows(out, r"^  (\w+)\s+(\w+)\s+(.*)$")
+    assert values == [
+        (sample, metric, value)
+        for sample in "ab"
+        for metric, value in (("faithfulness", "0.75 | 0.50 | 0.50"),
+                              ("answer_relevance", "1.00 | 1.00 | 0.50"),
+                              ("context_relevance", "0.00 | 0.50 | 0.50"))
+    ]  # fmt: skip
+
+
+def test_the_ragas_peers_start_in_ragas_virtualenv(bench):
+    pytest.importorskip(
+        "ragas", reason="ragas 0.4.3 lives in its own virtualenv (bench/ragas_peer.requirements"
+        ".txt), never beside ragmeter"
+    )  # fmt: skip
+    for peer in ("ragas_peer", "ragas_testset_peer"):
+        with pytest.raises(SystemExit) as done:
+            bench(peer, "--help")
+        assert done.value.code == 0
+
+
+# --- KaLMA -------------------------------------------------------------------------------------
+
+
+def test_kalma_report_evolves_answers_and_judges_and_resumes(bench, tmp_path):
+    rows = [
+        {"id": n, "question_complex": f"Who was {entity.name}?", "question_simple": "?",
+         "knowledge": [entity.to_record()]}
+        for n, entity in enumerate((ADA, BRAM), 1)
+    ]  # fmt: skip
+    data = write_jsonl(tmp_path / "biokalma.jsonl", rows)
+    out_dir = tmp_path / "kalma"
+    args = ("--judge", "bench:kalma", "--n", "2", "--rounds", "3", "--data", data, "--out",
+            out_dir, "--experiment", "main")  # fmt: skip
+    out = bench("kalma_report", *args)
+    # Per question (test_attribution_experiments): the seed paragraph, then a sentence and a
+    # question for each of the two injections.
+    assert re.search(r"evolution: 2 questions, 2 usable, 0 stopped early; [\d.]+ s, 5\.0 calls",
+                     out)  # fmt: skip
+    items = load_benchmark(out_dir / "benchmark.jsonl")
+    assert sorted(i.id for i in items) == ["biokalma-1", "biokalma-2"]
+    [main] = json.loads((out_dir / "summary.json").read_text())
+    assert (main["condition"], main["questions"], main["answered"]) == ("main", 2, 2)
+    # G-Eval's grade read from the rating's probabilities: 4 with 0.75, 5 with 0.25.
+    assert main["quality"] == dict.fromkeys(("coherence", "consistency", "fluency", "relevance"),
+                                            4.25)  # fmt: skip
+    asked = len(MADE[-1].history)
+    bench("kalma_report", *args)
+    assert len(MADE[-1].history) == 0 and asked > 0  # every step resumed from the folder
+    assert json.loads((out_dir / "summary.json").read_text()) == [main]
+
+
+# --- verdict heads: the verifier's sample, its run, the heads fitted on it ----------------------
+
+
+def collapsed(values: list[str]) -> list[str]:
+    """``values`` with each run of equal neighbours kept once."""
+    return [v for n, v in enumerate(values) if n == 0 or values[n - 1] != v]
+
+
+@pytest.fixture
+def one_blas_thread() -> Iterator[None]:
+    """Heads are fitted by scipy (the ``tune`` extra) as many small problems of a millisecond:
+    on a busy machine BLAS's threads waiting for a core cost ten times the arithmetic, so they
+    are held to one (threadpoolctl comes with the dev extra's MLflow; without it the fits take
+    longer, with the same results). Only libraries already loaded are held: scipy's first."""
+    pytest.importorskip("scipy.optimize", reason="fitting heads needs the 'tune' extra")
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        yield
+        return
+    with threadpool_limits(limits=1):
+        yield
+
+
+@pytest.fixture
+def verifier_run(bench, tmp_path, monkeypatch, one_blas_thread) -> Path:
+    """The documented path on a few rounds of the sample: ``verifier_sample.py``, then ``meta
+    attribution`` on its first three rounds by a judge whose hidden states hold the label."""
+    for name in ("attributionbench", "verifier"):
+        shared(name)
+    sample = tmp_path / "sample.jsonl"
+    out = bench("verifier_sample", sample, "--per-round", "1")
+    rows = [json.loads(line) for line in sample.open()]
+    # Each round takes one group of every source, the sources in the same order: a read
+    # stopped at any point holds every source.
+    order = collapsed([row["src_dataset"] for row in rows])
+    sources = order.index(order[0], 1)
+    assert f"{len(rows)} rows of {sources} sources in rounds of 1" in out
+    assert order[: 3 * sources] == order[:sources] * 3
+    # Three rounds of six sources (AttributionBench's four among them): fitting a head for
+    # each source left out takes seconds a source.
+    rounds, first = 0, []
+    for row in rows:
+        rounds += not first or row["src_dataset"] == order[0] != first[-1]["src_dataset"]
+        if rounds > 3:
+            break
+        first.append(row)
+    first = [row for row in first if row["src_dataset"] in order[:6]]
+    path = write_jsonl(tmp_path / "claims.jsonl", first)
+    labels = {_letters(statement_for(c, True)): c.label for c in load_attribution(path)}
+    monkeypatch.setattr(sys.modules[__name__], "LABELS", labels)
+    read = CliRunner().invoke(app, [
+        "meta", "attribution", str(path), "--out", str(tmp_path / "read"), "--judge",
+        "bench:labels", "--judge-option", "heads=none", "--judge-option",
+        f"states={','.join(STATE_NAMES)}", "--no-cache",
+    ])  # fmt: skip
+    assert read.exit_code == 0, read.output
+    assert len(MADE[-1].history) == len(first)  # one verdict a claim
+    return tmp_path / "read"
+
+
+def test_bench_verifier_fits_heads_that_read_what_the_states_hold(bench, verifier_run, tmp_path):
+    written = tmp_path / "bundled.json"
+    out = bench("bench_verifier", "--run", verifier_run, "--write", written)
+    claims = len((tmp_path / "claims.jsonl").read_text().splitlines())
+    [(read, _)] = table_rows(out, r"^\| \*\*all\*\* \| (\d+) \| (\d+) \|")
+    assert int(read) == claims  # every claim of the run read
+    # P(Yes) is 0.5 for every claim: the zero-shot read ranks nothing (AUC 0.5); the state
+    # says the label, and a head reading it ranks every claim right.
+    designs = table_rows(out, r"^\| (.*?) \| ([\d.]+) \| ([\d.]+) \| ([-+\d.]+) \| .* \| \d+ \|$")
+    assert designs and {zero for _, zero, _, _ in designs} == {"0.500"}
+    assert next(head for name, _, head, _ in designs if "l_out-16" in name) == "1.000"
+    assert list(Heads.load(written).heads) == ["faithfulness.supported"]
+    assert (tmp_path / TRAINING_FILE).is_file()  # beside it, what refits it
+
+
+def test_bench_heads_fits_and_ships_a_head_on_attributionbench(bench, verifier_run, tmp_path):
+    written = tmp_path / "heads.json"
+    out = bench("bench_heads", "--dev-run", verifier_run, "--test-run", verifier_run, "--write",
+                written)  # fmt: skip
+    designs = dict(table_rows(out, r"^\| (zero-shot P\(Yes\)|head: [^|]+) \| ([\d.]+) \|"))
+    assert designs["zero-shot P(Yes)"] == "0.500"
+    assert designs["head: l_out-16"] == "1.000"
+    assert "## 2. Held-out test sample" in out
+    assert list(Heads.load(written).heads) == ["faithfulness.supported"]
+
+
+# --- verdicts read at tags in one pass (on the stand-in engine) ----------------------------------
+
+WIKIEVAL_ROWS = [
+    {
+        "id": 0,
+        "question": "Which river flows through Budapest?",
+        "context_v1": ["The Danube river flows through Budapest. It is very long."],
+        "context_v2": ["Vienna hosts many concerts. Paris has museums."],
+        "answer": "The Danube flows through Budapest.",
+        "ungrounded_answer": "The Thames flows through Budapest.",
+        "poor_answer": "Rivers are wet.",
+    },
+    {
+        "id": 1,
+        "question": "When did the bridge open and what did it cost?",
+        "context_v1": ["The bridge opened in March 2004. Its construction cost 900 million "
+                       "euros."],
+        "context_v2": ["The bridge spans the Tagus estuary. Ferries crossed it before."],
+        "answer": "The bridge opened in March 2004 and cost 900 million euros.",
+        "ungrounded_answer": "The bridge opened in 1990 and was free.",
+        "poor_answer": "Bridges cross water.",
+    },
+    {
+        "id": 2,
+        "question": "Who wrote Middlemarch and under what name?",
+        "context_v1": ["Middlemarch was written by Mary Ann Evans. She published it under the "
+                       "name George Eliot."],
+        "context_v2": ["Middlemarch is a town in fiction. Novels were popular then."],
+        "answer": "Mary Ann Evans wrote Middlemarch as George Eliot.",
+        "ungrounded_answer": "Charles Dickens wrote Middlemarch.",
+        "poor_answer": "Novels are books.",
+    },
+    {
+        "id": 3,
+        "question": "What is the boiling point of ethanol?",
+        "context_v1": ["Ethanol boils at 78 degrees Celsius. It is a common solvent."],
+        "context_v2": ["Water boils at 100 degrees. Salt raises the boiling point."],
+        "answer": "Ethanol boils at 78 degrees Celsius.",
+        "ungrounded_answer": "Ethanol boils at 20 degrees.",
+        "poor_answer": "Chemistry is interesting.",
+    },
+    {
+        "id": 4,
+        "question": "Where was Zorbium found?",
+        "context_v1": ["Zorbium was found in Patagonia. Miners found it in 1931."],
+        "context_v2": ["Patagonia is windy. Sheep graze there."],
+        "answer": "Zorbium was found in Patagonia in 1931.",
+        "ungrounded_answer": "Zorbium was found on the Moon.",
+        "poor_answer": "Minerals are found in many places.",
+    },
+]  # fmt: skip
+
+
+def test_one_read_positions_reads_each_sentence_at_its_tag(bench, tmp_path):
+    rows = write_jsonl(tmp_path / "wikieval.jsonl", WIKIEVAL_ROWS)
+    out = bench("one_read_positions", rows, "--limit", "2", "--judge", "bench:engine")
+    # Separate: P(needed) is the share of the question's words (of four letters or more) in
+    # the sentence, needed from 0.5. At a tag: needed when the sentence shares any of them.
+    # Pair 0: the focused context's first sentence shares 4 of 5 ("which" is not in it), the
+    # second none; the other context none. Pair 1: each sentence of both contexts shares only
+    # "bridge" or "cost" (1 of 5), but for the last, which shares none.
+    assert table_rows(out, r"^pair (\d)  separate (\S+)  open (\S+)  answered (\S+)$") == [
+        ("0", "0.50/0.00", "0.50/0.00", "0.50/0.00"),
+        ("1", "0.00/0.00", "1.00/0.50", "1.00/0.50"),
+    ]
+    assert table_rows(out, r"^(\w+)\s+agreement ([\d.]+) \(2 pairs\)") == [
+        ("separate", "0.75"), ("open", "1.00"), ("answered", "1.00")
+    ]  # fmt: skip
+    assert MADE[-1]._engine.reads > 0
+
+
+def test_one_pass_heads_teaches_heads_and_resumes_every_step(bench, tmp_path, one_blas_thread):
+    rows = write_jsonl(tmp_path / "wikieval.jsonl", WIKIEVAL_ROWS)
+    args = (rows, "--out", tmp_path / "one-pass", "--judge", "bench:engine")
+    out = bench("one_pass_heads", *args, "--time", "1")
+    # Four distinct samples a question: the answer with the focused context, the ungrounded
+    # and the poor answer with it, and the answer with the other context.
+    assert "one pass: 20 samples" in out
+    assert len(table_rows(out, r"^one pass (\S+): [\d.]+ s, \d+ tokens$")) == 20
+    report = json.loads((tmp_path / "one-pass" / "report.json").read_text())
+    # Verdicts: every sentence of the ten contexts judged for context relevance (two each);
+    # the one statement of each of the ten answers judged for faithfulness; and whether each
+    # of the ten answers judged for answer relevance addresses its question.
+    assert {kind: figures["verdicts"] for kind, figures in report.items()} == {
+        "context_relevance": 20, "faithfulness": 10, "answer_relevance": 10
+    }  # fmt: skip
+    assert re.search(r"^timed on 1 samples: separate layout, three metrics", out, re.MULTILINE)
+    # Again: the passes and the teacher's verdicts come from the folder, the repeat checks from
+    # the call cache; nothing is read or asked anew.
+    again = bench("one_pass_heads", *args)
+    assert not table_rows(again, r"^one pass (\S+): ")
+    assert MADE[-1].history == [] and MADE[-1]._engine.reads == 0
+    assert json.loads((tmp_path / "one-pass" / "report.json").read_text()) == report
