@@ -59,7 +59,7 @@ def test_without_logprobs_the_digit_written_is_the_score():
 
 
 def test_a_reply_without_a_level_is_unscored_never_a_default():
-    judge = FakeJudge([digits({"The": 0.7, "Score": 0.3})] * 3)
+    judge = FakeJudge(responder=lambda request: digits({"The": 0.7, "Score": 0.3}))
     scores = text_quality("s1", INPUTS, judge, criteria={"relevance": CRITERIA["relevance"]})
     score = scores["relevance"]
     assert score.value is None and not score.scored

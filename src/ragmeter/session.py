@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from ragmeter.prompts import Inputs, Out, Prompt, ReplyError, YesNoPrompt
 from ragmeter.score import Exchange, Score, Unscorable, Usage
 
 Check = Callable[[Out], str | None]
+Value = TypeVar("Value")
 Question = tuple[YesNoPrompt, Inputs, dict[str, str]]
 """A Yes/No question as ``ask_yes_no`` takes it: the prompt, its inputs and its fields."""
 
@@ -272,65 +273,62 @@ class JudgeSession:
         with probability 1). A reply that names no label is asked again, then unscored."""
         request = ChatRequest(messages=prompt.render(inputs), max_tokens=1, top_logprobs=20)
         wanted = {label.casefold(): label for label in labels}
-        attempts = _Attempts(self.retries, self.repairs)
-        while True:
-            attempts.made += 1
-            exchange = Exchange(prompt=prompt.name, messages=list(request.messages))
-            self.exchanges.append(exchange)
-            try:
-                reply = self.judge.complete(request)
-                self.record_usage(reply.cached, reply.prompt_tokens, reply.completion_tokens)
-                read = _read_levels(reply, wanted)
-                if read is None and not reply.logprobs:  # not even a word: let it finish
-                    reply = self.judge.complete(request.model_copy(update={"max_tokens": 3}))
-                    self.record_usage(reply.cached, reply.prompt_tokens, reply.completion_tokens)
-                    read = _read_levels(reply, wanted)
-            except JudgeError as exc:
-                problem = exchange.error = f"judge call failed: {exc}"
-                if attempts.another(refused=isinstance(exc, RequestRefused)):
-                    continue
-                break
-            exchange.reply, exchange.cached = reply.text, reply.cached
-            exchange.states = reply.states
-            if read is not None:
-                return {label: read[0].get(label, 0.0) for label in labels}, read[1]
-            problem = exchange.error = f"none of {', '.join(labels)} in the reply {reply.text!r}"
-            if not attempts.another(unreadable=True):
-                break
-        raise Unscorable(f"{prompt.name}: {problem} (after {attempts.made} attempts)")
+        (mass, method), _, _ = self._one_token(
+            request,
+            prompt.name,
+            lambda reply: _read_levels(reply, wanted),
+            f"none of {', '.join(labels)}",
+        )
+        return {label: mass.get(label, 0.0) for label in labels}, method
 
     def _yes_no(self, request: ChatRequest, prompt: YesNoPrompt, first: Reply | None) -> float:
         """P(yes) for ``request``, retried as its failures allow; ``first`` is the reply to the
         first attempt when it was already asked (in a batch). Read by the judge's verdict head
         for ``prompt`` where it has one (``ragmeter.judges.heads``), else zero-shot."""
+        probability, exchange, reply = self._one_token(
+            request, prompt.name, _read_yes, "neither yes nor no", first
+        )
+        return self._read(exchange, prompt, probability, reply)
+
+    def _one_token(
+        self,
+        request: ChatRequest,
+        name: str,
+        read: Callable[[ChatResponse], Value | None],
+        unreadable: str,
+        first: Reply | None = None,
+    ) -> tuple[Value, Exchange, ChatResponse]:
+        """A one-token answer to ``request`` as ``read`` reads it, with its exchange and reply;
+        retried as its failures allow. A reply ``read`` cannot use is let finish (three tokens)
+        and read again before it counts as unreadable (``unreadable`` says what it lacked)."""
         attempts = _Attempts(self.retries, self.repairs)
         while True:
             attempts.made += 1
-            exchange = Exchange(prompt=prompt.name, messages=list(request.messages))
+            exchange = Exchange(prompt=name, messages=list(request.messages))
             self.exchanges.append(exchange)
             try:
                 reply, first = (first if first is not None else self.judge.complete(request)), None
                 if isinstance(reply, Exception):
                     raise reply
                 self.record_usage(reply.cached, reply.prompt_tokens, reply.completion_tokens)
-                probability = _read_yes(reply)
-                if probability is None:  # not even a word: let the judge finish it
+                value = read(reply)
+                if value is None:  # not even a word: let the judge finish it
                     reply = self.judge.complete(request.model_copy(update={"max_tokens": 3}))
                     self.record_usage(reply.cached, reply.prompt_tokens, reply.completion_tokens)
-                    probability = _read_yes(reply)
+                    value = read(reply)
             except JudgeError as exc:
                 problem = exchange.error = f"judge call failed: {exc}"
                 if attempts.another(refused=isinstance(exc, RequestRefused)):
                     continue
                 break
             exchange.reply, exchange.cached = reply.text, reply.cached
-            if probability is not None:
+            if value is not None:
                 exchange.states = reply.states
-                return self._read(exchange, prompt, probability, reply)
-            problem = exchange.error = f"neither yes nor no in the reply {reply.text!r}"
+                return value, exchange, reply
+            problem = exchange.error = f"{unreadable} in the reply {reply.text!r}"
             if not attempts.another(unreadable=True):
                 break
-        raise Unscorable(f"{prompt.name}: {problem} (after {attempts.made} attempts)")
+        raise Unscorable(f"{name}: {problem} (after {attempts.made} attempts)")
 
     def _read(
         self, exchange: Exchange, prompt: YesNoPrompt, zero_shot: float, reply: ChatResponse
