@@ -462,3 +462,24 @@ def test_the_criteria_bench_correlates_each_reading_by_the_sources_protocol(tmp_
     bench.measure("summeval", rows, wanted, ["direct", "yes_no"], judge, tmp_path / "run")
     assert len(judge.history) == calls  # an unchanged rerun is read from the run
     assert bench.summary_level([1, 2, 3, 3, 2, 1], [1, 2, 3, 1, 2, 3], ["a"] * 3 + ["b"] * 3) == 0
+
+
+def test_people_label_a_criterion_on_its_own_scale(tmp_path: Path):
+    from ragmeter.labels.session import LabelSession
+
+    def reply(request):
+        if "Yes or No" in request.messages[-1].content:
+            return yes_no(0.5)
+        return digits({"1": 0.5, "3": 0.5})
+
+    judge = FakeJudge(responder=reply, model="labels")
+    out = tmp_path / "run"
+    evaluate(
+        [SAMPLE],
+        [CriterionMetric(THREE_LEVELS, reading="direct"), CriterionMetric(DECLINES)],
+        judge=judge,
+        out_dir=out,
+        cache=False,
+    )
+    assert LabelSession.open(out, metric="natural", annotator="ann").scale.text == "1-3"
+    assert LabelSession.open(out, metric="declines", annotator="ann").scale.text == "0-1"

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragmeter.criteria import Criterion
 from ragmeter.heads.ratings import Scale, parse_scale
 from ragmeter.labels.agreement import PairAgreement, pair_agreement
 from ragmeter.labels.items import (
@@ -163,7 +164,9 @@ class LabelSession:
                 on = None
             else:
                 items, more = rating_items(result, chosen, passages)
-                on, threshold = _scale(store, chosen, scale), 0.5
+                config = result.run.metrics.get(chosen)
+                own = criterion_scale(config.config if config else {})
+                on, threshold = _scale(store, chosen, scale or own), 0.5
             return cls(
                 store,
                 ordered(items, order, seed),
@@ -390,6 +393,18 @@ def _pair(found: PairAgreement) -> dict[str, Any]:
         "agreement": found.agreement,
         "kappa": found.kappa,
     }
+
+
+def criterion_scale(config: dict[str, Any]) -> str | None:
+    """The scale people rate a criterion on, from its run record: its levels' range, or
+    ``binary`` for a yes/no question or a checklist; None for any other metric."""
+    if "criterion" not in config:
+        return None
+    criterion = Criterion.model_validate(config["criterion"])
+    if criterion.kind != "levels":
+        return "binary"
+    low, high = criterion.scale
+    return f"{low:g}-{high:g}"
 
 
 def _scale(store: LabelStore, metric: str, stated: str | None) -> Scale:
