@@ -1,4 +1,5 @@
-"""The Wilson interval, against values worked out by hand; the bootstrap, against its reference."""
+"""The Wilson interval, against values worked out by hand; the bootstrap, against its reference;
+ROC AUC under bootstrap weights, against the items drawn."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from ragmeter.stats import bootstrap_mean_ci, percentile_interval, wilson_interval
+from ragmeter.stats import (
+    bootstrap_mean_ci,
+    percentile_interval,
+    resample_counts,
+    roc_auc,
+    weighted_roc_auc,
+    wilson_interval,
+)
 
 
 @pytest.mark.parametrize(
@@ -55,3 +63,19 @@ def test_the_bootstrap_of_a_long_run_takes_megabytes_not_hundreds():
     # A block of 2**20 draws: 8 MiB of indices and 8 MiB of the values they pick; drawn at
     # once, 2000 rounds of 5000 took 80 MB of each.
     assert peak < 20 * 2**20
+
+
+def test_weighted_roc_auc_is_roc_auc_of_the_items_drawn_that_often():
+    rng = np.random.default_rng(1)
+    truth = rng.random(40) < 0.4
+    scores = np.round(rng.random(40), 1)  # rounded: ties count half, as in roc_auc
+    counts = resample_counts(40, rounds=30, seed=2)
+    found = weighted_roc_auc(truth, scores, counts)
+    for row, drawn in zip(counts, found, strict=True):
+        items = np.repeat(np.arange(40), row)
+        assert drawn == pytest.approx(roc_auc(truth[items], scores[items]))
+    assert weighted_roc_auc(truth, scores, np.ones((1, 40)))[0] == roc_auc(truth, scores)
+    # A draw without an item of one class has no ROC AUC.
+    assert np.isnan(weighted_roc_auc(truth, scores, truth[None, :].astype(float))[0])
+    # m out of n: each round draws `size` units.
+    assert (resample_counts(40, rounds=5, seed=0, size=7).sum(axis=1) == 7).all()

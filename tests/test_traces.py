@@ -28,6 +28,7 @@ from ragmeter.judges.fake import FakeJudge
 from ragmeter.manifest import RunRecord
 from ragmeter.sample import Sample
 from ragmeter.traces import (
+    HumanLabel,
     SkippedTrace,
     Span,
     TraceSet,
@@ -213,6 +214,84 @@ def test_a_failed_write_is_retried_and_a_lasting_failure_reported():
     report = write_verdicts(verdicts, down, retries=2, backoff=0)
     assert report.written == 0 and len(report.failed) == 3 and down.kept == {}
     assert report.failed[0]["error"] == "ConnectionError: connection reset"
+
+
+def test_people_s_labels_become_ratings_of_the_samples_their_traces_are(tmp_path):
+    from ragmeter import evaluate
+    from ragmeter.heads.ratings import parse_scale
+    from ragmeter.labels import LabelStore, fold
+    from ragmeter.labels.pull import pull_labels
+
+    samples = [
+        Sample(id=f"t{i}", question=q, contexts=[appmod.PASSAGES[i]], answer=a,
+               metadata={"trace_id": f"t{i}", "span_id": f"s{i}"})
+        for i, (q, a) in enumerate(zip(QUESTIONS[:3], ANSWERS[:3], strict=True))
+    ]  # fmt: skip
+    traces = TraceSet(samples, [SkippedTrace("t9", "no retrieval: no retriever span")],
+                      source={"source": "test"})  # fmt: skip
+    out = tmp_path / "run"
+    result = evaluate_traces(traces, ["faithfulness", "answer_relevance"], judge=scripted(),
+                             out_dir=out, cache=False)  # fmt: skip
+    section = trace_section(result)
+    found = [
+        HumanLabel("t0", "faithfulness", "phoenix:ann", label="Yes", at=10.0),
+        # Two of ann's labels of t1 changed in the same second: the later made stands.
+        HumanLabel("t1", "faithfulness", "phoenix:ann", label="no", at=20.0, made=7),
+        HumanLabel("t1", "faithfulness", "phoenix:ann", score=1.0, at=20.0, made=5),
+        HumanLabel("t1", "faithfulness", "phoenix:bob", score=1.0, note="  fine  "),
+        HumanLabel("t2", "helpful", "phoenix:cy", score=0.5),
+        HumanLabel("t2", "answer_relevance", "phoenix:bob", score=4.0),
+        HumanLabel("t9", "faithfulness", "phoenix:ann", label="no"),
+        HumanLabel("t7", "faithfulness", "phoenix:ann", label="no"),
+        HumanLabel("t2", "faithfulness", "phoenix:ann", label="sort of"),
+    ]
+
+    def pull(**options):
+        return pull_labels(out, result, section, found, source="phoenix:p", **options)
+
+    report = pull(names={"helpful": "answer_relevance"})
+    assert report.read == 9 and report.superseded == 1
+    assert dict(report.added) == {("faithfulness", "phoenix:ann"): 2,
+                                  ("faithfulness", "phoenix:bob"): 1}  # fmt: skip
+    assert report.scales == {"faithfulness": "binary"} and report.inferred == ["faithfulness"]
+    assert {(x.reason, x.trace_id) for x in report.left_out} == {
+        ("on a trace the run left out (no retrieval)", "t9"),
+        ("on a trace the run did not read", "t7"),
+        ("faithfulness: neither a number nor yes/no ('sort of')", "t2"),
+        # 0.5 alone would be on 0-1; 4 is not: neither is taken on a scale nobody stated.
+        ("answer_relevance: values from 0.5 to 4 on a scale nobody stated (say it: --scale "
+         "answer_relevance=LOW-HIGH)", "t2"),
+    }  # fmt: skip
+    assert len(report.left_out) == 5
+    with LabelStore(out / "labels.sqlite") as store:
+        standing = {
+            (who, item.sample_id): e for (who, item), e in fold(store.events()).labels.items()
+        }
+    assert {k: e.value for k, e in standing.items()} == {
+        ("phoenix:ann", "t0"): 1.0, ("phoenix:ann", "t1"): 0.0, ("phoenix:bob", "t1"): 1.0,
+    }  # fmt: skip
+    assert standing[("phoenix:bob", "t1")].note == "fine"
+
+    # On 1-5, 0.5 is off the scale and 4 is on it; faithfulness is already on binary.
+    again = pull(
+        names={"helpful": "answer_relevance"}, scales={"answer_relevance": parse_scale("1-5")}
+    )
+    assert again.already == 3 and dict(again.added) == {("answer_relevance", "phoenix:bob"): 1}
+    assert ("answer_relevance: off the scale 1-5 (0.5)", "t2") in {
+        (x.reason, x.trace_id) for x in again.left_out
+    }
+    with pytest.raises(ValueError, match="on the scale binary, not 1-5"):
+        pull(scales={None: parse_scale("1-5")})
+    with pytest.raises(ValueError, match="tone is not a metric of the run"):
+        pull(names={"x": "tone"})
+
+    # Only a tracing server holds people's labels; a run not scored from traces has none.
+    from_test = runner.invoke(app, ["label", str(out), "--pull"])
+    assert from_test.exit_code == 2 and "read from a Phoenix or MLflow server" in from_test.output
+    plain = tmp_path / "plain"
+    evaluate(samples, ["faithfulness"], judge=scripted(), out_dir=plain, cache=False)
+    refused = runner.invoke(app, ["label", str(plain), "--pull"])
+    assert refused.exit_code == 2 and "not scored from traces" in refused.output
 
 
 def test_a_metric_scores_rows_as_a_phoenix_evaluator():
@@ -710,3 +789,221 @@ def test_an_unfinished_skip_is_kept_with_its_reason():
     traces = samples_from_spans([], skipped=[SkippedTrace("t", "cut short: in flight")])
     assert traces.skipped_reasons() == {"cut short": 1}
     assert traces.record()["skipped"] == [{"trace_id": "t", "reason": "cut short: in flight"}]
+
+
+# --- people's labels, where they gave them, read back as ratings ------------------------------
+
+
+def pulled_rows(output: str) -> dict[str, str]:
+    """The lines of ``label --pull`` that say what was left out, by their reason."""
+    return {
+        line.strip().split(": trace(s) ")[0]: line.strip().split(": trace(s) ")[1]
+        for line in output.splitlines()
+        if ": trace(s) " in line
+    }
+
+
+def test_human_annotations_in_phoenix_are_pulled_as_ratings_that_calibrate_reads(phoenix, tmp_path):
+    url, _ = phoenix
+    from phoenix.client import Client
+
+    from ragmeter.labels import LabelSession, LabelStore, fold
+
+    # The 20 most recent traces: the three bad requests and the good ones from position 3 on;
+    # the first three were not read.
+    traces = read_phoenix(PROJECT, server=url, limit=20)
+    out = tmp_path / "run"
+    result = evaluate_traces(traces, ["faithfulness"], judge=scripted(), out_dir=out,
+                             cache=False, write_back=True)  # fmt: skip
+    assert trace_section(result)["write_back"]["failed"] == []
+    asked = {q: i for i, q in enumerate(QUESTIONS)}
+    at = {asked[s.question]: s for s in traces.samples}
+    assert sorted(at) == list(range(3, GOOD))
+    client = Client(base_url=url)
+    spans = client.spans.get_spans(project_identifier=PROJECT, limit=10_000)
+    retriever = {s["context"]["trace_id"]: s["context"]["span_id"]
+                 for s in spans if s["span_kind"] == "RETRIEVER"}  # fmt: skip
+    root = {s["context"]["trace_id"]: s["context"]["span_id"] for s in spans if not s["parent_id"]}
+    right = {i: i not in appmod.WRONG for i in range(GOOD)}
+
+    def annotate(span_id, who, name="faithfulness", kind="HUMAN", **result):
+        client.spans.add_span_annotation(span_id=span_id, annotation_name=name,
+                                         annotator_kind=kind, identifier=who, sync=True,
+                                         **result)  # fmt: skip
+
+    # Alice says yes or no on the root span (Portugal, 4, is left to the page's own test).
+    for i in [3, 5, 6, 7, 8, 9, 10]:
+        annotate(at[i].metadata["span_id"], "alice", label="yes" if right[i] else "no")
+    annotate(retriever[at[3].key], "alice", label="Yes", explanation="again, on the retriever")
+    # Bob scores; carol labels a whole trace; dave annotates a retriever span.
+    for i in [10, 11, 12, 13, 14]:
+        annotate(at[i].metadata["span_id"], "bob", score=float(right[i]))
+    client.traces.add_trace_annotation(trace_id=at[15].key, annotation_name="faithfulness",
+                                       annotator_kind="HUMAN", label="Yes", identifier="carol",
+                                       sync=True)  # fmt: skip
+    annotate(retriever[at[16].key], "dave", score=1.0)
+    # What cannot be a rating of the run, each said: a trace it did not read, one it left out,
+    # a name that is no metric of it, a label that is neither a number nor yes/no.
+    first = next(s for s in read_phoenix(PROJECT, server=url).samples if s.question == QUESTIONS[0])
+    annotate(first.metadata["span_id"], "alice", label="yes")
+    no_retrieval = next(s.trace_id for s in traces.skipped if s.reason.startswith("no retrieval"))
+    annotate(root[no_retrieval], "erin", score=0.0)
+    annotate(at[5].metadata["span_id"], "alice", name="tone", label="polite")
+    annotate(at[6].metadata["span_id"], "frank", label="maybe")
+    # Another judge's annotation is not a person's label: not read at all.
+    annotate(at[7].metadata["span_id"], "other-judge", kind="LLM", score=0.0)
+
+    pulled = runner.invoke(app, ["label", str(out), "--pull"], terminal_width=250)
+    assert pulled.exit_code == 0, pulled.output
+    assert f"19 label(s) people gave the traces of phoenix:{PROJECT}" in pulled.output
+    assert (
+        "14 rating(s) (faithfulness by phoenix:alice: 7, faithfulness by phoenix:bob: 5, "
+        "faithfulness by phoenix:carol: 1, faithfulness by phoenix:dave: 1); 0 already there"
+    ) in pulled.output
+    assert "1 earlier label(s) by the same person of the same trace and metric" in pulled.output
+    assert "faithfulness: scale binary, read from the values" in pulled.output
+    assert "4 label(s) left out" in pulled.output
+    left = pulled_rows(pulled.output)
+    assert left == {
+        "1 on a trace the run did not read": first.key,
+        "1 on a trace the run left out (no retrieval)": no_retrieval,
+        "1 named 'tone': not a metric of the run (map it: --annotation METRIC=NAME)": at[5].key,
+        "1 faithfulness: neither a number nor yes/no ('maybe')": at[6].key,
+    }
+
+    # In the run's log, each person under their own name, with what they said.
+    with LabelStore(out / "labels.sqlite") as store:
+        standing = fold(store.events("rating")).labels
+    by_person = Counter(who for who, _ in standing)
+    assert by_person == {"phoenix:alice": 7, "phoenix:bob": 5, "phoenix:carol": 1,
+                         "phoenix:dave": 1}  # fmt: skip
+    alice_3 = standing[("phoenix:alice", next(k for w, k in standing if k.sample_id == at[3].key))]
+    assert alice_3.value == 1.0 and alice_3.note == "again, on the retriever"
+    assert alice_3.order == f"pulled from phoenix:{PROJECT}" and alice_3.judge == SUPPORTED
+
+    # Pulled again: nothing is added twice.
+    again = runner.invoke(app, ["label", str(out), "--pull"], terminal_width=250)
+    assert again.exit_code == 0, again.output
+    assert "0 rating(s); 14 already there" in again.output
+
+    # calibrate reads them. Rated: positions 3 and 5-16, 13 samples; the people said no to the
+    # two answered wrong (9 and 14) and yes to the rest, as the judge did (0.9 against 0.2).
+    done = runner.invoke(app, ["calibrate", str(out)], terminal_width=250)
+    assert done.exit_code == 0, done.output
+    assert "14 of the 14 ratings were pulled from phoenix:capitals, where people chose" in (
+        done.output
+    )
+    found = json.loads((out / "calibration.json").read_text())["metrics"][0]
+    people = found["result"]
+    assert (people["rated"], people["unrated"]) == (13, 4)
+    # Ratings alone: 11/13, their variance 13/12 * (11/13) * (2/13) = 11/78.
+    assert people["labels_only"]["estimate"] == pytest.approx(11 / 13)
+    # The judge's line to the ratings is exact (0.2 -> 0, 0.9 -> 1) in every fold: g = y on
+    # the rated, [0, 1, 1, 0] on the unrated (positions 4, 17, 18, 19), variance 1/3. lambda =
+    # (11/78 / 13) / (11/78 / 13 + 1/3 / 4) = 11 / 95.5 = 22/191; the estimate
+    # 11/13 + 22/191 * (1/2 - 11/13) = 11/13 - 22/191 * 9/26 = 0.806283.
+    assert people["weight"] == pytest.approx(22 / 191)
+    assert people["ppi"]["estimate"] == pytest.approx(11 / 13 - 22 / 191 * 9 / 26)
+
+    # The labelling page counts them among the people to agree with.
+    session = LabelSession.open(out, metric="faithfulness", annotator="me")
+    try:
+        assert session.scale.text == "0-1"
+        key = next(item.key for item in session.items if item.key.sample_id == at[9].key)
+        state = session.answer("me", key.text(), 0.0)
+    finally:
+        session.close()
+    assert {"with": "phoenix:alice", "items": 1, "agreement": 1.0, "kappa": None} in state[
+        "agreement"
+    ]
+
+    # Bob changes his mind on 13 in Phoenix: the next pull adds that, standing over the old.
+    annotate(at[13].metadata["span_id"], "bob", score=0.0)
+    changed = runner.invoke(app, ["label", str(out), "--pull"], terminal_width=250)
+    assert "1 rating(s) (faithfulness by phoenix:bob: 1); 13 already there; 1 changed" in (
+        changed.output
+    )
+    with LabelStore(out / "labels.sqlite") as store:
+        standing = fold(store.events("rating")).labels
+    assert [e.value for (who, k), e in standing.items()
+            if who == "phoenix:bob" and k.sample_id == at[13].key] == [0.0]  # fmt: skip
+
+
+def test_human_feedback_in_mlflow_is_pulled_as_ratings_that_calibrate_reads(
+    mlflow_server, tmp_path
+):
+    url, _ = mlflow_server
+    import mlflow
+    from mlflow.entities import AssessmentSource
+
+    traces = wait_for(lambda: read_mlflow(EXPERIMENT, tracking_uri=url), GOOD + 3)
+    out = tmp_path / "run"
+    metrics = ["faithfulness", "answer_relevance"]
+    result = evaluate_traces(traces, metrics, judge=scripted(), out_dir=out, cache=False,
+                             write_back=True)  # fmt: skip
+    assert trace_section(result)["write_back"]["failed"] == []
+    at = by_position(traces)
+    ana = AssessmentSource(source_type="HUMAN", source_id="ana@example.com")
+    ben = AssessmentSource(source_type="HUMAN", source_id="ben@example.com")
+    errored = next(s.trace_id for s in traces.skipped if s.reason.startswith("error"))
+    before = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(url)
+    try:
+        # Ana says whether each answer is grounded in what was retrieved (9 is not: Oslo).
+        for i in [0, 1, 2, 3, 5, 6, 7, 8, 9]:
+            mlflow.log_feedback(trace_id=at[i].key, name="grounded",
+                                value=i not in appmod.WRONG, source=ana)  # fmt: skip
+        # On 12 she first said no, then corrected herself: the correction stands.
+        first = mlflow.log_feedback(trace_id=at[12].key, name="grounded", value=False, source=ana)
+        mlflow.override_feedback(trace_id=at[12].key, assessment_id=first.assessment_id,
+                                 value=True, rationale="misread it", source=ana)  # fmt: skip
+        # Ben rates how helpful four answers are, 1 to 5.
+        for i, rating in zip([10, 11, 13, 14], [5, 4, 4, 2], strict=True):
+            mlflow.log_feedback(trace_id=at[i].key, name="helpfulness", value=rating, source=ben)
+        mlflow.log_feedback(trace_id=errored, name="grounded", value=False, source=ana)
+        # A judge's feedback is not a person's label: not read at all.
+        mlflow.log_feedback(trace_id=at[1].key, name="grounded", value=False,
+                            source=AssessmentSource(source_type="LLM_JUDGE",
+                                                    source_id="another-judge"))  # fmt: skip
+    finally:
+        mlflow.set_tracking_uri(before)
+
+    pull = ["label", str(out), "--pull"]
+    # Named otherwise than the run's metrics: nothing is taken for a rating unasked.
+    unmapped = runner.invoke(app, pull, terminal_width=250)
+    assert unmapped.exit_code == 0, unmapped.output
+    assert "15 label(s) people gave the traces of mlflow:capitals" in unmapped.output
+    assert "added to" in unmapped.output and ": 0 rating(s); 0 already there" in unmapped.output
+    left = pulled_rows(unmapped.output)
+    assert left["1 on a trace the run left out (error)"] == errored
+    assert left["10 named 'grounded': not a metric of the run (map it: --annotation METRIC=NAME)"]
+    assert left["4 named 'helpfulness': not a metric of the run (map it: --annotation METRIC=NAME)"]
+
+    # Mapped: grounded rates faithfulness (true/false as 1/0); helpfulness needs its scale.
+    mapped = [*pull, "--annotation", "faithfulness=grounded",
+              "--annotation", "answer_relevance=helpfulness"]  # fmt: skip
+    without_scale = runner.invoke(app, mapped, terminal_width=250)
+    assert "10 rating(s) (faithfulness by mlflow:ana@example.com: 10)" in without_scale.output
+    assert pulled_rows(without_scale.output)[
+        "4 answer_relevance: values from 2 to 5 on a scale nobody stated (say it: --scale "
+        "answer_relevance=LOW-HIGH)"
+    ]
+    scaled = runner.invoke(app, [*mapped, "--scale", "answer_relevance=1-5"], terminal_width=250)
+    assert scaled.exit_code == 0, scaled.output
+    assert (
+        "4 rating(s) (answer_relevance by mlflow:ben@example.com: 4); 10 already there"
+        in scaled.output
+    )
+
+    done = runner.invoke(app, ["calibrate", str(out)], terminal_width=250)
+    assert done.exit_code == 0, done.output
+    found = {m["metric"]: m for m in json.loads((out / "calibration.json").read_text())["metrics"]}
+    # Faithfulness: ten answers rated, nine of them grounded (12 as corrected).
+    faithfulness = found["faithfulness"]["result"]
+    assert (faithfulness["rated"], faithfulness["unrated"]) == (10, GOOD - 10)
+    assert faithfulness["labels_only"]["estimate"] == pytest.approx(0.9)
+    # Answer relevance on Ben's 1-5: (5 + 4 + 4 + 2) / 4.
+    relevance = found["answer_relevance"]
+    assert (relevance["scale"]["low"], relevance["scale"]["high"]) == (1, 5)
+    assert relevance["result"]["rated"] == 4
+    assert relevance["result"]["labels_only"]["estimate"] == pytest.approx(3.75)

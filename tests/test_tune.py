@@ -1,5 +1,5 @@
 """``ragmeter tune``: heads fitted on a run's kept states and a team's labels, written only where
-they beat the zero-shot read out of fold."""
+they beat the zero-shot read out of fold clearly (the gain's 95 % interval above zero)."""
 
 import hashlib
 import json
@@ -8,15 +8,17 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from ragmeter import evaluate
 from ragmeter.claims import SUPPORTED
 from ragmeter.cli.main import app
-from ragmeter.heads import Heads
 from ragmeter.heads.fitting import Design, Verdicts
+from ragmeter.heads.tuning import GainInterval
 from ragmeter.heads.verifier import LabelledClaims, Recipe, TrainingSet
 from ragmeter.judges.fake import FakeJudge
+from ragmeter.judges.heads import Heads
 from ragmeter.meta.attribution import load_attribution, verify_claims
 
 from .conftest import yes_no
@@ -32,19 +34,21 @@ def _noise(text: str, salt: str) -> float:
 
 class KnowingJudge(FakeJudge):
     """Its zero-shot read knows nothing (P(Yes) by hash); its state knows whether a statement
-    says "right" (dimension 0), or nothing at all when ``informative`` is False."""
+    says "right" (dimension 0), or nothing at all when ``informative`` is False. ``noise`` is
+    how much of dimension 0 is noise rather than that signal (0.1: the signal stands out)."""
 
     states = ("l_out-16",)
 
-    def __init__(self, informative: bool = True) -> None:
+    def __init__(self, informative: bool = True, noise: float = 0.1) -> None:
         super().__init__(responder=self._reply, model="knowing")
         self.informative = informative
+        self.noise = noise
 
     def _reply(self, request):
         statement = STATEMENT.search(request.messages[-1].content).group(1)
         p_yes = 0.2 + 0.6 * _noise(statement, "p")
         signal = 1.0 if "right" in statement and self.informative else 0.0
-        state = [signal + 0.1 * _noise(statement, "s"), _noise(statement, "t")]
+        state = [signal + self.noise * _noise(statement, "s"), _noise(statement, "t")]
         return yes_no(p_yes, {"l_out-16": state})
 
 
@@ -96,13 +100,73 @@ def test_tune_writes_a_head_that_beats_the_zero_shot_read_and_evaluate_reads_wit
     assert values == sorted(values) and values[3] - values[0] > 0.5  # 0 to 3 right claims
 
 
+def _gain_cell(output: str) -> tuple[float, float, float]:
+    """The gain and its interval as the table prints them: "+0.340 [-0.171, +0.786]"."""
+    row = next(line for line in output.splitlines() if line.startswith("│ faithfulness"))
+    cell = [c.strip() for c in row.strip("│").split("│")][8]
+    gain, low, high = re.fullmatch(r"([-+][\d.]+) \[([-+][\d.]+), ([-+][\d.]+)\]", cell).groups()
+    return float(gain), float(low), float(high)
+
+
 def test_tune_refuses_a_head_that_does_not_beat_the_zero_shot_read(tmp_path):
     out, labels = _run(tmp_path, KnowingJudge(informative=False))
-    result = runner.invoke(app, ["tune", str(out), str(labels), "--scale", "faithfulness=1-4"])
+    command = ["tune", str(out), str(labels), "--scale", "faithfulness=1-4"]
+    result = runner.invoke(app, command, terminal_width=250)
     assert result.exit_code == 1, result.output
-    assert "does not beat the zero-shot read out of fold" in result.output
-    assert "nothing written" in result.output
+    gain, low, high = _gain_cell(result.output)
+    assert gain < 0 and low < 0 < high
+    said = next(line for line in result.output.splitlines() if line.startswith("faithfulness:"))
+    assert f"gain {gain:+.3f} over the zero-shot read out of fold" in said
+    assert f"95 % interval [{low:+.3f}, {high:+.3f}] over 30 ratings" in said
+    assert "not clearly above zero; not written" in said
+    assert "The measured gain is not above zero, so no number of labels can be estimated" in said
+    assert "no head clearly beat the zero-shot read out of fold: nothing written" in result.output
     assert not (out / "heads.json").exists()
+
+
+def test_a_small_noisy_gain_is_refused_with_what_was_measured_and_the_labels_it_would_need(
+    tmp_path,
+):
+    # The state's signal is buried under three times its size of noise: the head gains on the
+    # zero-shot read out of fold, but on 30 ratings its interval still reaches below zero.
+    out, labels = _run(tmp_path, KnowingJudge(noise=1 / 0.3))
+    command = ["tune", str(out), str(labels), "--scale", "faithfulness=1-4"]
+    result = runner.invoke(app, command, terminal_width=250)
+    assert result.exit_code == 1, result.output
+    assert not (out / "heads.json").exists()
+    gain, low, high = _gain_cell(result.output)
+    assert gain > 0.1 and low < 0 < high
+    said = next(line for line in result.output.splitlines() if line.startswith("faithfulness:"))
+    assert f"95 % interval [{low:+.3f}, {high:+.3f}] over 30 ratings: not clearly above" in said
+    estimate = re.search(
+        r"measured with 15, 23, 30 samples resampled, goes as ([\d.]+)/sqrt\(samples\); if the "
+        r"gain stayed at ([-+][\d.]+), its interval would clear zero at about (\d+) ratings "
+        r"\((\d+) more\)",
+        said,
+    )
+    assert estimate, said
+    assert said.count("An estimate from this run's own figures") == 1
+    spread, stayed, needed, more = estimate.groups()
+    assert float(stayed) == gain and int(needed) - 30 == int(more) > 0
+    # (c / gain)^2 samples, from the printed (rounded) figures.
+    assert int(needed) == pytest.approx((float(spread) / gain) ** 2, rel=0.05)
+    # The interval at 30 is the curve's last point: its half-width is about c / sqrt(30).
+    assert (high - low) / 2 == pytest.approx(float(spread) / 30**0.5, rel=0.25)
+
+
+def test_the_labels_needed_are_where_the_fitted_half_width_meets_the_gain():
+    # Half-widths 1/sqrt(m) at m = 16 and 25: c = 1 exactly.
+    interval = GainInterval(-0.1, 0.3, units=25, rows=25, half_widths={16: 0.25, 25: 0.2})
+    assert interval.spread == pytest.approx(1.0) and not interval.clear
+    assert interval.labels_needed(0.1) == 100  # (1 / 0.1)^2 samples
+    assert interval.labels_needed(0.05) == 400
+    assert interval.labels_needed(0.5) == 26  # already within reach: one more than now
+    assert interval.labels_needed(0.0) is None and interval.labels_needed(-0.2) is None
+    # Three labelled claims a sample: the samples needed, in claims; two significant figures.
+    claims = GainInterval(-0.1, 0.3, units=25, rows=75, half_widths={16: 0.25, 25: 0.2})
+    assert claims.labels_needed(0.1) == 300
+    assert claims.labels_needed(0.03) == 3400  # 1111.1 samples, 3333.3 claims
+    assert GainInterval(0.01, 0.3, units=25, rows=25).clear
 
 
 def test_claim_labels_teach_the_head_verdict_by_verdict(tmp_path):
@@ -115,7 +179,8 @@ def test_claim_labels_teach_the_head_verdict_by_verdict(tmp_path):
             text = sentence if sentence.startswith("Claim") else "Claim" + sentence
             lines.append(f"{sample['id']},{text},{int('right' in text)}")
     claims.write_text("\n".join(lines) + "\n")
-    result = runner.invoke(app, ["tune", str(out), str(claims), "--out", str(tmp_path / "h.json")])
+    command = ["tune", str(out), str(claims), "--out", str(tmp_path / "h.json")]
+    result = runner.invoke(app, command, terminal_width=250)
     assert result.exit_code == 0, result.output
     row = next(line for line in result.output.splitlines() if line.startswith("│ faithfulness"))
     cells = [c.strip() for c in row.strip("│").split("│")]
@@ -126,6 +191,12 @@ def test_claim_labels_teach_the_head_verdict_by_verdict(tmp_path):
     head = Heads.load(tmp_path / "h.json").heads[SUPPORTED.name]
     assert head.figures["out_of_fold"] == 1.0 and head.figures["rows"] == 90
     assert head.figures["figure"] == "ROC AUC" and head.figures["folds"] == 5
+    # Written because the gain's interval, resampling the 30 samples (their claims together),
+    # lies above zero; the head records it.
+    interval = head.figures["gain_interval"]
+    assert interval["samples"] == 30 and 0 < interval["low"] <= interval["high"]
+    gain, low, _ = _gain_cell(result.output)
+    assert gain == pytest.approx(1.0 - float(cells[6]), abs=1e-3) and low > 0
 
 
 def test_claim_labels_of_one_kind_or_labelled_twice_otherwise_are_refused(tmp_path):
@@ -220,7 +291,8 @@ def test_tune_refits_the_verifier_on_the_shipped_claims_and_a_teams_own(tmp_path
     training = TrainingSet.load(_training_set(tmp_path))
     monkeypatch.setattr("ragmeter.cli.tune.shipped_training_set", lambda: training)
     run, labels = _team_claims(tmp_path)
-    result = runner.invoke(app, ["tune", str(run), str(labels), "--out", str(tmp_path / "h.json")])
+    command = ["tune", str(run), str(labels), "--out", str(tmp_path / "h.json")]
+    result = runner.invoke(app, command, terminal_width=250)
     assert result.exit_code == 0, result.output
     rows = {
         cells[0]: cells
@@ -236,6 +308,10 @@ def test_tune_refits_the_verifier_on_the_shipped_claims_and_a_teams_own(tmp_path
     assert (
         float(rows["our_claims (yours)"][3]) == 1.0 and float(rows["our_claims (yours)"][4]) == 1.0
     )
+    # Written: the gain's interval, resampling the team's ten groups of claims, is above zero.
+    gain, low, _ = re.fullmatch(r"(\S+) \[(\S+), (\S+)\]", rows["our_claims (yours)"][5]).groups()
+    assert float(gain) == pytest.approx(1.0 - float(rows["our_claims (yours)"][2]), abs=1e-3)
+    assert float(low) > 0 and rows["s1"][5] == ""
     head = Heads.load(tmp_path / "h.json").heads[SUPPORTED.name]
     assert head.states == ("l_out-16",) and len(head.weights) == 2
     assert "30 of our_claims.jsonl" in head.learned_from

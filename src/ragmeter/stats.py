@@ -130,16 +130,20 @@ def wilson_interval(
     return max(0.0, (centre - spread) / scale), min(1.0, (centre + spread) / scale)
 
 
-def resample_counts(units: int, *, rounds: int, seed: int = 0) -> np.ndarray:
+def resample_counts(
+    units: int, *, rounds: int, seed: int = 0, size: int | None = None
+) -> np.ndarray:
     """How often each of ``units`` units is drawn in each of ``rounds`` bootstrap resamples with
-    replacement: a (rounds, units) integer array whose rows sum to ``units``.
+    replacement: a (rounds, units) integer array whose rows sum to ``size`` (``units`` unless
+    told: a smaller ``size`` is the m-out-of-n bootstrap, how the statistic spreads on fewer
+    units).
 
     A statistic that takes weights gets its bootstrap distribution from these rows without
     copying the data: resampling clusters (e.g. questions, each with several battles) is a
     weight per cluster. Seeded, so the same data always print the same interval.
     """
     rng = np.random.default_rng(seed)
-    return rng.multinomial(units, np.full(units, 1 / units), size=rounds)
+    return rng.multinomial(units if size is None else size, np.full(units, 1 / units), size=rounds)
 
 
 def percentile_interval(
@@ -199,3 +203,34 @@ def roc_auc(truth: np.ndarray, scores: np.ndarray) -> float | None:
     greater = (positive[:, None] > negative[None, :]).sum()
     ties = (positive[:, None] == negative[None, :]).sum()
     return float((greater + 0.5 * ties) / (len(positive) * len(negative)))
+
+
+def weighted_roc_auc(truth: np.ndarray, scores: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """:func:`roc_auc` once per row of ``weights`` (rounds x items), each item counted as often
+    as its weight says: the bootstrap distribution of ROC AUC from :func:`resample_counts`
+    rows, without copying the items. NaN in a row that weighs no item of one class."""
+    truth = np.asarray(truth, dtype=bool)
+    scores = np.asarray(scores, dtype=float)
+    weights = np.atleast_2d(np.asarray(weights, dtype=float))
+    order = np.argsort(scores[~truth], kind="stable")
+    negative = scores[~truth][order]
+    positive = scores[truth]
+    # Per positive: the negatives strictly below it, and those up to and level with it.
+    below = np.searchsorted(negative, positive, side="left")
+    level = np.searchsorted(negative, positive, side="right")
+    found = np.full(len(weights), np.nan)
+    block = max(1, _BOOTSTRAP_BLOCK // max(1, len(scores)))
+    for start in range(0, len(weights), block):
+        rows = weights[start : start + block]
+        on_negative = rows[:, ~truth][:, order]
+        on_positive = rows[:, truth]
+        cumulative = np.concatenate(
+            [np.zeros((len(rows), 1)), np.cumsum(on_negative, axis=1)], axis=1
+        )
+        beaten = cumulative[:, below] + 0.5 * (cumulative[:, level] - cumulative[:, below])
+        pairs = on_positive.sum(axis=1) * on_negative.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            found[start : start + len(rows)] = np.where(
+                pairs > 0, (on_positive * beaten).sum(axis=1) / pairs, np.nan
+            )
+    return found

@@ -1,7 +1,9 @@
 """``ragmeter label RUN``: people label what an ``evaluate`` run judged, in a page served from
 this machine, each label saved in the run's ``labels.sqlite`` the moment it is given;
-``--export FILE`` writes them as the files ``calibrate`` and ``tune`` read. Exit status: 0
-served until stopped (Ctrl+C) or exported, 2 bad input."""
+``--export FILE`` writes them as the files ``calibrate`` and ``tune`` read; ``--pull`` reads the
+labels people gave the run's traces on the Phoenix or MLflow server it read them from into the
+same log. Exit status: 0 served until stopped (Ctrl+C), exported or pulled, 2 bad input (or a
+server that could not be read)."""
 
 from __future__ import annotations
 
@@ -16,10 +18,16 @@ from rich.console import Console
 
 from ragmeter.cli.calibrate import evaluation
 from ragmeter.cli.common import print_warning, user_errors
+from ragmeter.heads.ratings import parse_scales
 from ragmeter.labels import LABELS_FILE, LabelSession, export
 from ragmeter.labels.items import Order
+from ragmeter.labels.pull import PullReport, pull_labels
 from ragmeter.labels.server import LOOPBACK, LabelServer, check_binding
+from ragmeter.traces.run import human_labels, source_name, trace_section
 from ragmeter.viewer import open_run
+
+SHOWN_TRACES = 5
+"""Traces named for each reason a pulled label was left out; the rest are counted."""
 
 
 def label_command(
@@ -37,10 +45,13 @@ def label_command(
         ),
     ] = False,
     scale: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
+            metavar="[METRIC=]LOW-HIGH",
             help="The rating scale: LOW-HIGH of whole numbers 0-9 (a digit key per level) or "
-            "'binary'. \\[default: the scale the run's ratings of the metric are on, else 1-5]"
+            "'binary'; with --pull, any LOW-HIGH, METRIC=LOW-HIGH for one metric (repeat). "
+            "\\[default: the scale the run's ratings of the metric are on, else 1-5; with "
+            "--pull, else 0-1]",
         ),
     ] = None,
     data: Annotated[
@@ -87,11 +98,47 @@ def label_command(
             "reads) or, with --claims, claim labels (as tune reads).",
         ),
     ] = None,
+    pull: Annotated[
+        bool,
+        typer.Option(
+            "--pull",
+            help="Instead of serving: read the labels people gave the run's traces where they "
+            "were traced (Phoenix span and trace annotations of annotator kind HUMAN, MLflow "
+            "feedback from a HUMAN source) into the run's labels, as ratings calibrate and "
+            "tune read. A second pull adds only what changed.",
+        ),
+    ] = False,
+    annotation: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="METRIC=NAME",
+            help="With --pull: people's labels named NAME rate METRIC (repeat). \\[default: "
+            "a label rates the metric of its own name]",
+        ),
+    ] = None,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            help="With --pull: Phoenix's address or MLflow's tracking URI. \\[default: the "
+            "one the run read its traces from]"
+        ),
+    ] = None,
 ) -> None:
     """Serve a page for labelling RUN's samples on a metric's scale (or its claims), keyboard
-    first; the judge's verdict of each item is shown once you have answered it."""
+    first; the judge's verdict of each item is shown once you have answered it. --export writes
+    the run's labels as files; --pull reads in those people gave its traces in Phoenix or
+    MLflow."""
     console = Console()
     with user_errors(console):
+        if pull:
+            if claims or to_file is not None:
+                raise ValueError("--pull reads ratings of samples: not with --claims or --export")
+            report = _pull(run, scale, annotation, server)
+            _print_pull(console, run, report)
+            return
+        if annotation or server:
+            raise ValueError("--annotation and --server are for --pull")
+        page_scale = _page_scale(scale)
         if to_file is not None:
             result = evaluation(open_run(run))
             rows = export(run, to_file, result, claims=claims, annotator=annotator)
@@ -105,7 +152,7 @@ def label_command(
             run,
             claims=claims,
             metric=metric,
-            scale=scale,
+            scale=page_scale,
             order=chosen,
             seed=seed,
             annotator=annotator,
@@ -142,3 +189,88 @@ def label_command(
         server.server_close()
         session.close()
     console.print(f"stopped; every label given is in {run / LABELS_FILE}", highlight=False)
+
+
+def _page_scale(scale: list[str] | None) -> str | None:
+    """The page's one scale: a bare LOW-HIGH (METRIC=LOW-HIGH is for --pull)."""
+    if not scale:
+        return None
+    if len(scale) > 1 or "=" in scale[0]:
+        raise ValueError(
+            "--scale: the page rates one metric on one scale (LOW-HIGH or binary; "
+            "METRIC=LOW-HIGH is for --pull)"
+        )
+    return scale[0]
+
+
+def _pull(
+    run: Path, scale: list[str] | None, annotation: list[str] | None, server: str | None
+) -> PullReport:
+    """The labels people gave the run's traces, pulled into its labels."""
+    result = evaluation(open_run(run))
+    section = trace_section(result)
+    if section is None:
+        raise ValueError(
+            f"{run}: not scored from traces (ragmeter evaluate phoenix:PROJECT or "
+            "mlflow:EXPERIMENT): there is no server to pull people's labels from"
+        )
+    names: dict[str, str] = {}
+    for item in annotation or []:
+        metric, sep, name = item.partition("=")
+        if not sep or not metric.strip() or not name.strip():
+            raise ValueError(f"--annotation {item!r}: use METRIC=NAME")
+        names[name.strip()] = metric.strip()
+    scales = parse_scales(scale)
+    source = source_name(section)
+    try:
+        found = human_labels(section, server=server)
+    except ValueError:  # said plainly already (a file holds no labels, no such experiment)
+        raise
+    except Exception as exc:  # a server or client fails in many ways; each ends the command
+        where = server or section.get("server") or "its default address"
+        raise ValueError(f"cannot read people's labels from {source} at {where}: {exc}") from exc
+    return pull_labels(run, result, section, found, source=source, names=names, scales=scales)
+
+
+def _print_pull(console: Console, run: Path, report: PullReport) -> None:
+    """What was pulled, added and left out, each left-out label counted under its reason."""
+
+    def say(text: str) -> None:
+        console.print(text, highlight=False, soft_wrap=True)
+
+    say(f"{report.read} label(s) people gave the traces of {report.source}")
+    added = sum(report.added.values())
+    each = ", ".join(
+        f"{metric} by {who}: {count}" for (metric, who), count in sorted(report.added.items())
+    )
+    changed = f"; {report.changed} changed on the server since the last pull"
+    say(
+        f"added to {run / LABELS_FILE}: {added} rating(s)"
+        + (f" ({each})" if each else "")
+        + f"; {report.already} already there"
+        + (changed if report.changed else "")
+    )
+    if report.superseded:
+        say(
+            f"{report.superseded} earlier label(s) by the same person of the same trace and "
+            "metric: the latest is kept"
+        )
+    for metric in report.inferred:
+        say(
+            f"{metric}: scale {report.scales[metric]}, read from the values; give --scale "
+            f"{metric}=LOW-HIGH if it is wider"
+        )
+    grouped = report.left_out_by_reason()
+    if grouped:
+        print_warning(console, f"{len(report.left_out)} label(s) left out:")
+    for reason, items in grouped.items():
+        traces = sorted({item.trace_id for item in items})
+        named = ", ".join(traces[:SHOWN_TRACES]) + (
+            f" and {len(traces) - SHOWN_TRACES} more" if len(traces) > SHOWN_TRACES else ""
+        )
+        say(f"  {len(items)} {reason}: trace(s) {named}")
+    if added or report.already:
+        say(
+            "calibrate and tune read them with the run's other labels, and the labelling "
+            "page shows how far you agree with them"
+        )

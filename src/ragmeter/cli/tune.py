@@ -1,11 +1,14 @@
 """``ragmeter tune RUN [LABELS]``: verdict heads fitted on a team's labels (a file, or those
 given in the run with ``ragmeter label``), written only where they beat the zero-shot read out
-of fold (by ``tune.MIN_GAIN`` at least). Exit status: 0 heads written, 1 no head beat the
-zero-shot read (nothing written), 2 bad input (a labels row is named with its field) or labels
-from which no head could be fitted."""
+of fold clearly: the 95 % interval of the gain lies above zero. A head that does not is not
+written, and the command says what it measured and about how many labels a gain of that size
+would need. Exit status: 0 heads written, 1 no head clearly beat the zero-shot read (nothing
+written), 2 bad input (a labels row is named with its field) or labels from which no head could
+be fitted."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -17,11 +20,11 @@ from rich.text import Text
 from ragmeter.claims import SUPPORTED
 from ragmeter.cli.calibrate import evaluation
 from ragmeter.cli.common import LabelScales, print_warning, user_errors, wide_console
-from ragmeter.heads import HEADS_OPTION, Heads, bundled_heads
 from ragmeter.heads.ratings import Scale, parse_scales
 from ragmeter.heads.tuning import (
     DEFAULT_STATES,
-    MIN_GAIN,
+    GainInterval,
+    TunedHead,
     TuneReport,
     VerifierTuning,
     is_attribution_file,
@@ -30,6 +33,7 @@ from ragmeter.heads.tuning import (
     tune_verifier,
 )
 from ragmeter.heads.verifier import shipped_training_set
+from ragmeter.judges.heads import HEADS_OPTION, Heads, bundled_heads
 from ragmeter.labels import run_claims, run_ratings
 from ragmeter.result import Result
 from ragmeter.viewer import open_run
@@ -98,7 +102,7 @@ def tune_command(
         fitted_on["weights_sha256"] = judge.weights_sha256
     heads = report.written(fitted_on, str(target))
     if heads is None:
-        console.print("no head beat the zero-shot read out of fold: nothing written")
+        console.print("no head clearly beat the zero-shot read out of fold: nothing written")
         raise typer.Exit(1)
     heads.save(target)
     console.print(
@@ -160,10 +164,10 @@ def _tune_verifier(
     with user_errors(console):
         tuned = tune_verifier(run, labels, training, folds=folds, seed=seed)
     print_verifier_tuning(console, tuned)
-    if not any((tuned.gain(source) or 0) >= MIN_GAIN for source in tuned.yours):
+    if not any(tuned.clear(source) for source in tuned.yours):
         console.print(
-            "your labels do not raise the verifier's ROC AUC on your claims by "
-            f"{MIN_GAIN} or more out of fold: nothing written"
+            "your labels do not clearly raise the verifier's ROC AUC on your claims out of "
+            "fold (the gain's 95 % interval does not lie above zero): nothing written"
         )
         raise typer.Exit(1)
     target = out or run / HEADS_FILE
@@ -178,7 +182,8 @@ def _tune_verifier(
 
 def print_verifier_tuning(console: Console, tuned: VerifierTuning) -> None:
     table = Table(title="the verifier, each source left out in turn (ROC AUC)")
-    for column in ["source", "claims", "zero-shot", "head without it", "with its own labels"]:
+    columns = ["source", "claims", "zero-shot", "head without it", "with its own labels"]
+    for column in [*columns, "gain (95 % CI)"]:
         table.add_column(column, justify="left" if column == "source" else "right")
     for figures in tuned.left_out.figures:
         yours = figures.source in tuned.yours
@@ -188,21 +193,31 @@ def print_verifier_tuning(console: Console, tuned: VerifierTuning) -> None:
             fmt(figures.zero_shot_auc, 3),
             fmt(figures.head_auc, 3),
             fmt(tuned.with_yours.get(figures.source), 3) if yours else "",
+            _gain(tuned.gain(figures.source), tuned.intervals.get(figures.source)) if yours else "",
         )
     console.print(table)
     console.print(
         f"'with its own labels': heads fitted on the shipped claims and the rest of your "
-        f"source's, {tuned.folds} folds with a group's claims in one fold",
+        f"source's, {tuned.folds} folds with a group's claims in one fold; the gain's interval "
+        "from resampling your groups",
         highlight=False,
     )
     for note in tuned.notes:
         print_warning(console, note)
+    for source in tuned.yours:
+        found = tuned.intervals.get(source)
+        if not tuned.clear(source) and found is not None:
+            console.print(
+                _short_of(source, tuned.gain(source), found, "labelled claims"),
+                highlight=False,
+                soft_wrap=True,
+            )
 
 
 def print_tuning(console: Console, report: TuneReport) -> None:
     table = Table(title=f"verdict heads, out of fold ({report.folds} folds, seed {report.seed})")
     columns = ["metric", "prompt", "taught by", "rows", "verdicts", "figure", "zero-shot"]
-    for column in [*columns, "head", "gain", "penalty", "written"]:
+    for column in [*columns, "head", "gain (95 % CI)", "penalty", "written"]:
         table.add_column(column, justify="left" if column in columns[:3] else "right")
     for head in report.heads:
         table.add_row(
@@ -214,7 +229,7 @@ def print_tuning(console: Console, report: TuneReport) -> None:
             head.figure,
             fmt(head.zero_shot, 3),
             fmt(head.head, 3),
-            "—" if head.gain is None else f"{head.gain:+.3f}",
+            _gain(head.gain, head.interval),
             "—" if head.penalty is None else f"{head.penalty:g}",
             "yes" if head.kept else "no",
         )
@@ -222,11 +237,63 @@ def print_tuning(console: Console, report: TuneReport) -> None:
     for note in report.notes:
         print_warning(console, note)
     for head in report.heads:
-        if not head.kept and head.gain is not None:
+        if not head.kept and head.interval is not None:
+            what = "ratings" if head.labels == "ratings" else "labelled claims"
             console.print(
-                f"{head.metric}: the head does not beat the zero-shot read out of fold by "
-                f"{MIN_GAIN} "
-                f"({head.figure} {head.head:.3f} against {head.zero_shot:.3f}, by "
-                f"{head.gain:+.3f}); not written",
+                _short_of(head.metric, head.gain, head.interval, what, head),
                 highlight=False,
+                soft_wrap=True,
             )
+    console.print(
+        "gain: the head's figure minus the zero-shot read's, out of fold; its 95 % interval "
+        "from resampling the samples (a sample's claims together); a head is written only "
+        "where the whole interval lies above zero",
+        highlight=False,
+    )
+
+
+def _gain(gain: float | None, interval: GainInterval | None) -> str:
+    if gain is None:
+        return "—"
+    if interval is None or math.isnan(interval.low):  # no resample defined it
+        return f"{gain:+.3f}"
+    return f"{gain:+.3f} [{interval.low:+.3f}, {interval.high:+.3f}]"
+
+
+def _short_of(
+    name: str,
+    gain: float | None,
+    interval: GainInterval,
+    what: str,
+    head: TunedHead | None = None,
+) -> str:
+    """Why a head is not written: what was measured, and about how many labels a gain of that
+    size would need, said as the estimate it is."""
+    measured = ""
+    if head is not None and head.head is not None and head.zero_shot is not None:
+        measured = f" ({head.figure} {head.head:.3f} against the zero-shot read's " + (
+            f"{head.zero_shot:.3f})"
+        )
+    if gain is None:
+        return f"{name}: no gain could be measured{measured}; not written"
+    rows = f"{interval.rows} {what}" + (
+        f" of {interval.units} samples" if interval.rows != interval.units else ""
+    )
+    said = (
+        f"{name}: gain {gain:+.3f} over the zero-shot read out of fold{measured}, 95 % "
+        f"interval [{interval.low:+.3f}, {interval.high:+.3f}] over {rows}: not clearly above "
+        "zero; not written."
+    )
+    needed = interval.labels_needed(gain)
+    if needed is None:
+        return said + (
+            " The measured gain is not above zero, so no number of labels can be estimated to "
+            "make it clear."
+        )
+    sizes = ", ".join(str(m) for m in sorted(interval.half_widths))
+    return said + (
+        f" An estimate from this run's own figures: the interval's half-width, measured with "
+        f"{sizes} samples resampled, goes as {interval.spread:.2f}/sqrt(samples); if the gain "
+        f"stayed at {gain:+.3f}, its interval would clear zero at about {needed} {what} "
+        f"({needed - interval.rows} more)."
+    )

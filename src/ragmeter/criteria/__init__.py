@@ -1,7 +1,7 @@
 """Criteria written in words: yes/no questions, levels and checklists, scored by the judge.
 
 - ``definition``: what a criterion is (``Criterion``, ``Level``, ``Requirement``);
-- ``reading``: how the judge is asked it, and how its probabilities become a score;
+- ``asking``: how the judge is asked it, and how its probabilities become a score;
 - ``metric``: a criterion as a metric (``CriterionMetric``);
 - ``files``: criteria from a TOML file or a ``--criterion NAME=QUESTION``;
 - ``library``: ready criteria, usable by name.

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 Kind = Literal["yes_no", "levels", "checklist"]
 SampleField = Literal["question", "contexts", "answer", "reference", "history"]
 Reading = Literal["auto", "direct", "yes_no", "checklist", "per_sentence", "claims"]
-"""How the judge is asked (``ragmeter.criteria.reading``): ``auto`` takes the kind's default."""
+"""How the judge is asked (``ragmeter.criteria.asking``): ``auto`` takes the kind's default."""
 
 READS = ("question", "contexts", "answer")
 RUBRIC_FIELD = "rubric"

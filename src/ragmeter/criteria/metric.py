@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from statistics import fmean
 from typing import Any
 
-import ragmeter.criteria.reading as reading
+import ragmeter.criteria.asking as asking
 from ragmeter.criteria.definition import Criterion, Reading
 from ragmeter.metrics.base import Metric
 from ragmeter.metrics.faithfulness import Faithfulness
@@ -45,10 +45,6 @@ class CriterionMetric(Metric):
         chosen = self.criterion.reading
         return DEFAULT_READING[self.criterion.kind] if chosen == "auto" else chosen
 
-    @property
-    def needs_embedder(self) -> bool:  # type: ignore[override]
-        return False
-
     def config(self) -> dict[str, Any]:
         config = {"criterion": self.criterion.described(), "reading": self.reading}
         if self.reading == "claims":  # the verifier's prompts and rules decide the score
@@ -56,22 +52,22 @@ class CriterionMetric(Metric):
         return config
 
     @property
-    def prompts(self) -> Sequence[reading.CriterionPrompt]:
+    def prompts(self) -> Sequence[asking.CriterionPrompt]:
         c = self.criterion
         if self.reading == "claims":
             return ()
         if c.kind == "levels" and self.reading == "checklist":
-            return reading.level_prompts(c)
+            return asking.level_prompts(c)
         if c.kind == "levels" and self.reading != "yes_no":
-            return [reading.levels_prompt(c)]
+            return [asking.levels_prompt(c)]
         if c.sample_rubric():
-            return [reading.rubric_prompt(c)]
+            return [asking.rubric_prompt(c)]
         if c.kind == "checklist":
             assert isinstance(c.requirements, tuple)
-            return [reading.requirement_prompt(c, n, r) for n, r in enumerate(c.requirements, 1)]
-        return [reading.yes_no_prompt(c)]
+            return [asking.requirement_prompt(c, n, r) for n, r in enumerate(c.requirements, 1)]
+        return [asking.yes_no_prompt(c)]
 
-    def verdicts_prompt(self) -> reading.CriterionPrompt | None:
+    def verdicts_prompt(self) -> asking.CriterionPrompt | None:
         """The Yes/No prompt whose verdicts' mean is this criterion's value, for a head fitted
         through it (``ragmeter tune``); None when the value is made otherwise."""
         levels_as_yes_no = self.criterion.kind == "levels" and self.reading == "yes_no"
@@ -79,10 +75,10 @@ class CriterionMetric(Metric):
         if not (levels_as_yes_no or yes_no):
             return None
         (prompt,) = self.prompts
-        return reading.sentence_prompt(prompt) if self.reading == "per_sentence" else prompt
+        return asking.sentence_prompt(prompt) if self.reading == "per_sentence" else prompt
 
     def unreadable(self, sample: Sample) -> str | None:
-        field = reading.missing_field(self.criterion, sample)
+        field = asking.missing_field(self.criterion, sample)
         if field is None:
             return None
         return f"the criterion {self.name!r} reads {field!r}, which the sample lacks"
@@ -90,7 +86,7 @@ class CriterionMetric(Metric):
     def planned_calls(self, sample: Sample) -> PlannedCalls | None:
         if self.reading == "claims":
             return None
-        inputs = reading.sample_inputs(self.criterion, sample)
+        inputs = asking.sample_inputs(self.criterion, sample)
         prompts = list(self.prompts)
         if self.reading == "per_sentence":
             prompts = prompts * max(1, len(split_sentences(sample.answer)))
@@ -101,7 +97,7 @@ class CriterionMetric(Metric):
         if problem:
             raise Unscorable(problem)
         c = self.criterion
-        inputs = reading.sample_inputs(c, sample)
+        inputs = asking.sample_inputs(c, sample)
         explanation: dict[str, Any] = {"reading": self.reading, "kind": c.kind}
         if self.reading == "claims":
             return self._by_claims(sample, session, explanation)
@@ -109,7 +105,7 @@ class CriterionMetric(Metric):
             sentences = split_sentences(sample.answer)
             if not sentences:
                 raise Unscorable("the answer has no sentence to judge")
-            (prompt,) = (reading.sentence_prompt(p) for p in self.prompts)
+            (prompt,) = (asking.sentence_prompt(p) for p in self.prompts)
             per_sentence = [
                 self._read(session, [(prompt, {**inputs, "sentence": s})]) for s in sentences
             ]
@@ -119,8 +115,8 @@ class CriterionMetric(Metric):
             ]
             return fmean(v for v, _ in per_sentence), explanation
         if c.sample_rubric():
-            requirements = reading.sample_requirements(c, sample)
-            prompt = reading.rubric_prompt(c)
+            requirements = asking.sample_requirements(c, sample)
+            prompt = asking.rubric_prompt(c)
             asked = [(prompt, {**inputs, "requirement": r.text}) for r in requirements]
         else:
             asked = [(p, inputs) for p in self.prompts]
@@ -130,7 +126,7 @@ class CriterionMetric(Metric):
     def _read(
         self,
         session: JudgeSession,
-        asked: Sequence[tuple[reading.CriterionPrompt, dict[str, Any]]],
+        asked: Sequence[tuple[asking.CriterionPrompt, dict[str, Any]]],
         sample: Sample | None = None,
     ) -> tuple[float, dict[str, Any]]:
         """One read of the ``asked`` questions (prompt, inputs) on 0-1, with what the judge
@@ -155,12 +151,12 @@ class CriterionMetric(Metric):
             return detail
         if c.kind == "checklist":
             requirements = (
-                reading.sample_requirements(c, sample)
+                asking.sample_requirements(c, sample)
                 if c.sample_rubric() and sample is not None
                 else c.requirements
             )
             assert isinstance(requirements, tuple)
-            value = reading.checklist_score(requirements, probabilities)
+            value = asking.checklist_score(requirements, probabilities)
             met = [
                 {"requirement": r.text, "weight": r.weight, "p_met": round(p, 4)}
                 for r, p in zip(requirements, probabilities, strict=True)
@@ -170,12 +166,12 @@ class CriterionMetric(Metric):
 
     def _levels(self, distribution: dict[str, float], method: str) -> tuple[float, dict[str, Any]]:
         c = self.criterion
-        expected = reading.expected_level(c, distribution)
+        expected = asking.expected_level(c, distribution)
         shown = {
             f"{level.score:g}": round(distribution[str(n)], 4)
             for n, level in enumerate(c.levels, 1)
         }
-        return reading.on_unit_scale(c, expected), {
+        return asking.on_unit_scale(c, expected), {
             "expected_level": round(expected, 4),
             "distribution": shown,
             "method": method,

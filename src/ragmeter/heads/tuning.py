@@ -13,13 +13,19 @@ judge nothing. Two kinds of labels:
   faithfulness's verdicts are fitted one by one, and judged by ROC AUC.
 
 Every figure is out of fold: a head is fitted on the other folds (its penalty chosen inside them)
-and read on the fold held out; the zero-shot read is shown beside it on the same rows.
+and read on the fold held out; the zero-shot read is shown beside it on the same rows. A head is
+written only where the gain over the zero-shot read is clearly above zero: the 95 % interval of
+the gain, from a paired bootstrap of the out-of-fold predictions over samples (a sample's claims
+drawn together), lies above zero. Otherwise the report says what was measured and, from how the
+interval narrows with the number of samples in this run's own resamples, about how many labels
+would make a gain of the size measured clear zero.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +35,6 @@ from ragmeter.claims import SUPPORTED
 from ragmeter.criteria import Criterion, CriterionMetric
 from ragmeter.heads.fitting import Design, Fitter, folds_of, gather, predict
 from ragmeter.heads.ratings import ID_FIELD, Labels, LabelsError, Scale, read_labels, read_rows
-from ragmeter.heads.reading import Head, Heads
 from ragmeter.heads.verifier import (
     LabelledClaims,
     LeftOut,
@@ -39,20 +44,32 @@ from ragmeter.heads.verifier import (
     load_claims,
     read_run,
 )
+from ragmeter.judges.heads import Head, Heads
 from ragmeter.metrics.answer_relevance import COMPLETE
 from ragmeter.prompts import YesNoPrompt
 from ragmeter.result import Result
 from ragmeter.score import Score
-from ragmeter.stats import coefficients, roc_auc
+from ragmeter.stats import (
+    coefficients,
+    percentile_interval,
+    resample_counts,
+    roc_auc,
+    weighted_roc_auc,
+)
 
 DEFAULT_STATES = ("l_out-16",)
 """The hidden state heads read unless told otherwise: the output of the judge's 16th layer, the
 best of those compared on AttributionBench (docs/heads.md)."""
 CLAIM_FIELD = "claim"
 SUPPORTED_FIELD = "supported"
-MIN_GAIN = 0.01
-"""How much a head must beat the zero-shot read out of fold to be written: a smaller gain is
-within what another draw of the folds moves the figures by."""
+ROUNDS = 2000
+"""Bootstrap resamples of the out-of-fold predictions behind a gain's interval."""
+CONFIDENCE = 0.95
+CURVE = (0.5, 0.75, 1.0)
+"""The shares of the samples resampled to see how the gain's interval narrows with more of
+them (the m-out-of-n bootstrap), for the estimate of the labels a gain would need."""
+_BLOCK = 1 << 20
+"""Values drawn at once in a bootstrap of the gain: its memory whatever the number of rows."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +121,116 @@ def _statements(score: Score) -> list[str] | None:
     return [str(item.get("statement", "")) for item in statements if isinstance(item, dict)]
 
 
+@dataclass(frozen=True)
+class GainInterval:
+    """The 95 % interval of a head's out-of-fold gain over the zero-shot read, and how it
+    narrows with the number of samples resampled."""
+
+    low: float
+    high: float
+    units: int
+    """Samples resampled: the rated samples, or the samples whose claims were labelled."""
+    rows: int
+    """Labels behind them: ratings, or labelled claims."""
+    half_widths: dict[int, float] = field(default_factory=dict)
+    """The interval's half-width with that many samples resampled (m out of ``units``)."""
+
+    @property
+    def clear(self) -> bool:
+        """Whether the whole interval lies above zero."""
+        return self.low > 0
+
+    @property
+    def spread(self) -> float | None:
+        """``c`` of the half-width fitted as ``c / sqrt(samples)`` to ``half_widths`` (least
+        squares); None where no half-width was measured."""
+        found = {m: h for m, h in self.half_widths.items() if math.isfinite(h)}
+        if not found:
+            return None
+        return sum(h / math.sqrt(m) for m, h in found.items()) / sum(1 / m for m in found)
+
+    def labels_needed(self, gain: float | None) -> int | None:
+        """About how many labels (of the kind given) would make the half-width fall under
+        ``gain``, if the gain stayed as measured and the half-width went as ``c / sqrt(n)``:
+        an estimate from this run's own resamples. None where the gain is not above zero."""
+        c = self.spread
+        if gain is None or gain <= 0 or c is None or not self.units:
+            return None
+        samples = max((c / gain) ** 2, self.units + 1)
+        return _round_up(samples * self.rows / self.units)
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "low": round(self.low, 4),
+            "high": round(self.high, 4),
+            "confidence": CONFIDENCE,
+            "samples": self.units,
+            "half_widths": {str(m): round(h, 4) for m, h in self.half_widths.items()},
+        }
+
+
+def _round_up(value: float) -> int:
+    """``value`` rounded up to two significant figures (an estimate has no more)."""
+    whole = math.ceil(value)
+    if whole < 100:
+        return whole
+    step = 10 ** (len(str(whole)) - 2)
+    return math.ceil(whole / step) * step
+
+
+def _gain_interval(
+    gains: Callable[[int, int], np.ndarray], units: int, rows: int, seed: int
+) -> GainInterval:
+    """The interval of the gains ``gains(size, seed)`` gives over ``ROUNDS`` resamples of
+    ``size`` of the ``units`` samples, at the full size and at the ``CURVE`` shares of it."""
+    half_widths: dict[int, float] = {}
+    low = high = math.nan
+    for share in CURVE:
+        size = max(3, math.ceil(units * share)) if share < 1 else units
+        if size > units or size in half_widths:
+            continue
+        found = percentile_interval(gains(size, seed)[:, None], CONFIDENCE)
+        at_low, at_high = float(found[0][0]), float(found[1][0])
+        half_widths[size] = (at_high - at_low) / 2
+        if size == units:
+            low, high = at_low, at_high
+    return GainInterval(low, high, units, rows, half_widths)
+
+
+def _spearman_gains(head: np.ndarray, zero: np.ndarray, target: np.ndarray) -> Callable:
+    """Gains in Spearman's correlation with ``target`` of per-sample values, over resamples of
+    the samples (paired: the head and the zero-shot read on the same draw)."""
+
+    def gains(size: int, seed: int) -> np.ndarray:
+        rng = np.random.default_rng(seed)
+        found = np.empty(ROUNDS)
+        block = max(1, _BLOCK // size)
+        for start in range(0, ROUNDS, block):
+            drawn = rng.integers(0, len(target), (min(block, ROUNDS - start), size))
+            truth = target[drawn]
+            found[start : start + len(drawn)] = coefficients(
+                head[drawn], truth, "spearman"
+            ) - coefficients(zero[drawn], truth, "spearman")
+        return found
+
+    return gains
+
+
+def _auc_gains(
+    truth: np.ndarray, head: np.ndarray, zero: np.ndarray, groups: Sequence[Any]
+) -> tuple[Callable, int]:
+    """Gains in ROC AUC over resamples of whole groups (a sample's claims share its texts and
+    its fold, so they are drawn together); and how many groups there are."""
+    _, inverse = np.unique(np.asarray(groups, dtype=str), return_inverse=True)
+    units = int(inverse.max()) + 1
+
+    def gains(size: int, seed: int) -> np.ndarray:
+        weights = resample_counts(units, rounds=ROUNDS, seed=seed, size=size)[:, inverse]
+        return weighted_roc_auc(truth, head, weights) - weighted_roc_auc(truth, zero, weights)
+
+    return gains, units
+
+
 @dataclass
 class TunedHead:
     """One head as ``tune`` fitted it, with its out-of-fold figure beside the zero-shot one."""
@@ -120,6 +247,8 @@ class TunedHead:
     head: float | None
     penalty: float | None
     fitted: Head | None
+    interval: GainInterval | None = None
+    """The gain's 95 % interval over resamples of the samples (None where no gain)."""
 
     @property
     def gain(self) -> float | None:
@@ -129,7 +258,12 @@ class TunedHead:
 
     @property
     def kept(self) -> bool:
-        return self.fitted is not None and self.gain is not None and self.gain >= MIN_GAIN
+        """Written: its gain's whole interval lies above zero."""
+        return self.fitted is not None and self.interval is not None and self.interval.clear
+
+    def labels_needed(self) -> int | None:
+        """About how many labels would make the measured gain clear zero (an estimate)."""
+        return None if self.interval is None else self.interval.labels_needed(self.gain)
 
     def figures(self, folds: int, seed: int) -> dict[str, Any]:
         """What the written head records of how it was measured."""
@@ -137,6 +271,7 @@ class TunedHead:
             "figure": self.figure,
             "out_of_fold": self.head,
             "zero_shot": self.zero_shot,
+            "gain_interval": None if self.interval is None else self.interval.record(),
             "rows": self.rows,
             "folds": folds,
             "seed": seed,
@@ -228,9 +363,20 @@ def tune_ratings(
     )
     fitter = Fitter(design, verdicts, targets=targets, score=choosing, folds=folds, seed=seed)
     everything = np.arange(len(verdicts))
+    out_of_fold = fitter.out_of_fold()
     zero_shot = agreement(everything, verdicts.zero_shot)
-    head = agreement(everything, fitter.out_of_fold())
+    head = agreement(everything, out_of_fold)
     fitted = fitter.fitted()
+    zero_means, head_means = _means(groups, verdicts.zero_shot), _means(groups, out_of_fold)
+    keys = list(head_means)
+    interval = None
+    if zero_shot is not None and head is not None:
+        gains = _spearman_gains(
+            np.array([head_means[k] for k in keys]),
+            np.array([zero_means[k] for k in keys]),
+            np.array([targets[k] for k in keys]),
+        )
+        interval = _gain_interval(gains, len(keys), len(keys), seed)
     return TunedHead(
         metric=metric,
         prompt=aggregation.prompt.name,
@@ -242,6 +388,7 @@ def tune_ratings(
         head=head,
         penalty=fitted.penalty,
         fitted=fitted.head,
+        interval=interval,
     ), notes
 
 
@@ -329,7 +476,9 @@ def tune_claims(
         together=[pairs[i][0] for i in rows],
     )
     everything = np.arange(len(rows))
+    out_of_fold = fitter.out_of_fold()
     fitted = fitter.fitted()
+    gains, units = _auc_gains(truth, out_of_fold, verdicts.zero_shot, [pairs[i][0] for i in rows])
     return TunedHead(
         metric="faithfulness",
         prompt=SUPPORTED.name,
@@ -338,9 +487,10 @@ def tune_claims(
         rows=len(rows),
         verdicts=len(rows),
         zero_shot=auc(everything, verdicts.zero_shot),
-        head=auc(everything, fitter.out_of_fold()),
+        head=auc(everything, out_of_fold),
         penalty=fitted.penalty,
         fitted=fitted.head,
+        interval=_gain_interval(gains, units, len(rows), seed),
     ), notes
 
 
@@ -427,12 +577,20 @@ class VerifierTuning:
     head: Head
     notes: list[str]
     folds: int
+    intervals: dict[str, GainInterval] = field(default_factory=dict)
+    """Each of the team's sources: the 95 % interval of :meth:`gain`, over resamples of its
+    groups."""
 
     def gain(self, source: str) -> float | None:
         """What the team's labels add on its source: its out-of-fold ROC AUC over zero-shot."""
         zero = next(f.zero_shot_auc for f in self.left_out.figures if f.source == source)
         found = self.with_yours.get(source)
         return None if found is None or zero is None else found - zero
+
+    def clear(self, source: str) -> bool:
+        """Whether the gain on ``source`` is clearly above zero (its whole interval)."""
+        found = self.intervals.get(source)
+        return found is not None and self.gain(source) is not None and found.clear
 
 
 def tune_verifier(
@@ -470,6 +628,7 @@ def tune_verifier(
     yours = sorted(set(mine.sources.tolist()))
     left_out = leave_one_source_out(joined, recipe)
     with_yours = {}
+    intervals: dict[str, GainInterval] = {}
     for source in yours:
         rows = np.flatnonzero(joined.sources == source)
         fold = folds_of(list(joined.groups[rows]), folds, seed)
@@ -481,11 +640,16 @@ def tune_verifier(
             train = joined.rows(np.setdiff1d(np.arange(len(joined)), held))
             head, _ = fit_head(train, recipe)
             predicted[fold == number] = predict(head, joined.verdicts.rows(held))
-        with_yours[source] = roc_auc(joined.truth[rows], predicted)
+        truth = joined.truth[rows]
+        with_yours[source] = roc_auc(truth, predicted)
+        gains, units = _auc_gains(
+            truth, predicted, joined.verdicts.zero_shot[rows], list(joined.groups[rows])
+        )
+        intervals[source] = _gain_interval(gains, units, len(rows), seed)
     head, penalty = training.fit(mine)
     learned = (
         f"the shipped training claims ({len(training.claims)}) and {len(mine)} of "
         f"{labels.name}, balanced by {training.balance}; penalty {penalty:g}"
     )
     final = replace(head, learned_from=learned)
-    return VerifierTuning(left_out, yours, with_yours, final, notes, folds)
+    return VerifierTuning(left_out, yours, with_yours, final, notes, folds, intervals)

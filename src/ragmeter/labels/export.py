@@ -12,12 +12,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ragmeter.heads.ratings import Labels, LabelsError, Scale, parse_scale
 from ragmeter.heads.tuning import CLAIM_FIELD, SUPPORTED_FIELD
+from ragmeter.labels.pull import PULLED
 from ragmeter.labels.store import LABELS_FILE, Event, Kind, fold, open_labels
 from ragmeter.manifest import atomic_write_text
 from ragmeter.result import Result
@@ -36,14 +37,25 @@ def _standing(folder: Path, kind: Kind, annotator: str | None) -> list[Event] | 
 
 
 def _order_notes(events: list[Event], what: str) -> list[str]:
-    biased = sum(not event.order.startswith("random") for event in events)
-    if not biased:
-        return []
-    return [
-        f"{biased} of the {len(events)} {what} were given in least-sure order: they are not a "
-        "random draw of the run, so the people's mean estimated from them is biased (label in "
-        "random order for calibrate)"
-    ]
+    """What the order the labels were given in does to an estimate of the people's mean."""
+    notes = []
+    least_sure = sum(event.order == "least-sure" for event in events)
+    if least_sure:
+        notes.append(
+            f"{least_sure} of the {len(events)} {what} were given in least-sure order: they are "
+            "not a random draw of the run, so the people's mean estimated from them is biased "
+            "(label in random order for calibrate)"
+        )
+    pulled = Counter(
+        event.order.removeprefix(PULLED) for event in events if event.order.startswith(PULLED)
+    )
+    for source, count in sorted(pulled.items()):
+        notes.append(
+            f"{count} of the {len(events)} {what} were pulled from {source}, where people chose "
+            "which traces to label: unless they labelled a random draw of the run's traces, "
+            "the people's mean estimated from them is biased"
+        )
+    return notes
 
 
 def run_ratings(

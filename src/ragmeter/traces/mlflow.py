@@ -11,6 +11,9 @@ OpenInference instrumentation are read by their OpenInference attributes. An exp
 A verdict is a feedback assessment named after the metric, with the score (or an error saying
 why it is unscored), the explanation as its rationale, a source of type ``LLM_JUDGE`` named
 after the judge, and the key in its metadata (``ragmeter.key``).
+
+People's own feedback (a source of type ``HUMAN``) is read back by :func:`human_labels`, as
+``ragmeter label RUN --pull`` keeps it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from ragmeter.integrations import importing
+from ragmeter.traces.human import HumanLabel, feedback_value
 from ragmeter.traces.openinference import KIND, span_from_attributes
 from ragmeter.traces.spans import SkippedTrace, Span, TraceSet, document_text, samples_from_spans
 from ragmeter.traces.verdicts import Existing, Verdict
@@ -28,6 +32,7 @@ REFERENCE_NAMES = ("expected_response", "expected_answer", "reference")
 """Expectations read as the reference answer, first found wins."""
 SESSION = "mlflow.trace.session"
 PAGE = 500
+HUMAN = "HUMAN"
 
 
 def require_mlflow() -> Any:
@@ -58,13 +63,8 @@ def read_mlflow(
     Raises:
         ValueError: there is no such experiment.
     """
-    mlflow = require_mlflow()
-    client = mlflow.MlflowClient(tracking_uri)
-    found = client.get_experiment_by_name(experiment)
-    if found is None and experiment.isdigit():
-        found = client.get_experiment(experiment)
-    if found is None:
-        raise ValueError(f"no MLflow experiment named {experiment!r} at {client.tracking_uri}")
+    client = require_mlflow().MlflowClient(tracking_uri)
+    found = _experiment(client, experiment)
     conditions = [filter_string] if filter_string else []
     if since is not None:
         conditions.append(f"trace.timestamp_ms >= {int(since.timestamp() * 1000)}")
@@ -80,6 +80,49 @@ def read_mlflow(
         "limit": limit,
     }
     return samples_from_traces(traces, source=source, tracking_uri=client.tracking_uri)
+
+
+def _experiment(client: Any, experiment: str) -> Any:
+    """The experiment named ``experiment`` (or of that id); ``ValueError`` where there is none."""
+    found = client.get_experiment_by_name(experiment)
+    if found is None and experiment.isdigit():
+        found = client.get_experiment(experiment)
+    if found is None:
+        raise ValueError(f"no MLflow experiment named {experiment!r} at {client.tracking_uri}")
+    return found
+
+
+def human_labels(experiment: str, *, tracking_uri: str | None = None) -> list[HumanLabel]:
+    """The feedback people gave an MLflow experiment's traces: every feedback assessment whose
+    source is of type ``HUMAN`` and that still stands (one overridden is not read), each named
+    ``mlflow:<its source id>``. Expectations (the reference answers) are not labels of the
+    answer, and feedback from judges (ragmeter's verdicts among them) is not read."""
+    client = require_mlflow().MlflowClient(tracking_uri)
+    found = _experiment(client, experiment)
+    labels: list[HumanLabel] = []
+    for trace in _search(client, found.experiment_id, None, None, include_spans=False):
+        for assessment in trace.info.assessments or []:
+            feedback = getattr(assessment, "feedback", None)
+            source = assessment.source
+            kind = str(getattr(source.source_type, "value", source.source_type)).upper()
+            if feedback is None or kind != HUMAN or assessment.valid is False:
+                continue
+            score, label = feedback_value(feedback.value)
+            if feedback.error is not None and score is None:
+                label = f"an error: {feedback.error.error_message or feedback.error.error_code}"
+            labels.append(
+                HumanLabel(
+                    trace_id=trace.info.trace_id,
+                    name=assessment.name,
+                    annotator=f"mlflow:{source.source_id or 'human'}",
+                    score=score,
+                    label=label,
+                    note=assessment.rationale or "",
+                    at=(assessment.last_update_time_ms or assessment.create_time_ms or 0) / 1000,
+                    where=f"span {assessment.span_id}" if assessment.span_id else "trace",
+                )
+            )
+    return labels
 
 
 def samples_from_traces(
@@ -102,7 +145,14 @@ def samples_from_traces(
     return samples_from_spans(spans, source=source, writer=writer, skipped=skipped)
 
 
-def _search(client: Any, experiment_id: str, query: str | None, limit: int | None) -> list[Any]:
+def _search(
+    client: Any,
+    experiment_id: str,
+    query: str | None,
+    limit: int | None,
+    *,
+    include_spans: bool = True,
+) -> list[Any]:
     """Every trace the search finds, most recent first, page by page up to ``limit``."""
     traces: list[Any] = []
     token = None
@@ -113,6 +163,7 @@ def _search(client: Any, experiment_id: str, query: str | None, limit: int | Non
             max_results=PAGE if limit is None else min(PAGE, limit - len(traces)),
             order_by=["timestamp_ms DESC"],
             page_token=token,
+            include_spans=include_spans,
         )
         traces += list(page)
         token = page.token

@@ -11,15 +11,20 @@ one annotation per span, name and identifier, so a rerun replaces rather than ad
 A dataset's examples (``dataset=``) give the samples their reference answers: an example's
 output is the reference, joined to its trace by the span it was made from, else by its
 question (see ``ragmeter.traces.references``).
+
+People's own annotations (annotator kind ``HUMAN``, on any span of a trace or on the trace
+itself) are read back by :func:`human_labels`, as ``ragmeter label RUN --pull`` keeps them.
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from ragmeter.integrations import importing
+from ragmeter.traces.human import HumanLabel
 from ragmeter.traces.openinference import span_from_attributes
 from ragmeter.traces.references import Reference, join_references
 from ragmeter.traces.spans import QUESTION_KEYS, Span, TraceSet, find_text, samples_from_spans
@@ -27,6 +32,10 @@ from ragmeter.traces.verdicts import Existing, Verdict
 
 DEFAULT_SERVER = "http://localhost:6006"
 IDENTIFIER_PREFIX = "ragmeter-"
+HUMAN = "HUMAN"
+IDS_PER_REQUEST = 100
+"""Trace ids asked about in one request for their annotations (the server takes up to 1,000,
+and each is a query parameter of the address)."""
 REFERENCE_KEYS = (
     "reference", "expected_output", "expected_answer", "expected_response", "expected",
     "ground_truth", "answer", "output", "response",
@@ -201,3 +210,86 @@ def annotation(verdict: Verdict) -> dict[str, Any]:
         "metadata": dict(verdict.metadata),
         "identifier": IDENTIFIER_PREFIX + verdict.key,
     }
+
+
+def human_labels(
+    project: str = "default", *, server: str | None = None, client: Any = None
+) -> list[HumanLabel]:
+    """The labels people gave a Phoenix project's traces: every span annotation (on any span of
+    a trace) and trace annotation whose annotator kind is ``HUMAN``, each named
+    ``phoenix:<its identifier, else the user's id, else "human">``; the annotations of LLM and
+    code annotators (ragmeter's own verdicts among them) are not read."""
+    phoenix = _client(server, client)
+    spans = phoenix.spans.get_spans(project_identifier=project, limit=10**9)
+    trace_of = {
+        str(span["context"]["span_id"]): str(span["context"]["trace_id"])
+        for span in spans
+        if span.get("context", {}).get("span_id")
+    }
+    found: list[HumanLabel] = []
+    if trace_of:
+        annotations = phoenix.spans.get_span_annotations(
+            span_ids=sorted(trace_of), project_identifier=project
+        )
+        for annotation in annotations:
+            span_id = str(annotation.get("span_id", ""))
+            if annotation.get("annotator_kind") == HUMAN and span_id in trace_of:
+                found.append(_human(annotation, trace_of[span_id], f"span {span_id}"))
+    for annotation in _trace_annotations(phoenix, project, sorted(set(trace_of.values()))):
+        if annotation.get("annotator_kind") == HUMAN:
+            found.append(_human(annotation, str(annotation.get("trace_id", "")), "trace"))
+    return found
+
+
+def _trace_annotations(client: Any, project: str, trace_ids: list[str]) -> list[dict[str, Any]]:
+    """The annotations of whole traces, from Phoenix's REST API (its client writes them, and
+    has no call that reads them back); none from a server that keeps none."""
+    http = getattr(client, "_client", None)
+    if http is None or not trace_ids:
+        return []
+    found: list[dict[str, Any]] = []
+    for start in range(0, len(trace_ids), IDS_PER_REQUEST):
+        cursor: str | None = None
+        while True:
+            params: dict[str, Any] = {
+                "trace_ids": trace_ids[start : start + IDS_PER_REQUEST],
+                "limit": 1000,
+            }
+            if cursor:
+                params["cursor"] = cursor
+            response = http.get(f"v1/projects/{project}/trace_annotations", params=params)
+            if response.status_code == 404:  # an older server, or none of these traces
+                break
+            response.raise_for_status()
+            payload = response.json()
+            found += payload.get("data", [])
+            cursor = payload.get("next_cursor")
+            if not cursor:
+                break
+    return found
+
+
+def _human(annotation: Mapping[str, Any], trace_id: str, where: str) -> HumanLabel:
+    result = annotation.get("result") or {}
+    who = annotation.get("identifier") or annotation.get("user_id") or "human"
+    changed = annotation.get("updated_at") or annotation.get("created_at")
+    return HumanLabel(
+        trace_id=trace_id,
+        name=str(annotation.get("name", "")),
+        annotator=f"phoenix:{who}",
+        score=result.get("score"),
+        label=result.get("label"),
+        note=result.get("explanation") or "",
+        at=datetime.fromisoformat(changed).timestamp() if changed else 0.0,
+        made=_row(annotation.get("id")),
+        where=where,
+    )
+
+
+def _row(global_id: Any) -> int:
+    """The row number in a Phoenix id (base64 of ``SpanAnnotation:12``); 0 where there is none."""
+    try:
+        text = base64.b64decode(str(global_id), validate=True).decode()
+        return int(text.rpartition(":")[2])
+    except (ValueError, UnicodeDecodeError):
+        return 0

@@ -10,7 +10,7 @@ there or failed.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,8 +19,11 @@ from ragmeter.evaluate import evaluate
 from ragmeter.manifest import write_run_record
 from ragmeter.metrics import Metric
 from ragmeter.result import Result
+from ragmeter.traces.human import HumanLabel
+from ragmeter.traces.mlflow import human_labels as mlflow_labels
 from ragmeter.traces.mlflow import read_mlflow
 from ragmeter.traces.otlp import read_otlp
+from ragmeter.traces.phoenix import human_labels as phoenix_labels
 from ragmeter.traces.phoenix import read_phoenix
 from ragmeter.traces.spans import TraceSet
 from ragmeter.traces.verdicts import WriteReport, verdicts_for, write_verdicts
@@ -169,3 +172,31 @@ def trace_section(result: Result) -> dict[str, Any] | None:
     extra = result.run.model_extra or {}
     section = extra.get("traces")
     return section if isinstance(section, dict) else None
+
+
+def source_name(section: Mapping[str, Any]) -> str:
+    """The traces a run read, as ``evaluate`` takes them: ``phoenix:PROJECT``..."""
+    kind = str(section.get("source", ""))
+    name = section.get("project") or section.get("experiment") or section.get("file") or ""
+    return f"{kind}:{name}"
+
+
+def human_labels(section: Mapping[str, Any], *, server: str | None = None) -> list[HumanLabel]:
+    """The labels people gave on the server a run read its traces from (its ``traces``
+    section), or at ``server`` instead of the address it recorded.
+
+    Raises:
+        ValueError: the run read its traces from a file, which holds no people's labels.
+    """
+    kind = section.get("source")
+    where = server or section.get("server")
+    if kind == "phoenix":
+        project = str(section.get("project") or "default")
+        return phoenix_labels(project, server=where)
+    if kind == "mlflow":
+        experiment = str(section.get("experiment") or section.get("experiment_id"))
+        return mlflow_labels(experiment, tracking_uri=where)
+    raise ValueError(
+        f"the run read its traces from {source_name(section)}: people's labels are read from "
+        "a Phoenix or MLflow server"
+    )
