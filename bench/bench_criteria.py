@@ -42,6 +42,7 @@ from ragmeter.criteria import LIBRARY, CriterionMetric
 from ragmeter.heads.fitting import Design, Fitter, gather, predict
 from ragmeter.heads.tuning import DEFAULT_STATES
 from ragmeter.meta.mtrag import load_mtrag
+from ragmeter.prompts import approx_tokens
 from ragmeter.result import Result
 from ragmeter.sample import Sample, Turn
 from ragmeter.stats import Interval, coefficients, correlation
@@ -228,6 +229,27 @@ def agreement_value(
 Table = list[tuple[str, str, str, str, int, int]]
 
 
+def cost(result: Result, measured: Sequence[tuple[str, str, str, CriterionMetric]]) -> list[str]:
+    """Per (criterion, reading): judge calls, prompt tokens actually read (after the prefix a
+    sample's earlier questions left) and seconds, each a sample; and the floor, the tokens of
+    the sample's own fields, read once."""
+    lines = []
+    samples = {s.key: s for s in result.samples}
+    floor = fmean(
+        approx_tokens(" ".join([*s.contexts, s.question, s.answer])) for s in samples.values()
+    )
+    for _, name, reading, metric in measured:
+        scores = [s for s in result.scores_for(metric.name) if s.scored]
+        if not scores:
+            continue
+        calls = fmean(s.usage.model_calls + s.usage.cached_calls for s in scores)
+        tokens = fmean(s.usage.prompt_tokens for s in scores)
+        seconds = fmean(s.seconds for s in scores)
+        lines.append(f"| {name} | {reading} | {calls:.1f} | {tokens:.0f} | {seconds:.1f} |")
+    lines.append(f"| floor: the sample's fields, read once | | 1 | {floor:.0f} | |")
+    return lines
+
+
 def measure(
     source: str,
     rows: list[Row],
@@ -281,6 +303,9 @@ def measure(
             }
             for r in rows
         ]
+    print("| criterion | reading | calls a sample | prompt tokens read a sample | seconds |")
+    print("|---|---|---|---|---|")
+    print("\n".join(cost(result, measured)))
     return table, learning, written
 
 

@@ -24,11 +24,18 @@ from collections import defaultdict
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
-FILES = {
-    "ab-dev": DATA / "attributionbench" / "dev_all_subset_balanced.jsonl",
-    "ab-test": DATA / "attributionbench" / "test_all_subset_balanced_sampled500.jsonl",
-    "verifier": DATA / "verifier",
-}
+
+
+def files_in(data: Path) -> dict[str, Path]:
+    """The labelled files under ``data`` (``../shared/data``'s layout)."""
+    return {
+        "ab-dev": data / "attributionbench" / "dev_all_subset_balanced.jsonl",
+        "ab-test": data / "attributionbench" / "test_all_subset_balanced_sampled500.jsonl",
+        "verifier": data / "verifier",
+    }
+
+
+FILES = files_in(DATA)
 PER_GROUP = {"SummEdits": 8, "Factcheck-GPT": 2, "BEGIN": 2, "WiCE": 1}
 """Rows of one group at most: a SummEdits document has about 30 summaries, a Factcheck-GPT claim
 four passages; more rows of one group add little that another group would not."""
@@ -45,10 +52,16 @@ def group_of(row: dict) -> str:
     return row.get("group") or f"q:{row['question']}"
 
 
-def rows_by_source() -> dict[str, list[dict]]:
+def labelled_files(files: dict[str, Path] = FILES) -> list[tuple[str, Path]]:
+    """Each labelled file with its split: AttributionBench's dev file and test sample, then
+    the verifier's files."""
+    paths = [("dev", files["ab-dev"]), ("test", files["ab-test"])]
+    return paths + [("verifier", path) for path in sorted(files["verifier"].glob("*.jsonl"))]
+
+
+def rows_by_source(files: dict[str, Path] = FILES) -> dict[str, list[dict]]:
     found: dict[str, list[dict]] = defaultdict(list)
-    paths = [("dev", FILES["ab-dev"]), ("test", FILES["ab-test"])]
-    paths += [("verifier", path) for path in sorted(FILES["verifier"].glob("*.jsonl"))]
+    paths = labelled_files(files)
     for split, path in paths:
         for line in path.read_text().splitlines():
             row = json.loads(line)

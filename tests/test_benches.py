@@ -49,13 +49,16 @@ from typer.testing import CliRunner
 from ragmeter import plugins
 from ragmeter.arena.agreement import measure_agreement
 from ragmeter.attribution.benchmark import load_benchmark
+from ragmeter.claims import SUPPORTED
 from ragmeter.cli.main import app
-from ragmeter.heads.verifier import TRAINING_FILE
+from ragmeter.heads.curve import bought
+from ragmeter.heads.fitting import Design, Verdicts
+from ragmeter.heads.verifier import TRAINING_FILE, LabelledClaims, Recipe, TrainingSet
 from ragmeter.judges.base import ChatRequest, ChatResponse
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 from ragmeter.judges.heads import Heads
 from ragmeter.judges.llama_engine import Probe
-from ragmeter.meta.attribution import load_attribution, statement_for
+from ragmeter.meta.attribution import load_attribution, statement_for, verify_claims
 
 from .conftest import routed, yes_no
 from .fault_server import AnsweringJudge, words
@@ -125,6 +128,23 @@ def by_label(request: ChatRequest) -> str | ChatResponse:
     return answering(request)
 
 
+class Killed(BaseException):
+    """The process reading claims killed mid-block: nothing in the bench may catch it."""
+
+
+KILL_AT: list[int] = []
+"""The call at which the ``learning`` judge is killed (empty: never; set by its test)."""
+
+
+def learning(request: ChatRequest) -> ChatResponse:
+    """A verifier that cannot tell (P(Yes) 0.5) whose hidden state ``l_out-16`` holds people's
+    label: (+1, 0) for a supported claim, (-1, 0) for another; killed at call ``KILL_AT``."""
+    if KILL_AT and len(MADE[-1].history) >= KILL_AT[0]:
+        raise Killed
+    label = LABELS[_letters(_statement(request))]
+    return yes_no(0.5, {"l_out-16": [1.0 if label else -1.0, 0.0]})
+
+
 FRESH: set[str] = set()
 """The sentences of ``repeat_check_cases.CASES`` that add a needed fact (set by its test)."""
 
@@ -155,6 +175,7 @@ SCRIPTS: dict[str, Callable[[ChatRequest], str | ChatResponse]] = {
     "routed": routed_or_floor,
     "answering": answering,
     "labels": labelled,
+    "learning": learning,
     "by-label": by_label,
     "fresh": fresh_or_not,
     "reader": reader,
@@ -857,6 +878,155 @@ def test_bench_heads_fits_and_ships_a_head_on_attributionbench(bench, verifier_r
     assert designs["head: l_out-16"] == "1.000"
     assert "## 2. Held-out test sample" in out
     assert list(Heads.load(written).heads) == ["faithfulness.supported"]
+
+
+# --- what N labels of a team's own claims buy: the learning curve --------------------------------
+
+
+def learning_data(root: Path) -> dict[str, bool]:
+    """``../shared/data``'s layout, small: AttributionBench's dev file holds 8 questions of
+    "Gamma" (four claims each, two supported) and 3 of "Tiny"; the verifier's folder 12
+    documents of "Alpha" (four summaries each, two supported) and 20 claims of "Beta". People's
+    label of each claim, by the words the judge is shown (``_letters``)."""
+    (root / "attributionbench").mkdir(parents=True)
+    (root / "verifier").mkdir()
+
+    def rows(source: str, groups: int, per_group: int, question: bool) -> list[dict[str, Any]]:
+        return [
+            {"id": f"{source}-{g}-{k}", "claim": f"{source} claim {g} {k} holds.",
+             "question": f"What about {source} {g}?" if question else "",
+             "references": [f"The {source} evidence {g}."], "src_dataset": source,
+             "attribution_label": "attributable" if k % 2 == 0 else "not attributable"}
+            | ({} if question else {"group": f"{source}-doc{g}"})
+            for g in range(groups) for k in range(per_group)
+        ]  # fmt: skip
+
+    dev = rows("Gamma", 8, 4, True) + rows("Tiny", 3, 2, True)
+    write_jsonl(root / "attributionbench" / "dev_all_subset_balanced.jsonl", dev)
+    write_jsonl(root / "attributionbench" / "test_all_subset_balanced_sampled500.jsonl", [])
+    write_jsonl(root / "verifier" / "alpha.jsonl", rows("Alpha", 12, 4, False))
+    write_jsonl(root / "verifier" / "beta.jsonl", rows("Beta", 5, 4, False))
+    claims = [claim for path in root.rglob("*.jsonl") for claim in load_attribution(path)]
+    return {_letters(statement_for(c, True)): c.label for c in claims}
+
+
+def uninformative_training(path: Path) -> Path:
+    """Shipped-like training claims of three sources whose states and P(Yes) tell nothing of
+    the label: within each label, half the claims have +1 in the state's first number and half
+    -1. Heads fitted on them alone read every claim alike."""
+    parts = []
+    for number, source in enumerate(["T1", "T2", "T3"]):
+        truth = np.arange(40) % 2 == 0
+        first = np.where(np.arange(40) % 4 < 2, 1.0, -1.0)
+        second = ((np.arange(40) * 7 + number) % 11) / 10
+        zero = 0.3 + 0.4 * ((np.arange(40) * 3 + number) % 5) / 4
+        parts.append(
+            LabelledClaims(
+                Verdicts(zero, {"l_out-16": np.column_stack([first, second])}),
+                truth,
+                np.array([source] * 40, dtype=object),
+                np.array([f"{source}-{i // 4}" for i in range(40)], dtype=object),
+                [f"{source}-{i}" for i in range(40)],
+            )
+        )
+    design = Design(SUPPORTED.name, SUPPORTED.version, ("l_out-16",), "", components=2)
+    recipe = Recipe(design, "both", (0.1, 1.0))
+    TrainingSet.build(LabelledClaims.join(parts), recipe, SUPPORTED.version).save(path)
+    return path
+
+
+def test_bench_learning_curve_reads_resumably_and_says_what_n_labels_buy(
+    bench, tmp_path, monkeypatch, one_blas_thread
+):
+    data = tmp_path / "data"
+    monkeypatch.setattr(sys.modules[__name__], "LABELS", learning_data(data))
+    monkeypatch.setattr(sys.modules[__name__], "KILL_AT", [25])
+    out = tmp_path / "learning"
+    reading = ("read", "--out", out, "--judge", "bench:learning", "--no-cache", "--data", data,
+               "--min-read", "30", "--per-round", "4", "--block", "10")  # fmt: skip
+    # Killed at the 25th claim: the two shards of ten written before it are kept, the 21st to
+    # 24th claims (the third shard, never written) are lost.
+    with pytest.raises(Killed):
+        bench("bench_learning_curve", *reading)
+    assert len(list((out / "shards").glob("*.npz"))) == 2
+    training = uninformative_training(tmp_path / "t.npz")
+    curving = ("curve", "--out", out, "--training", training, "--sizes", "4,12", "--draws", "3",
+               "--min-read", "30", "--min-rest", "20")  # fmt: skip
+    early = bench("bench_learning_curve", *curving)
+    # Rounds of four claims (one group) of each source, AB-Gamma first: 12 + 8 read; neither
+    # source has 30 yet. Beta (20) and AB-Tiny (6) are never read.
+    assert table_rows(early, r"^\| (\S+) \| (\d+) \| \d+ \| \d+ \| 0 \| not yet") == [
+        ("AB-Gamma", "12"), ("Alpha", "8")
+    ]  # fmt: skip
+    assert "| AB-Tiny | 0 | | | | never: 6 claims in all |" in early
+    assert "not yet measured (fewer than 30 claims read): AB-Gamma (12), Alpha (8)" in early
+    assert json.loads((out / "curve.json").read_text())["mean"] == {}
+
+    KILL_AT.clear()
+    resumed = bench("bench_learning_curve", *reading)
+    assert "Beta: 20 claims in all, fewer than 30: not read" in resumed
+    assert "20 of 80 claims already read; reading 60" in resumed
+    # The 60 claims not kept were asked, each once, and no claim kept before.
+    asked = [_letters(_statement(r)) for r in MADE[-1].history]
+    assert len(asked) == len(set(asked)) == 60
+    again = bench("bench_learning_curve", *reading)
+    assert "80 of 80 claims already read; reading 0" in again and MADE[-1].history == []
+
+    out_text = bench("bench_learning_curve", *curving)
+    # P(Yes) is 0.5 for every claim: the zero-shot read ranks nothing (ROC AUC 0.5) and says
+    # Yes to all (balanced accuracy 0.5). The shipped-like claims teach nothing, the team's
+    # state says the label: a head fitted on any of them ranks the rest right and cuts it at
+    # 0.5 right, a gain of +0.5 in both, every draw. tune writes it only from ten claims up
+    # (five folds), so with 4 labels every draw is refused and the team keeps the zero-shot
+    # read (no gain); with 12 (three groups) the out-of-fold gain is +0.5 in every resample.
+    half = "+0.500 [+0.500, +0.500]"
+    none = "+0.000 [+0.000, +0.000]"
+    rows = table_rows(out_text, r"^\| (AB-Gamma|Alpha) \| (\d+) \| (\d+) \| ([\d.]+) \| (.*?) \| "
+                                r"(.*?) \| (.*?) \| (.*?) \| (.*?) \|$")  # fmt: skip
+    assert rows == [
+        # Gamma: the rest after 4 labels (one question) is 28 claims, after 12 (three) 20.
+        ("AB-Gamma", "4", "28", "0.500", half, "0 of 3 (3 refused)", none, half, none),
+        ("AB-Gamma", "12", "20", "0.500", half, "3 of 3", half, half, half),
+        ("Alpha", "4", "44", "0.500", half, "0 of 3 (3 refused)", none, half, none),
+        ("Alpha", "12", "36", "0.500", half, "3 of 3", half, half, half),
+    ]
+    assert table_rows(out_text, r"^\| (\d+) \| 2 \| (\d+ of \d+) \| (.*?) \| (.*?) \|") == [
+        ("4", "0 of 6", half, none), ("12", "6 of 6", half, half)
+    ]  # fmt: skip
+    written = json.loads((out / "curve.json").read_text())
+    assert set(written["sources"]) == {"AB-Gamma", "Alpha"} and written["not_measured"] == {}
+    assert written["mean"]["12"]["auc_gain_tuned"] == {"mean": 0.5, "low": 0.5, "high": 0.5}
+    # Every draw is kept: a rerun on what was read refits nothing.
+    kept = (out / "draws.jsonl").read_text()
+    assert len(kept.splitlines()) == 2 * 2 * 3
+    bench("bench_learning_curve", *curving)
+    assert (out / "draws.jsonl").read_text() == kept
+    # tune, given the curve, says what a team's count of labels bought: its 30 claims, the
+    # figures of the largest N measured not above it (12).
+    said = bought(written, 30, "curve.json")
+    assert said is not None and said.startswith(
+        f"what 30 labelled claims bought elsewhere (curve.json): with 12 labels of their own, "
+        f"the 2 sources measured gained {half} ROC AUC and {half} balanced accuracy on the rest "
+        "of their claims, as tune decides (it wrote the head in 6 of 6 draws"
+    )
+    assert bought(written, 5, "curve.json").startswith(  # type: ignore[union-attr]
+        "what 5 labelled claims bought elsewhere (curve.json): with 4 labels of their own"
+    )
+    # And so it says, where a team refits the verifier on its own 48 claims (Alpha's, read
+    # again); with no curve given and none shipped, it says nothing of the kind.
+    shipped = TrainingSet.load(training)
+    monkeypatch.setattr("ragmeter.cli.tune.shipped_training_set", lambda: shipped)
+    team = data / "verifier" / "alpha.jsonl"
+    judge = FakeJudge(responder=learning, model="team")
+    MADE.append(judge)
+    verify_claims(load_attribution(team), judge, out_dir=tmp_path / "team", cache=False)
+    tune = ["tune", str(tmp_path / "team"), str(team), "--out", str(tmp_path / "h.json")]
+    told = CliRunner().invoke(app, [*tune, "--curve", str(out / "curve.json")])
+    assert told.exit_code == 0, told.output
+    told_once = said.replace("what 30", "what 48").replace("(curve.json)", f"({out}/curve.json)")
+    assert told_once in " ".join(told.output.split())
+    plain = CliRunner().invoke(app, tune)
+    assert plain.exit_code == 0 and "bought elsewhere" not in plain.output
 
 
 # --- verdicts read at tags in one pass (on the stand-in engine) ----------------------------------

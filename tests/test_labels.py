@@ -317,6 +317,11 @@ def test_with_a_token_every_request_must_carry_it(serving):
     status, body = request(server, "GET", "/api/state", headers={"X-Ragmeter-Token": "s3cret"})
     assert status == 200 and json.loads(body)["progress"]["total"] == 2
     assert server.url.endswith("/?token=s3cret")
+    # A token is sent back as the page reads it: quoted in the address it prints.
+    odd = serving("a+b&c d")
+    assert odd.url.endswith("/?token=a%2Bb%26c+d")
+    query = odd.url.split("/", 3)[3]
+    assert request(odd, "GET", "/api/state" + query)[0] == 200
 
 
 def test_without_a_token_only_this_machine_and_its_own_page_are_answered(serving):
@@ -342,6 +347,31 @@ def test_without_a_token_only_this_machine_and_its_own_page_are_answered(serving
     connection.request("GET", "/")
     policy = connection.getresponse().getheader("Content-Security-Policy")
     assert "script-src 'nonce-" in policy and "unsafe-inline" not in policy
+
+
+def test_a_refused_request_cannot_carry_another_in_its_body(serving):
+    """A page elsewhere may POST plain text without asking first; written as a whole request
+    (JSON, this server's Host, no Origin), that body would be read as the next request on a
+    kept-alive connection. A refused request closes its connection instead."""
+    server = serving(None)
+    key = json.loads(request(server, "GET", "/api/state")[1])["item"]["key"]
+    inner = json.dumps({"annotator": "mallory", "item": key, "value": 1})
+    smuggled = (
+        f"POST /api/answer HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(inner)}\r\n\r\n{inner}"
+    )
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    connection.request(
+        "POST",
+        "/api/answer",
+        smuggled,
+        {"Content-Type": "text/plain", "Origin": "http://evil.example"},
+    )
+    response = connection.getresponse()
+    assert response.status == 415 and response.getheader("Connection") == "close"
+    assert response.read() == b'{"error": "send JSON"}'  # and nothing after it
+    connection.close()
+    assert server.session.state("ann")["annotators"] == []
 
 
 def test_the_command_refuses_another_address_without_a_token(tmp_path):
@@ -449,11 +479,17 @@ def test_passages_come_from_the_judges_prompts_or_from_the_data_file(tmp_path):
         }
         for k in range(3)
     ]
-    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    unreadable = {"id": "s99", "question": "", "answer": "No question."}
+    data.write_text("".join(json.dumps(row) + "\n" for row in [*rows, unreadable]))
     from_file = LabelSession.open(tmp_path / "run", data=data)
     assert from_file.state()["item"]["contexts"] == rows[0]["contexts"]
     # The passages differ from the scored ones: the file is not exactly what the run scored.
     assert any("not exactly the data the run scored" in note for note in from_file.notes)
+    # A row that cannot be read is named with its field, not passed over unsaid.
+    assert any(
+        note.startswith(f"1 row(s) of {data} cannot be read and are not shown (row 4, field ")
+        for note in from_file.notes
+    ), from_file.notes
     from_file.close()
     rows[1]["answer"] = "Another answer."
     data.write_text("".join(json.dumps(row) + "\n" for row in rows))

@@ -3,6 +3,7 @@ they beat the zero-shot read out of fold clearly (the gain's 95 % interval above
 
 import hashlib
 import json
+import math
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -14,6 +15,7 @@ from typer.testing import CliRunner
 from ragmeter import evaluate
 from ragmeter.claims import SUPPORTED
 from ragmeter.cli.main import app
+from ragmeter.cli.tune import _short_of
 from ragmeter.heads.fitting import Design, Verdicts
 from ragmeter.heads.tuning import GainInterval
 from ragmeter.heads.verifier import LabelledClaims, Recipe, TrainingSet
@@ -152,6 +154,9 @@ def test_a_small_noisy_gain_is_refused_with_what_was_measured_and_the_labels_it_
     assert int(needed) == pytest.approx((float(spread) / gain) ** 2, rel=0.05)
     # The interval at 30 is the curve's last point: its half-width is about c / sqrt(30).
     assert (high - low) / 2 == pytest.approx(float(spread) / 30**0.5, rel=0.25)
+    # The figures docs/heads.md quotes from this run (seeded), and the line it quotes (-s).
+    assert (gain, low, high, spread, needed) == (0.34, -0.171, 0.786, "2.60", "59")
+    print(said)
 
 
 def test_the_labels_needed_are_where_the_fitted_half_width_meets_the_gain():
@@ -167,6 +172,16 @@ def test_the_labels_needed_are_where_the_fitted_half_width_meets_the_gain():
     assert claims.labels_needed(0.1) == 300
     assert claims.labels_needed(0.03) == 3400  # 1111.1 samples, 3333.3 claims
     assert GainInterval(0.01, 0.3, units=25, rows=25).clear
+
+
+def test_a_gain_no_resample_defined_is_said_without_an_interval():
+    # Every resample left the figure undefined (one class, or one value, in each draw).
+    undefined = GainInterval(math.nan, math.nan, units=2, rows=2, half_widths={2: math.nan})
+    assert undefined.labels_needed(0.2) is None and not undefined.clear
+    assert _short_of("faithfulness", 0.2, undefined, "ratings") == (
+        "faithfulness: gain +0.200 over the zero-shot read out of fold; no resample of the 2 "
+        "ratings defined its interval, so it is not clearly above zero; not written."
+    )
 
 
 def test_claim_labels_teach_the_head_verdict_by_verdict(tmp_path):

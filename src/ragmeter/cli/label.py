@@ -12,6 +12,7 @@ import sys
 import webbrowser
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlencode
 
 import typer
 from rich.console import Console
@@ -159,7 +160,7 @@ def label_command(
             data=data,
         )
         try:
-            server = LabelServer(session, host, port, token)
+            serving = LabelServer(session, host, port, token)
         except BaseException:
             session.close()
             raise
@@ -167,26 +168,27 @@ def label_command(
         print_warning(console, note)
     what = "claims" if session.kind == "claim" else f"samples on {session.metric}"
     console.print(
-        f"labelling {len(session.items)} {what} of {run} at {server.url} (Ctrl+C to stop); "
+        f"labelling {len(session.items)} {what} of {run} at {serving.url} (Ctrl+C to stop); "
         f"each label is saved in {run / LABELS_FILE} as it is given",
         highlight=False,
         soft_wrap=True,
     )
     if host not in LOOPBACK:
         console.print(
-            f"from another machine: http://{socket.gethostname()}:{server.port}/?token={token}",
+            f"from another machine: http://{socket.gethostname()}:{serving.port}/"
+            f"?{urlencode({'token': token})}",
             highlight=False,
             soft_wrap=True,
         )
     sys.stdout.flush()
     if open_page:
-        webbrowser.open(server.url)
+        webbrowser.open(serving.url)
     try:
-        server.serve_forever()
+        serving.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
-        server.server_close()
+        serving.server_close()
         session.close()
     console.print(f"stopped; every label given is in {run / LABELS_FILE}", highlight=False)
 

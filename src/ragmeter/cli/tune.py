@@ -20,6 +20,7 @@ from rich.text import Text
 from ragmeter.claims import SUPPORTED
 from ragmeter.cli.calibrate import evaluation
 from ragmeter.cli.common import LabelScales, print_warning, user_errors, wide_console
+from ragmeter.heads.curve import bought, load_curve
 from ragmeter.heads.ratings import Scale, parse_scales
 from ragmeter.heads.tuning import (
     DEFAULT_STATES,
@@ -73,13 +74,21 @@ def tune_command(
     out: Annotated[
         Path | None, typer.Option(help=f"Where to write the heads [default: RUN/{HEADS_FILE}].")
     ] = None,
+    curve: Annotated[
+        Path | None,
+        typer.Option(
+            help="A learning curve (bench/bench_learning_curve.py's curve.json): with claims in "
+            "AttributionBench's format, say what as many labels bought on the sources it "
+            "measured. \\[default: the curve shipped beside the verifier's head, if any]"
+        ),
+    ] = None,
 ) -> None:
     """Fit a verdict head per rated metric (through the metric's own aggregation) or on labelled
     claims, over the hidden states the run's judge kept with its verdicts; print each head's
     out-of-fold agreement beside the zero-shot read's; write the heads that beat it."""
     console = wide_console()
     if labels is not None and is_attribution_file(labels):
-        _tune_verifier(console, run, labels, folds, seed, out)
+        _tune_verifier(console, run, labels, folds, seed, out, curve)
         return
     read = [name.strip() for name in states.split(",") if name.strip()]
     with user_errors(console):
@@ -153,7 +162,13 @@ def _tune_run_labels(
 
 
 def _tune_verifier(
-    console: Console, run: Path, labels: Path, folds: int, seed: int, out: Path | None
+    console: Console,
+    run: Path,
+    labels: Path,
+    folds: int,
+    seed: int,
+    out: Path | None,
+    curve: Path | None = None,
 ) -> None:
     """Labelled claims in AttributionBench's format, over a ``meta attribution`` run on them:
     the verifier's head refitted on the shipped training claims and these."""
@@ -162,8 +177,14 @@ def _tune_verifier(
         print_warning(console, "this installation ships no training claims for the verifier")
         raise typer.Exit(2)
     with user_errors(console):
+        measured = load_curve(curve)
         tuned = tune_verifier(run, labels, training, folds=folds, seed=seed)
     print_verifier_tuning(console, tuned)
+    if measured is not None:
+        count = sum(f.claims for f in tuned.left_out.figures if f.source in tuned.yours)
+        said = bought(measured[0], count, measured[1])
+        if said:
+            console.print(said, highlight=False, soft_wrap=True)
     if not any(tuned.clear(source) for source in tuned.yours):
         console.print(
             "your labels do not clearly raise the verifier's ROC AUC on your claims out of "
@@ -279,6 +300,12 @@ def _short_of(
     rows = f"{interval.rows} {what}" + (
         f" of {interval.units} samples" if interval.rows != interval.units else ""
     )
+    if math.isnan(interval.low):  # every resample left the figure undefined (one class)
+        return (
+            f"{name}: gain {gain:+.3f} over the zero-shot read out of fold{measured}; no "
+            f"resample of the {rows} defined its interval, so it is not clearly above zero; "
+            "not written."
+        )
     said = (
         f"{name}: gain {gain:+.3f} over the zero-shot read out of fold{measured}, 95 % "
         f"interval [{interval.low:+.3f}, {interval.high:+.3f}] over {rows}: not clearly above "

@@ -66,6 +66,7 @@ LIBRARY: dict[str, Criterion] = {
                 "on a fact stated there)?"
             ),
             reads=("contexts", "history", "question", "answer"),
+            reading="claims",
         ),
         Criterion(
             name="completeness",

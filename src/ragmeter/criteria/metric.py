@@ -22,7 +22,7 @@ from ragmeter.text import split_sentences
 
 DEFAULT_READING: dict[str, Reading] = {
     "yes_no": "direct",
-    "levels": "checklist",
+    "levels": "yes_no",
     "checklist": "direct",
 }
 """The reading each kind gets when the criterion says ``auto``: the one that agreed best with

@@ -4,6 +4,7 @@
 - ``verifier``: the claim verifier's training set (labelled claims from many sources) and its
   leave-one-source-out measurement;
 - ``tuning``: the ``ragmeter tune`` workflow (a team's own labels, over a run's verdicts);
+- ``curve``: what a number of a team's labels bought on the sources measured, read for ``tune``;
 - ``ratings``: people's ratings of a run's samples, read and checked;
 - ``ppi``: prediction-powered inference, people's ratings correcting the judge's mean.
 

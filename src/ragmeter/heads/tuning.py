@@ -593,6 +593,64 @@ class VerifierTuning:
         return found is not None and self.gain(source) is not None and found.clear
 
 
+@dataclass
+class Refit:
+    """The verifier's head refitted on the shipped training claims and a team's, with what
+    ``tune`` decides on: each of the team's sources read out of fold by heads fitted on the
+    shipped claims and the rest of its own, and the gain's interval over its groups."""
+
+    head: Head
+    """Fitted on every claim, written over the states; ``learned_from`` is left to the caller."""
+    penalty: float
+    out_of_fold: dict[str, float | None]
+    """Each of the team's sources: its ROC AUC read out of fold (``folds``, a group per fold)."""
+    zero_shot: dict[str, float | None]
+    """Each of the team's sources: the zero-shot read's ROC AUC on the same claims."""
+    intervals: dict[str, GainInterval]
+
+    def gain(self, source: str) -> float | None:
+        found, zero = self.out_of_fold.get(source), self.zero_shot.get(source)
+        return None if found is None or zero is None else found - zero
+
+    def clear(self, source: str) -> bool:
+        """Whether ``tune`` writes the head for ``source``: its gain's whole interval lies
+        above zero."""
+        found = self.intervals.get(source)
+        return found is not None and self.gain(source) is not None and found.clear
+
+
+def refit_verifier(
+    training: TrainingSet, mine: LabelledClaims, *, folds: int = 5, seed: int = 0
+) -> Refit:
+    """The verifier's head refitted on ``training``'s claims and ``mine`` (a team's claims,
+    already in ``training``'s projection), as ``tune`` refits it, and what ``tune`` decides
+    on: what the team's labels add on each of its sources, out of fold."""
+    joined = LabelledClaims.join([training.claims, mine])
+    recipe = training.recipe()
+    with_yours: dict[str, float | None] = {}
+    zero_shot: dict[str, float | None] = {}
+    intervals: dict[str, GainInterval] = {}
+    for source in sorted(set(mine.sources.tolist())):
+        rows = np.flatnonzero(joined.sources == source)
+        fold = folds_of(list(joined.groups[rows]), folds, seed)
+        predicted = np.empty(len(rows))
+        for number in range(folds):
+            held = rows[fold == number]
+            if not len(held):
+                continue
+            train = joined.rows(np.setdiff1d(np.arange(len(joined)), held))
+            head, _ = fit_head(train, recipe)
+            predicted[fold == number] = predict(head, joined.verdicts.rows(held))
+        truth = joined.truth[rows]
+        zero = joined.verdicts.zero_shot[rows]
+        with_yours[source] = roc_auc(truth, predicted)
+        zero_shot[source] = roc_auc(truth, zero)
+        gains, units = _auc_gains(truth, predicted, zero, list(joined.groups[rows]))
+        intervals[source] = _gain_interval(gains, units, len(rows), seed)
+    head, penalty = training.fit(mine)
+    return Refit(head, penalty, with_yours, zero_shot, intervals)
+
+
 def tune_verifier(
     run: Path, labels: Path, training: TrainingSet, *, folds: int = 5, seed: int = 0
 ) -> VerifierTuning:
@@ -624,32 +682,12 @@ def tune_verifier(
     if clashing:
         notes.append(f"your source {clashing[0]!r} is also a shipped source: read as one")
     joined = LabelledClaims.join([training.claims, mine])
-    recipe = training.recipe()
-    yours = sorted(set(mine.sources.tolist()))
-    left_out = leave_one_source_out(joined, recipe)
-    with_yours = {}
-    intervals: dict[str, GainInterval] = {}
-    for source in yours:
-        rows = np.flatnonzero(joined.sources == source)
-        fold = folds_of(list(joined.groups[rows]), folds, seed)
-        predicted = np.empty(len(rows))
-        for number in range(folds):
-            held = rows[fold == number]
-            if not len(held):
-                continue
-            train = joined.rows(np.setdiff1d(np.arange(len(joined)), held))
-            head, _ = fit_head(train, recipe)
-            predicted[fold == number] = predict(head, joined.verdicts.rows(held))
-        truth = joined.truth[rows]
-        with_yours[source] = roc_auc(truth, predicted)
-        gains, units = _auc_gains(
-            truth, predicted, joined.verdicts.zero_shot[rows], list(joined.groups[rows])
-        )
-        intervals[source] = _gain_interval(gains, units, len(rows), seed)
-    head, penalty = training.fit(mine)
+    left_out = leave_one_source_out(joined, training.recipe())
+    refit = refit_verifier(training, mine, folds=folds, seed=seed)
     learned = (
         f"the shipped training claims ({len(training.claims)}) and {len(mine)} of "
-        f"{labels.name}, balanced by {training.balance}; penalty {penalty:g}"
+        f"{labels.name}, balanced by {training.balance}; penalty {refit.penalty:g}"
     )
-    final = replace(head, learned_from=learned)
-    return VerifierTuning(left_out, yours, with_yours, final, notes, folds, intervals)
+    final = replace(refit.head, learned_from=learned)
+    yours = sorted(refit.out_of_fold)
+    return VerifierTuning(left_out, yours, refit.out_of_fold, final, notes, folds, refit.intervals)

@@ -24,14 +24,16 @@ from ragmeter.manifest import atomic_write_text
 from ragmeter.result import Result
 
 
-def _standing(folder: Path, kind: Kind, annotator: str | None) -> list[Event] | None:
-    """The labels of ``kind`` that stand in the run's log (one person's, or everyone's); None
-    when the run has no log."""
+def _standing(
+    folder: Path, kind: Kind, annotator: str | None, metric: str | None = None
+) -> list[Event] | None:
+    """The labels of ``kind`` (of ``metric``'s items, or every metric's) that stand in the
+    run's log (one person's, or everyone's); None when the run has no log."""
     store = open_labels(folder)
     if store is None:
         return None
     with store:
-        events = store.events(kind)
+        events = store.events(kind, metric)
     labels = fold(events).labels.values()
     return [e for e in labels if annotator is None or e.annotator == annotator]
 
@@ -64,19 +66,24 @@ def run_ratings(
     scales: Mapping[str | None, Scale] | None = None,
     *,
     annotator: str | None = None,
+    metric: str | None = None,
 ) -> tuple[Labels | None, list[str]]:
-    """The ratings in the run's labels, per metric and sample (the mean where several people
-    rated a sample), on the scale they were given on (or ``scales``, checked as a ratings file
-    is); None when there are none. The notes say how the ratings were gathered where that
-    matters to an estimate."""
+    """The ratings in the run's labels (of ``metric``, or of every metric), per metric and
+    sample (the mean where several people rated a sample), on the scale they were given on;
+    None when there are none. The notes say how the ratings were gathered where that matters
+    to an estimate.
+
+    Raises:
+        LabelsError: a metric's ratings are on several scales, or ``scales`` states another
+            than theirs (a 4 of 1-5 read on 0-10 would be another rating).
+    """
     folder = Path(folder)
-    found = _standing(folder, "rating", annotator)
+    found = _standing(folder, "rating", annotator, metric)
     if not found:
         return None, []
     order = [sample.key for sample in result.samples]
     known = set(order)
     by_metric: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    given_on: dict[str, set[str]] = defaultdict(set)
     notes = _order_notes(found, "ratings")
     foreign = 0
     for event in found:
@@ -85,30 +92,28 @@ def run_ratings(
             continue
         if event.value is not None:
             by_metric[event.item.metric][event.item.sample_id].append(event.value)
-            given_on[event.item.metric].add(event.scale)
     if foreign:
         notes.append(f"{foreign} label(s) of samples or metrics this run does not hold: not used")
     stated = dict(scales or {})
     ratings: dict[str, dict[str, float]] = {}
     chosen: dict[str, Scale] = {}
-    for metric, values in by_metric.items():
-        if len(given_on[metric]) > 1:
-            raise LabelsError(
-                f"{folder / LABELS_FILE}: the ratings of {metric} are on several scales "
-                f"({', '.join(sorted(given_on[metric]))})"
-            )
-        scale = stated.get(metric) or stated.get(None) or parse_scale(next(iter(given_on[metric])))
-        ratings[metric] = {  # in the run's order, as a file exported from them is
+    for name, values in by_metric.items():
+        try:
+            given = rating_scale(found, name, stated.get(name) or stated.get(None))
+        except ValueError as exc:
+            raise LabelsError(f"{folder / LABELS_FILE}: {exc}") from None
+        assert given is not None
+        scale = parse_scale(given)
+        ratings[name] = {  # in the run's order, as a file exported from them is
             key: sum(values[key]) / len(values[key]) for key in order if key in values
         }
-        off = [k for k, v in ratings[metric].items() if not scale.low <= v <= scale.high]
+        off = [k for k, v in ratings[name].items() if not scale.low <= v <= scale.high]
         if off:
             raise LabelsError(
-                f"{folder / LABELS_FILE}: sample {off[0]!r}'s rating of {metric} is off the "
-                f"scale {scale.text} ({len(off)} in all); the ratings were given on "
-                f"{next(iter(given_on[metric]))}"
+                f"{folder / LABELS_FILE}: sample {off[0]!r}'s rating of {name} is off its "
+                f"scale {given} ({len(off)} in all)"
             )
-        chosen[metric] = scale
+        chosen[name] = scale
         several = sum(len(v) > 1 for v in values.values())
         if several:
             notes.append(

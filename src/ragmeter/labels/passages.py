@@ -57,9 +57,15 @@ def judged_passages(
 def data_passages(path: str | Path, result: Result) -> tuple[dict[str, list[str]], list[str]]:
     """Per sample, the passages of the data file at ``path``, matched by id; a sample whose
     answer there is not the run's is refused (the file is not the one the run scored)."""
-    loaded = load_samples(path, on_invalid="skip")
+    loaded = load_samples(path, on_invalid="skip")  # the run may have skipped some too
     by_key = {sample.key: sample for sample in loaded.samples}
     notes = []
+    if loaded.invalid:
+        first = loaded.invalid[0]
+        notes.append(
+            f"{len(loaded.invalid)} row(s) of {path} cannot be read and are not shown (row "
+            f"{first.row}, field {first.field!r}: {first.reason})"
+        )
     record = result.run.dataset
     if record is not None and record.sha256 != dataset_fingerprint(loaded.samples):
         notes.append(

@@ -23,7 +23,15 @@ from typing import Any
 
 from ragmeter.heads.ratings import Scale, parse_scale
 from ragmeter.labels.session import NOTE_LIMIT
-from ragmeter.labels.store import LABELS_FILE, Event, ItemKey, LabelStore, fold, open_labels
+from ragmeter.labels.store import (
+    LABELS_FILE,
+    Event,
+    ItemKey,
+    LabelStore,
+    fold,
+    open_labels,
+    rating_scale,
+)
 from ragmeter.result import Result
 from ragmeter.traces.human import HumanLabel
 
@@ -95,8 +103,8 @@ def pull_labels(
             is 0 or 1); values off it, or that need a wider scale nobody stated, are left out.
 
     Raises:
-        ValueError: ``names`` or ``scales`` name no metric of the run, or a stated scale is not
-            the one the run's labels of the metric are on.
+        ValueError: ``names`` or ``scales`` name no metric of the run, or the run's labels of a
+            metric are on several scales, or on another than the one stated.
     """
     metrics = list(result.metrics)
     rates = {metric: metric for metric in metrics}
@@ -181,15 +189,10 @@ def _scale(
     """The scale the pulled ratings of ``metric`` are kept on (as the log writes it): the one
     its labels are already on, else the stated one, else 0-1 read from the values; None (each
     label left out, saying why) where the values need a scale nobody stated."""
-    used = sorted({e.scale for e in events if e.item.metric == metric and e.action == "label"})
-    if used:
-        if stated is not None and any(parse_scale(u).text != stated.text for u in used):
-            raise ValueError(
-                f"the run's labels of {metric} are on the scale {', '.join(used)}, not "
-                f"{stated.text}: one metric's ratings share one scale"
-            )
-        report.scales[metric] = used[0]
-        return used[0]
+    used = rating_scale(events, metric, stated)
+    if used is not None:
+        report.scales[metric] = used
+        return used
     if stated is not None:
         report.scales[metric] = stated.text
         return stated.text
@@ -221,7 +224,7 @@ def _keep(
 ) -> None:
     """Append the labels not already standing in the log with the same value."""
     standing = fold(events).labels
-    judged = {(s.sample_id, s.metric): s.value for s in result.scores}
+    judged = {(s.sample_id, s.metric): s.value for s in result.briefs()}  # store not read
     todo = []
     for item, label, scale in kept:
         before = standing.get((label.annotator, item))

@@ -3,9 +3,10 @@
 Bound to 127.0.0.1 by default. Any other address reaches other machines, so it is refused
 unless a token is given, and then every request must carry it (``?token=`` on the page's
 address, which the page sends on as the ``X-Ragmeter-Token`` header). Without a token the
-server answers only requests addressed to the loopback name it is bound to (a page elsewhere
-cannot reach it through a name of its own), and it takes answers only as JSON from its own
-page, which a form on another site cannot send.
+server answers only requests addressed to a loopback name (127.0.0.1, localhost, ::1) at its
+port (a page elsewhere cannot reach it through a name of its own), and it takes answers only as
+JSON from its own page, which a form on another site cannot send. A refused request closes its
+connection, so that nothing in its body is read as a request of its own.
 
 The page is one HTML file with its script and style inline, under a content security policy
 that lets no other script run: every text of the run is put on the page as text (``textContent``),
@@ -18,12 +19,13 @@ import hmac
 import json
 import secrets
 import socket
+import sys
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from ragmeter.labels.session import LabelSession
 
@@ -83,7 +85,14 @@ class LabelServer(ThreadingHTTPServer):
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         base = f"http://{host}:{self.port}/"
-        return f"{base}?token={self.token}" if self.token else base
+        return f"{base}?{urlencode({'token': self.token})}" if self.token else base
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Quiet for a browser that dropped its connection (a closed tab, a reload): the
+        terminal is the person's. Anything else is printed as the standard library does."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
     def hosts(self) -> set[str]:
         """The Host headers a request without a token may carry."""
@@ -191,6 +200,11 @@ class LabelHandler(BaseHTTPRequestHandler):
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("Referrer-Policy", "no-referrer")
         self.send_header("X-Frame-Options", "DENY")
+        if status >= HTTPStatus.BAD_REQUEST:
+            # A refused request's body may be unread. On a kept-alive connection it would be
+            # read as the next request, one a page elsewhere could write as a plain-text body
+            # (no preflight) with JSON and this server's Host inside: so the connection closes.
+            self.send_header("Connection", "close")
         if nonce:
             self.send_header(
                 "Content-Security-Policy",

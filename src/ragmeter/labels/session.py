@@ -7,6 +7,7 @@ servers or two tabs on the same run see each other's labels.
 from __future__ import annotations
 
 import getpass
+import math
 from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,16 @@ from ragmeter.labels.items import (
     rating_items,
 )
 from ragmeter.labels.passages import data_passages, judged_passages
-from ragmeter.labels.store import LABELS_FILE, Event, Folded, ItemKey, Kind, LabelStore, fold
+from ragmeter.labels.store import (
+    LABELS_FILE,
+    Event,
+    Folded,
+    ItemKey,
+    Kind,
+    LabelStore,
+    fold,
+    rating_scale,
+)
 from ragmeter.result import Result
 from ragmeter.viewer import open_run
 
@@ -270,7 +280,10 @@ class LabelSession:
         threshold, a score put linearly on the scale and rounded to the nearest level."""
         if self.scale is None:
             return self.category(1.0 if item.judge >= self.threshold else 0.0)
-        level = round(self.scale.low + item.judge * (self.scale.high - self.scale.low))
+        on_scale = self.scale.low + item.judge * (self.scale.high - self.scale.low)
+        # Half up (2.5 is 3), not Python's round (to even: 2.5 is 2); to 9 places first, so
+        # that a value a float's error short of the half (0.3749999999999999 of 1-5) is on it.
+        level = math.floor(round(on_scale, 9) + 0.5)
         return self.category(float(min(max(level, self.scale.low), self.scale.high)))
 
     def agreement(self, folded: Folded, who: str) -> list[PairAgreement]:
@@ -411,17 +424,4 @@ def _scale(store: LabelStore, metric: str, stated: str | None) -> Scale:
     """The scale of this session: the one the run's labels of ``metric`` were given on (a
     different ``stated`` one is refused: one metric's ratings share one scale), else
     ``stated`` or the default."""
-    used = {event.scale for event in store.events("rating", metric) if event.action == "label"}
-    if len(used) > 1:
-        raise ValueError(
-            f"the run's labels of {metric} are on several scales ({', '.join(sorted(used))})"
-        )
-    if used:
-        (found,) = used
-        if stated is not None and parse_scale(stated).text != parse_scale(found).text:
-            raise ValueError(
-                f"the run's labels of {metric} are on the scale {found}, not {stated}: one "
-                "metric's ratings share one scale (label another metric, or another run)"
-            )
-        return parse_scale(found)
-    return parse_scale(stated or DEFAULT_SCALE)
+    return parse_scale(rating_scale(store.events("rating", metric), metric, stated) or stated or DEFAULT_SCALE)

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from ragmeter.heads.ratings import Scale, parse_scale
 from ragmeter.store import StoreError
 
 LABELS_FILE = "labels.sqlite"
@@ -81,8 +82,8 @@ class ItemKey:
         """The key ``text`` gave; ``ValueError`` for anything else."""
         try:
             kind, sample_id, metric, claim = json.loads(text)
-        except (TypeError, ValueError):
-            raise ValueError(f"not an item key: {text[:80]!r}") from None
+        except (TypeError, ValueError):  # a page may send any JSON value: name it, sliced
+            raise ValueError(f"not an item key: {str(text)[:80]!r}") from None
         if kind not in ("rating", "claim") or not all(
             isinstance(part, str) for part in (sample_id, metric, claim)
         ):
@@ -144,6 +145,36 @@ def fold(events: Iterable[Event]) -> Folded:
         (folded.labels if event.action == "label" else folded.skips)[key] = event
         folded.live.setdefault(event.annotator, []).append(event)
     return folded
+
+
+def rating_scale(
+    events: Iterable[Event], metric: str, stated: Scale | str | None = None
+) -> str | None:
+    """The scale the ratings of ``metric`` that stand in ``events`` were given on, as the log
+    writes it; None when nobody rated it. One metric's ratings share one scale, since a rating
+    read on another means something else (a 4 of 1-5 is not a 4 of 0-10): ratings on several
+    scales, and a ``stated`` scale that is not theirs, are refused with ``ValueError``."""
+    found: dict[str, str] = {}  # the scale as parsed -> as the log first writes it
+    for event in fold(events).labels.values():
+        if event.item.kind == "rating" and event.item.metric == metric:
+            found.setdefault(parse_scale(event.scale).text, event.scale)
+    if len(found) > 1:
+        raise ValueError(
+            f"the run's labels of {metric} are on several scales "
+            f"({', '.join(sorted(found.values()))}): one metric's ratings share one scale"
+        )
+    if not found:
+        return None
+    ((same, given),) = found.items()
+    if stated is not None:
+        wanted = parse_scale(stated) if isinstance(stated, str) else stated
+        if wanted.text != same:
+            named = stated if isinstance(stated, str) else stated.text
+            raise ValueError(
+                f"the run's labels of {metric} are on the scale {given}, not {named}: one "
+                "metric's ratings share one scale"
+            )
+    return given
 
 
 def now() -> str:
@@ -232,22 +263,20 @@ class LabelStore:
         return taken
 
     def events(self, kind: Kind | None = None, metric: str | None = None) -> list[Event]:
-        """The log, oldest first: all of it, or the rows of ``kind`` items of ``metric``."""
+        """The log, oldest first: all of it, or its rows of ``kind`` items, of ``metric``'s
+        items, or both."""
         with self._lock:
             try:
-                if kind is None:
-                    rows = self._db.execute(f"SELECT {_COLUMNS} FROM events ORDER BY seq")
-                    return [_event(row) for row in rows]
                 return self._select(kind, metric)
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot read the labels {self.path} ({exc})") from exc
 
-    def _select(self, kind: Kind, metric: str | None) -> list[Event]:
-        if metric is None:
-            query = f"SELECT {_COLUMNS} FROM events WHERE kind=? ORDER BY seq"
-            return [_event(row) for row in self._db.execute(query, (kind,))]
-        query = f"SELECT {_COLUMNS} FROM events WHERE kind=? AND metric=? ORDER BY seq"
-        return [_event(row) for row in self._db.execute(query, (kind, metric))]
+    def _select(self, kind: Kind | None, metric: str | None) -> list[Event]:
+        given = {"kind": kind, "metric": metric}
+        where = " AND ".join(f"{column}=?" for column, value in given.items() if value is not None)
+        query = f"SELECT {_COLUMNS} FROM events {'WHERE ' + where if where else ''} ORDER BY seq"
+        values = tuple(value for value in given.values() if value is not None)
+        return [_event(row) for row in self._db.execute(query, values)]
 
     def _append(self, event: Event) -> Event:
         with self._lock:
