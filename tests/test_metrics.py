@@ -430,6 +430,9 @@ def test_prompt_versions_change_with_configuration():
         "threshold": 0.5,
         "repeats": False,
         "layout": "separate",
+        "screen": "none",
+        "keep_similarity": 0.2,
+        "keep_top": 4,
     }
 
 

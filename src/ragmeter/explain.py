@@ -85,17 +85,30 @@ def _sentences(rest: dict[str, Any], sample: Sample) -> list[str]:
     p_needed = rest.pop("p_needed", None)
     p_new = rest.pop("p_new_information", None) or {}
     rest.pop("insufficient_information", None)  # said by "needed sentences (0 of N)"
+    skipped = rest.pop("skipped", None) if _list_of(rest.get("skipped"), dict) else None
     sentences = passage_sentences(sample.contexts)
     of = f" of {total}" if total is not None else ""
     lines = [f"needed sentences ({len(needed)}{of}):"]
     if total != len(sentences):
-        return lines + [INDENT + f"- {json.dumps(s, ensure_ascii=False)}" for s in needed]
+        lines += [INDENT + f"- {json.dumps(s, ensure_ascii=False)}" for s in needed]
+        if skipped:  # not found by position: listed as the metric gave them
+            rest["skipped"] = skipped
+        return lines
+    # A screen's skipped sentences were never asked (P(needed) None): said how they were ruled
+    # out instead, in the order the metric listed them.
+    ruled_out = iter(skipped or [])
     left = Counter(needed)
     not_needed = []
     for index, sentence in enumerate(sentences):
-        details = {}
+        details: dict[str, Any] = {}
         if isinstance(p_needed, list) and index < len(p_needed):
-            details["p_needed"] = p_needed[index]
+            if p_needed[index] is None and skipped:
+                entry = next(ruled_out, {})
+                details = {"skipped by": entry.get("by", "a screen")} | {
+                    k: v for k, v in entry.items() if k not in ("sentence", "by")
+                }
+            else:
+                details["p_needed"] = p_needed[index]
         if str(index) in p_new:
             details["p_new_information"] = p_new[str(index)]
         line = INDENT + _item({"sentence": sentence, **details}, "sentence")

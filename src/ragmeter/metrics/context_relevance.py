@@ -26,6 +26,14 @@ add needed information they do not already state? Its probability is multiplied 
 so it counts only if it is more likely than not both needed and new: a context that states the
 needed fact twice (as retrieved passages that quote each other do) is not more relevant for it.
 
+With ``screen="embedding"`` the judge is asked only about the sentences whose embedding is
+near the question's: those whose cosine similarity reaches ``keep_similarity``, and the
+``keep_top`` most similar of the context whatever their similarity. Most sentences of a
+retrieved passage are plainly not needed, and the embedder (the one answer relevance uses)
+reads them in a fraction of the judge's time. The others count as not needed and are listed
+under ``skipped`` with their similarity; the repeat checks are asked of the kept sentences as
+without a screen. A kept sentence gets the very question it gets without one.
+
 With ``layout="one_read"`` each sentence's verdict is a short continuation of the sample read
 once, shared with the other metrics' questions (``ragmeter.one_read``): the sentence named by
 its number and opening words in the numbered context, not shown again. The repeat checks are
@@ -35,11 +43,14 @@ earlier sentence of the context states (they are all in view above it)?
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal, Self
 
+import numpy as np
 from pydantic import BaseModel, Field, model_validator
 
 import ragmeter.one_read as one_read
+from ragmeter.judges.base import cosine_similarity
 from ragmeter.metrics.base import Metric
 from ragmeter.options import Options
 from ragmeter.prompts import (
@@ -124,6 +135,24 @@ NEW_INFORMATION = YesNoPrompt(
 )
 
 Mode = Literal["sentence", "numbered", "select"]
+Screen = Literal["none", "embedding"]
+
+
+def screen_query(sample: Sample) -> str:
+    """What a sentence is compared with: the question, then the conversation's earlier turns,
+    the latest first, where there are some (a follow-up such as "and the second one?" says
+    little alone; the embedder reads a bounded length, so what comes first is what counts)."""
+    return "\n".join([sample.question, *(turn.text for turn in reversed(sample.history))])
+
+
+def kept_by_similarity(
+    similarities: np.ndarray | Sequence[float], above: float, top: int
+) -> list[int]:
+    """The sentences a screen by similarity asks about, in order: those at or above ``above``,
+    and the ``top`` most similar whatever their similarity (ties broken by position)."""
+    ranked = sorted(range(len(similarities)), key=lambda i: (-float(similarities[i]), i))
+    best = set(ranked[:top])
+    return [i for i, s in enumerate(similarities) if s >= above or i in best]
 
 
 class ContextRelevanceOptions(Options):
@@ -150,6 +179,24 @@ class ContextRelevanceOptions(Options):
         return values
 
     layout: one_read.Layout = one_read.layout_option()
+    screen: Screen = Field(
+        "none",
+        description="Ask about every sentence (none), or only about those whose embedding is "
+        "near the question's (embedding): the others count as not needed.",
+    )
+    keep_similarity: float = Field(
+        0.2,
+        ge=-1,
+        le=1,
+        description="With screen=embedding: a sentence whose cosine similarity to the question "
+        "reaches this is asked.",
+    )
+    keep_top: int = Field(
+        4,
+        ge=0,
+        description="With screen=embedding: the sentences of the context most similar to the "
+        "question, this many, are asked whatever their similarity.",
+    )
 
     @model_validator(mode="after")
     def _repeats_need_yes_no(self) -> Self:
@@ -160,6 +207,11 @@ class ContextRelevanceOptions(Options):
                 "layout='one_read' asks about each sentence by its number in the context read "
                 "once: it needs mode='sentence'"
             )
+        if self.screen != "none" and (self.mode != "sentence" or self.layout != "separate"):
+            raise ValueError(
+                "a screen spares questions about single sentences: it needs mode='sentence' "
+                "and layout='separate'"
+            )
         return self
 
 
@@ -167,6 +219,10 @@ class ContextRelevance(Metric):
     name = "context_relevance"
     options_model = ContextRelevanceOptions
     options: ContextRelevanceOptions
+
+    @property
+    def needs_embedder(self) -> bool:  # type: ignore[override]
+        return self.options.screen == "embedding"
 
     @property
     def prompts(self) -> list[Any]:
@@ -204,7 +260,8 @@ class ContextRelevance(Metric):
                 for n, s in enumerate(sentences, 1)
             ]
             return one_read.planned_calls(sample, asked)
-        # Without the repeat checks, whose number depends on the answers (a few per sample).
+        # Without the repeat checks, whose number depends on the answers (a few per sample);
+        # with a screen, every sentence still: what it spares is known only once it has run.
         return [
             yes_no_call(prompt.render(inputs, **fields))
             for prompt, inputs, fields in self._questions(sample, sentences)
@@ -218,8 +275,41 @@ class ContextRelevance(Metric):
             return self._by_selection(sample, sentences, session)
         if self.options.layout == "one_read":
             return self._read_once(sample, session)
+        if self.options.screen != "none":
+            return self._screened(sample, sentences, session)
         probabilities = session.ask_yes_no_all(self._questions(sample, sentences))
         return self._scored(sample, sentences, probabilities, session)
+
+    def _screened(
+        self, sample: Sample, sentences: list[str], session: JudgeSession
+    ) -> tuple[float, dict[str, Any]]:
+        """As the full layout, with only the sentences the screen keeps asked."""
+        similarities = self._similarities(sample, sentences, session)
+        kept = kept_by_similarity(similarities, self.options.keep_similarity, self.options.keep_top)
+        questions = self._questions(sample, sentences)
+        asked = session.ask_yes_no_all([questions[i] for i in kept])
+        answers = dict(zip(kept, asked, strict=True))
+        # A skipped sentence counts as not needed: P(needed) 0 for the score, None (never asked)
+        # in the explanation, where it is listed with its similarity.
+        value, explanation = self._scored(
+            sample, sentences, [answers.get(i, 0.0) for i in range(len(sentences))], session
+        )
+        explanation["p_needed"] = [
+            p if i in answers else None for i, p in enumerate(explanation["p_needed"])
+        ]
+        explanation["skipped"] = [
+            {"sentence": s, "by": "embedding", "similarity": round(float(similarities[i]), 4)}
+            for i, s in enumerate(sentences)
+            if i not in answers
+        ]
+        return value, explanation
+
+    def _similarities(
+        self, sample: Sample, sentences: list[str], session: JudgeSession
+    ) -> np.ndarray:
+        """Each sentence's cosine similarity to what is asked (``screen_query``)."""
+        vectors = session.embed([screen_query(sample), *sentences])
+        return cosine_similarity(vectors[1:], vectors[0])
 
     def from_needed(
         self, sample: Sample, probabilities: list[float], session: JudgeSession
