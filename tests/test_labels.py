@@ -33,7 +33,7 @@ from ragmeter.report import write_outputs
 from ragmeter.stats import cohen_kappa
 from ragmeter.viewer import open_run
 
-from .conftest import yes_no
+from .conftest import prompt_name, yes_no
 from .test_tune import KnowingJudge
 from .test_tune import _samples as tune_samples
 
@@ -47,14 +47,24 @@ def p_of(statement: str) -> float:
     return 0.05 + 0.9 * int(hashlib.sha256(statement.encode()).hexdigest()[:6], 16) / 0xFFFFFF
 
 
-def scripted_run(out: Path, n: int = 12, answers: dict[str, str] | None = None):
-    """An evaluate run of faithfulness over samples s00... (one sentence each), each scored
-    ``p_of`` its sentence."""
+def scripted_run(
+    out: Path,
+    n: int = 12,
+    answers: dict[str, str] | None = None,
+    metrics: tuple[str, ...] = ("faithfulness",),
+):
+    """An evaluate run of ``metrics`` over samples s00... (one sentence each): faithfulness
+    scored ``p_of`` its sentence; answer_relevance's answers are not noncommittal, and complete
+    with P 0.8."""
+
+    def reply(request):
+        if prompt_name(request) == "noncommittal":
+            return json.dumps({"noncommittal": False})
+        statement = STATEMENT.search(request.messages[-1].content)
+        return yes_no(p_of(statement.group(1)) if statement else 0.8)
+
     answers = answers or {f"s{k:02d}": f"The tower was finished in {1880 + k}." for k in range(n)}
-    judge = FakeJudge(
-        responder=lambda r: yes_no(p_of(STATEMENT.search(r.messages[-1].content).group(1))),
-        model="label-script",
-    )
+    judge = FakeJudge(responder=reply, model="label-script")
     samples = [
         {
             "id": key,
@@ -64,7 +74,7 @@ def scripted_run(out: Path, n: int = 12, answers: dict[str, str] | None = None):
         }
         for key, answer in answers.items()
     ]
-    result = evaluate(samples, ["faithfulness"], judge=judge, out_dir=out, cache=False)
+    result = evaluate(samples, list(metrics), judge=judge, out_dir=out, cache=False)
     write_outputs(result, out)
     return result
 
@@ -447,8 +457,14 @@ def test_tune_reads_the_claims_labelled_in_the_run(tmp_path):
         state = session.answer("ann", found.key.text(), value)
     assert state["item"] is None
     session.close()
+    # Ratings on two scales cannot be read; tune fits on the claims and never reads them.
+    with LabelStore(out / LABELS_FILE) as store:
+        for who, value, scale in [("bob", 4.0, "1-5"), ("cy", 1.0, "binary")]:
+            store.add(ItemKey("rating", result.samples[0].key, "faithfulness"), who, value,
+                      scale=scale)  # fmt: skip
     done = runner.invoke(app, ["tune", str(out), "--out", str(tmp_path / "h.json")])
     assert done.exit_code == 0, done.output
+    assert "the run's ratings are not used: heads are fitted on its claim labels" in done.output
     row = next(line for line in done.output.splitlines() if line.startswith("│ faithfulness"))
     cells = [c.strip() for c in row.strip("│").split("│")]
     assert cells[2:6] == ["claim labels", "89", "89", "ROC AUC"]
@@ -495,3 +511,233 @@ def test_passages_come_from_the_judges_prompts_or_from_the_data_file(tmp_path):
     data.write_text("".join(json.dumps(row) + "\n" for row in rows))
     with pytest.raises(ValueError, match="sample 's01' answers otherwise than in the run"):
         LabelSession.open(tmp_path / "run", data=data)
+
+
+# -- one scale per metric, the judge's level, the log's filters, the command's options -------
+
+
+def test_one_metric_s_ratings_share_one_scale_wherever_they_are_read(tmp_path):
+    from ragmeter.heads.ratings import LabelsError
+    from ragmeter.labels.pull import pull_labels
+    from ragmeter.traces.human import HumanLabel
+
+    run = tmp_path / "run"
+    result = scripted_run(run, n=3)
+    section = {"trace_ids": ["s00", "s01", "s02"]}
+    found = [
+        HumanLabel("s00", "faithfulness", "phoenix:cy", score=1.0),
+        HumanLabel("s01", "faithfulness", "phoenix:cy", score=0.0),
+    ]
+
+    def pull():
+        return pull_labels(run, result, section, found, source="phoenix:p")
+
+    assert pull().scales == {"faithfulness": "binary"}  # read from the values: 1 and 0
+    # The page's 0-1 is binary by another name: the same scale.
+    session = LabelSession.open(run, scale="0-1", annotator="ann")
+    assert session.scale.text == "0-1"
+    session.answer("ann", session.items[0].key.text(), 1)
+    session.close()
+    assert run_ratings(run, result)[0].scales["faithfulness"].text == "0-1"
+    # A 1-5 rating of the same metric: the log now holds two scales, and every reader refuses.
+    with LabelStore(run / LABELS_FILE) as store:
+        store.add(ItemKey("rating", "s02", "faithfulness"), "bob", 4.0, scale="1-5")
+    said = (
+        "the run's labels of faithfulness are on several scales (1-5, binary): one metric's "
+        "ratings share one scale"
+    )
+    with pytest.raises(ValueError, match=re.escape(said)):
+        LabelSession.open(run)
+    with pytest.raises(ValueError, match=re.escape(said)):
+        pull()
+    with pytest.raises(LabelsError, match=re.escape(f"{run / LABELS_FILE}: {said}")):
+        run_ratings(run, result)
+    done = runner.invoke(app, ["calibrate", str(run)])
+    assert done.exit_code == 2 and said in done.output.replace("\n", " "), done.output
+    # Undone, the 1-5 rating no longer counts.
+    with LabelStore(run / LABELS_FILE) as store:
+        store.undo("bob", "rating", "faithfulness")
+    assert run_ratings(run, result)[0] is not None
+
+
+def test_ratings_are_read_on_the_scale_they_were_given_on_or_refused(tmp_path):
+    run = tmp_path / "run"
+    scripted_run(run, n=4)
+    session = LabelSession.open(run, scale="1-5", annotator="ann")
+    for found, value in zip(session.items, [1, 2, 4, 5], strict=True):
+        session.answer("ann", found.key.text(), value)
+    session.close()
+    # 1, 2, 4, 5 of 1-5 read as 0-10 would be low ratings (a mean of 3 of 0-10): refused.
+    for scale in (["--scale", "0-10"], ["--scale", "faithfulness=0-10"]):
+        done = runner.invoke(app, ["calibrate", str(run), *scale])
+        assert done.exit_code == 2, done.output
+        assert (
+            "the run's labels of faithfulness are on the scale 1-5, not 0-10: one metric's "
+            "ratings share one scale"
+        ) in done.output.replace("\n", " ")
+    done = runner.invoke(app, ["calibrate", str(run), "--scale", "faithfulness=1-5"])
+    assert done.exit_code == 0, done.output
+    ratings_only = json.loads((run / "calibration.json").read_text())["metrics"][0]["result"]
+    assert ratings_only["labels_only"]["estimate"] == 3.0  # (1 + 2 + 4 + 5) / 4
+
+
+def test_report_keeps_a_calibration_made_from_another_source_or_folds(tmp_path):
+    run = tmp_path / "run"
+    scripted_run(run, n=6)
+    session = LabelSession.open(run, scale="1-5", annotator="ann")
+    keys = [found.key.text() for found in session.items]
+    for key, value in zip(keys, [1, 2, 4, 5], strict=False):  # four of the six
+        session.answer("ann", key, value)
+    calibration = run / "calibration.json"
+    html = ["--html", str(tmp_path / "r.html")]
+
+    def rated() -> int:
+        return json.loads(calibration.read_text())["metrics"][0]["result"]["rated"]
+
+    # Made from the run's labels with 3 folds: report keeps it, says so, and shows it.
+    assert runner.invoke(app, ["calibrate", str(run), "--folds", "3"]).exit_code == 0
+    made = calibration.read_text()
+    assert json.loads(made)["source"] == "run" and json.loads(made)["folds"] == 3
+    done = runner.invoke(app, ["report", str(run), *html])
+    assert done.exit_code == 0, done.output
+    assert calibration.read_text() == made
+    assert (
+        f"calibration.json was made from {run / LABELS_FILE} with 3 folds, seed 0: kept and "
+        "shown, not made again from the run's labels"
+    ) in done.output.replace("\n", " ")
+    assert open_run(run).calibration["folds"] == 3
+    # Made from a file: kept too.
+    exported = tmp_path / "ratings.jsonl"
+    assert runner.invoke(app, ["label", str(run), "--export", str(exported)]).exit_code == 0
+    assert runner.invoke(app, ["calibrate", str(run), str(exported)]).exit_code == 0
+    made = calibration.read_text()
+    assert json.loads(made)["source"] == "file"
+    done = runner.invoke(app, ["report", str(run), *html])
+    assert done.exit_code == 0 and calibration.read_text() == made, done.output
+    assert f"made from {exported} with 5 folds" in done.output.replace("\n", " ")
+    # Made as report makes it (the run's labels, 5 folds, seed 0): made again with a fifth rating.
+    assert runner.invoke(app, ["calibrate", str(run)]).exit_code == 0
+    assert rated() == 4
+    session.answer("ann", keys[4], 3)
+    done = runner.invoke(app, ["report", str(run), *html])
+    assert done.exit_code == 0 and "kept and shown" not in done.output, done.output
+    assert rated() == 5
+    # Written before its source was recorded: the run's labels.sqlite says it.
+    legacy = json.loads(calibration.read_text())
+    del legacy["source"]
+    calibration.write_text(json.dumps(legacy))
+    session.answer("ann", keys[5], 3)
+    session.close()
+    assert runner.invoke(app, ["report", str(run), *html]).exit_code == 0
+    assert rated() == 6
+
+
+def test_the_judge_s_value_is_put_on_the_nearest_level_a_half_up(tmp_path):
+    from dataclasses import replace
+
+    scripted_run(tmp_path / "run", n=1)
+    session = LabelSession.open(tmp_path / "run", scale="1-5")
+    item = session.items[0]
+    # On 1-5 the judge's v is 1 + 4v: 0.375 is 2.5, 0.875 is 4.5, 0.125 is 1.5, 0.3 is 2.2.
+    levels = {0.375: "3", 0.875: "5", 0.125: "2", 0.3: "2", 0.3749999999999999: "3"}
+    for judge, level in levels.items():
+        assert session.judge_category(replace(item, judge=judge)) == level, judge
+    session.close()
+
+
+def test_the_judge_s_half_is_yes_on_a_binary_scale(tmp_path):
+    from dataclasses import replace
+
+    scripted_run(tmp_path / "run", n=1)
+    session = LabelSession.open(tmp_path / "run", scale="binary")
+    item = session.items[0]
+    # 0.5 on 0-1 is the half: up to 1, as a claim at the threshold 0.5 is supported.
+    assert session.judge_category(replace(item, judge=0.5)) == "1 (yes)"
+    assert session.judge_category(replace(item, judge=0.49)) == "0 (no)"
+    session.close()
+
+
+def test_the_log_is_read_by_kind_by_metric_or_both(tmp_path):
+    with LabelStore(tmp_path / LABELS_FILE) as store:
+        store.add(ItemKey("rating", "s0", "faithfulness"), "ann", 4.0, scale="1-5")
+        store.add(ItemKey("claim", "s0", "faithfulness", "c"), "ann", 1.0, scale="claim")
+        store.add(ItemKey("rating", "s0", "answer_relevance"), "ann", 2.0, scale="1-5")
+
+        def seqs(**given):
+            return [event.seq for event in store.events(**given)]
+
+        assert seqs() == [1, 2, 3]
+        assert seqs(kind="rating") == [1, 3]
+        assert seqs(metric="faithfulness") == [1, 2]
+        assert seqs(kind="rating", metric="faithfulness") == [1]
+        assert seqs(kind="claim", metric="answer_relevance") == []
+
+
+def test_each_use_of_the_command_refuses_the_options_it_does_not_take(tmp_path):
+    run = tmp_path / "run"
+    scripted_run(run, n=3, metrics=("faithfulness", "answer_relevance"))
+    given = {
+        "faithfulness": {"s00": 1, "s01": 2, "s02": 3},
+        "answer_relevance": {"s00": 5, "s01": 4},
+    }
+    for metric, values in given.items():
+        session = LabelSession.open(run, metric=metric, scale="1-5", annotator="ann")
+        for found in session.items:
+            if found.key.sample_id in values:
+                session.answer("ann", found.key.text(), values[found.key.sample_id])
+        session.close()
+    out = tmp_path / "ratings.jsonl"
+
+    def label(*args):
+        done = runner.invoke(app, ["label", str(run), *args])
+        return done.exit_code, done.output.replace("\n", " ")
+
+    code, said = label("--export", str(out), "--scale", "1-5", "--data", "d.jsonl", "--order",
+                       "least-sure", "--host", "0.0.0.0", "--no-open")  # fmt: skip
+    assert code == 2 and not out.exists()
+    assert (
+        "--export writes the labels already given to a file: --scale, --data, --order, --host, "
+        "--open/--no-open do not apply to it"
+    ) in said
+    code, said = label("--pull", "--metric", "faithfulness", "--annotator", "ann")
+    assert code == 2
+    assert (
+        "--pull reads the labels people gave the run's traces into its labels: --metric, "
+        "--annotator do not apply to it"
+    ) in said
+    code, said = label("--server", "http://127.0.0.1:6006", "--no-open")
+    assert code == 2 and "--server is for --pull" in said
+    # --metric is honoured by --export: that metric's ratings alone.
+    assert label("--export", str(out)) == (0, f"3 rows written to {out} ")
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows[0] == {"id": "s00", "faithfulness": 1.0, "answer_relevance": 5.0}
+    assert label("--export", str(out), "--metric", "answer_relevance")[0] == 0
+    assert [json.loads(line) for line in out.read_text().splitlines()] == [
+        {"id": "s00", "answer_relevance": 5.0},
+        {"id": "s01", "answer_relevance": 4.0},
+    ]
+    code, said = label("--export", str(out), "--metric", "tone")
+    assert code == 2 and "--metric tone: not a metric of the run (faithfulness, answer_rel" in said
+    code, said = label("--claims", "--export", str(out), "--metric", "answer_relevance")
+    assert code == 2 and "claims are faithfulness's; --metric answer_relevance rates" in said
+
+
+def test_a_fault_in_an_action_is_answered_and_the_server_keeps_serving(serving, capsys):
+    server = serving(None)
+    key = json.loads(request(server, "GET", "/api/state")[1])["item"]["key"]
+
+    def broken(*args, **kwargs):
+        raise KeyError("lost")
+
+    server.session.answer = broken
+    answer = json.dumps({"annotator": "ann", "item": key, "value": 3})
+    status, body = request(
+        server, "POST", "/api/answer", answer, {"Content-Type": "application/json"}
+    )
+    assert status == 500
+    assert json.loads(body) == {
+        "error": "the labelling server failed (KeyError: 'lost'); it is still running, and the "
+        "terminal that started it shows the details"
+    }
+    assert "Traceback" in capsys.readouterr().err
+    assert request(server, "GET", "/api/state")[0] == 200  # still serving

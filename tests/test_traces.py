@@ -294,6 +294,17 @@ def test_people_s_labels_become_ratings_of_the_samples_their_traces_are(tmp_path
     assert refused.exit_code == 2 and "not scored from traces" in refused.output
 
 
+def test_human_labels_of_a_run_whose_record_names_no_mlflow_experiment_say_what_is_missing():
+    from ragmeter.traces.run import human_labels
+
+    with pytest.raises(ValueError) as refused:
+        human_labels({"source": "mlflow", "server": "http://127.0.0.1:1"})
+    said = str(refused.value)
+    assert said.startswith("the run's record of its traces names no MLflow experiment (neither "
+                           "'experiment' nor 'experiment_id'")  # fmt: skip
+    assert "None" not in said
+
+
 def test_a_metric_scores_rows_as_a_phoenix_evaluator():
     needs("phoenix.evals")
     import pandas as pd

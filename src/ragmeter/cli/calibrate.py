@@ -65,7 +65,9 @@ def calibrate_command(
                 )
             for note in notes:
                 print_warning(console, note)
-            report = calibrate_result(result, given, run=str(run), folds=folds, seed=seed)
+            report = calibrate_result(
+                result, given, run=str(run), folds=folds, seed=seed, source="run"
+            )
         else:
             report = calibrate(
                 result, labels, scales=parse_scales(scale), run=str(run), folds=folds, seed=seed

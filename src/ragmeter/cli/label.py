@@ -29,13 +29,46 @@ from ragmeter.viewer import open_run
 
 SHOWN_TRACES = 5
 """Traces named for each reason a pulled label was left out; the rest are counted."""
+FLAGS = {
+    "metric": "--metric",
+    "claims": "--claims",
+    "scale": "--scale",
+    "data": "--data",
+    "annotator": "--annotator",
+    "order": "--order",
+    "seed": "--seed",
+    "host": "--host",
+    "port": "--port",
+    "token": "--token",
+    "open_page": "--open/--no-open",
+    "to_file": "--export",
+    "annotation": "--annotation",
+    "server": "--server",
+}
+"""The command's options, by parameter, as they are typed."""
+TAKES = {
+    "serve": {"metric", "claims", "scale", "data", "annotator", "order", "seed", "host", "port"}
+    | {"token", "open_page"},
+    "export": {"to_file", "claims", "metric", "annotator"},
+    "pull": {"scale", "annotation", "server"},
+}
+"""The options each of the command's three uses takes; any other given is refused, not
+passed over unsaid."""
+WHAT = {
+    "export": "--export writes the labels already given to a file",
+    "pull": "--pull reads the labels people gave the run's traces into its labels",
+}
 
 
 def label_command(
+    ctx: typer.Context,
     run: Annotated[Path, typer.Argument(help="An evaluate run's results folder.")],
     metric: Annotated[
         str | None,
-        typer.Option(help="The metric whose samples are rated. \\[default: the run's first]"),
+        typer.Option(
+            help="The metric whose samples are rated; with --export, the one metric whose "
+            "ratings are written. \\[default: the run's first; every rated metric for --export]"
+        ),
     ] = None,
     claims: Annotated[
         bool,
@@ -131,20 +164,17 @@ def label_command(
     MLflow."""
     console = Console()
     with user_errors(console):
+        _refuse_others(ctx, "pull" if pull else "serve" if to_file is None else "export")
         if pull:
-            if claims or to_file is not None:
-                raise ValueError("--pull reads ratings of samples: not with --claims or --export")
             report = _pull(run, scale, annotation, server)
             _print_pull(console, run, report)
             return
-        if annotation or server:
-            raise ValueError("--annotation and --server are for --pull")
-        page_scale = _page_scale(scale)
         if to_file is not None:
             result = evaluation(open_run(run))
-            rows = export(run, to_file, result, claims=claims, annotator=annotator)
+            rows = export(run, to_file, result, claims=claims, annotator=annotator, metric=metric)
             console.print(f"{rows} rows written to {to_file}", highlight=False, soft_wrap=True)
             return
+        page_scale = _page_scale(scale)
         check_binding(host, token)
         if order not in ("random", "least-sure"):
             raise ValueError(f"--order {order!r}: use random or least-sure")
@@ -191,6 +221,22 @@ def label_command(
         serving.server_close()
         session.close()
     console.print(f"stopped; every label given is in {run / LABELS_FILE}", highlight=False)
+
+
+def _refuse_others(ctx: typer.Context, use: str) -> None:
+    """Refuse the options given that ``use`` (serve, export or pull) does not take, naming
+    them: an option passed over unsaid would let a person think it did something."""
+    given = []
+    for name, flag in FLAGS.items():
+        source = ctx.get_parameter_source(name)  # the enum of the click typer ships: by name
+        if name not in TAKES[use] and source is not None and source.name == "COMMANDLINE":
+            given.append(flag)
+    if not given:
+        return
+    if use == "serve":  # what serving does not take is --pull's
+        raise ValueError(f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for --pull")
+    verb = "does" if len(given) == 1 else "do"
+    raise ValueError(f"{WHAT[use]}: {', '.join(given)} {verb} not apply to it")
 
 
 def _page_scale(scale: list[str] | None) -> str | None:

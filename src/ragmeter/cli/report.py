@@ -7,13 +7,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 
 from ragmeter.cli.calibrate import evaluation, print_calibration
 from ragmeter.cli.common import LabelScales, LabelsFiles, print_warning, user_errors, wide_console
-from ragmeter.heads.ppi import CalibrationReport, calibrate_result
+from ragmeter.heads.ppi import CALIBRATION_FILE, DEFAULT_FOLDS, CalibrationReport, calibrate_result
 from ragmeter.heads.ratings import parse_scales, ratings_for_runs
-from ragmeter.labels import run_ratings
+from ragmeter.labels import has_ratings, run_ratings
 from ragmeter.viewer import OpenedRun, open_run, write_report
 
 
@@ -65,17 +66,43 @@ def _calibrate_from_runs(
     console: Console, opened: list[OpenedRun], scale: list[str] | None
 ) -> list[CalibrationReport]:
     """The people's means of each evaluate run in which people rated samples (``ragmeter
-    label``)."""
+    label``), written into its folder; a ``calibration.json`` made otherwise (from a file, or
+    with other folds or seed) is kept, and shown, as it is."""
     found = []
     for run in opened:
         if run.kind != "evaluate" or run.result is None:
+            continue
+        kept = _made_otherwise(run)
+        if kept is not None:
+            if has_ratings(run.path, run.result):
+                print_warning(console, f"{run.path}: {kept}")
             continue
         ratings, notes = run_ratings(run.path, run.result, parse_scales(scale))
         if ratings is None:
             continue
         for note in notes:
             print_warning(console, f"{run.path}: {note}")
-        calibration = calibrate_result(run.result, ratings, run=str(run.path))
+        calibration = calibrate_result(run.result, ratings, run=str(run.path), source="run")
         calibration.write(run.path)
         found.append(calibration)
     return found
+
+
+def _made_otherwise(run: OpenedRun) -> str | None:
+    """Why the run's ``calibration.json`` is kept rather than made again from its labels: it
+    was made from another source, folds or seed than ``report`` uses, or cannot be read; None
+    when there is none, or it is the one ``report`` would make."""
+    path = run.path / CALIBRATION_FILE
+    if not path.is_file():
+        return None
+    remake = f"make it from the run's labels with: ragmeter calibrate {run.path}"
+    try:
+        written = CalibrationReport.model_validate(run.calibration)
+    except ValidationError:
+        return f"{CALIBRATION_FILE} cannot be read as a calibration: left as it is ({remake})"
+    if written.made_as("run", DEFAULT_FOLDS, 0):
+        return None
+    return (
+        f"{CALIBRATION_FILE} was made from {written.labels} with {written.folds} folds, seed "
+        f"{written.seed}: kept and shown, not made again from the run's labels ({remake})"
+    )

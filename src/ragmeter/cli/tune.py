@@ -35,7 +35,7 @@ from ragmeter.heads.tuning import (
 )
 from ragmeter.heads.verifier import shipped_training_set
 from ragmeter.judges.heads import HEADS_OPTION, Heads, bundled_heads
-from ragmeter.labels import run_claims, run_ratings
+from ragmeter.labels import has_ratings, run_claims, run_ratings
 from ragmeter.result import Result
 from ragmeter.viewer import open_run
 from ragmeter.viewer.views import fmt
@@ -138,7 +138,7 @@ def _tune_run_labels(
     ratings = None
     if claims:
         source = f"claims labelled in {run.name}"
-        if run_ratings(run, result, scales)[0] is not None:
+        if has_ratings(run, result):  # counted, not read: a problem of theirs is not this tune's
             notes.append("the run's ratings are not used: heads are fitted on its claim labels")
     else:
         ratings, notes = run_ratings(run, result, scales)

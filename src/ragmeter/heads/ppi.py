@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel
@@ -279,6 +280,9 @@ class MetricCalibration(BaseModel):
 class CalibrationReport(BaseModel):
     run: str
     labels: str
+    source: Literal["file", "run"] | None = None
+    """Where the ratings came from: a ratings file (``labels``), or the run's own labels
+    (``ragmeter label``); None in a file written before this was recorded."""
     folds: int
     seed: int
     confidence: float = 0.95
@@ -287,6 +291,13 @@ class CalibrationReport(BaseModel):
         "score mapped to the ratings' scale by a line fitted on rated samples, cross-fitted"
     )
     metrics: list[MetricCalibration]
+
+    def made_as(self, source: Literal["file", "run"], folds: int, seed: int) -> bool:
+        """Whether this calibration was made from ratings of ``source`` with these folds and
+        seed (one written before its source was recorded is a file's unless its labels are a
+        run's ``labels.sqlite``, ``ragmeter.labels.LABELS_FILE``)."""
+        made = self.source or ("run" if Path(self.labels).name == "labels.sqlite" else "file")
+        return (made, self.folds, self.seed) == (source, folds, seed)
 
     def write(self, folder: str | Path) -> Path:
         """``calibration.json`` in ``folder``."""
@@ -309,10 +320,12 @@ def calibrate_result(
     run: str = "",
     folds: int = DEFAULT_FOLDS,
     seed: int = 0,
+    source: Literal["file", "run"] = "file",
 ) -> CalibrationReport:
     """Per rated metric of ``result``: the judge's mean, the ratings-only mean and the PPI++
     estimate of the people's mean over the scored samples, with the judge's bias and
-    correlation on the rated ones."""
+    correlation on the rated ones. ``source`` says where ``labels`` came from: a ratings file,
+    or the run's own labels."""
     rows = []
     for metric in [m for m in result.metrics if m in labels.ratings]:
         scored, unscored = _judged(result, metric)
@@ -338,7 +351,9 @@ def calibrate_result(
                 seed=seed,
             )
         rows.append(found)
-    return CalibrationReport(run=run, labels=str(labels.path), folds=folds, seed=seed, metrics=rows)
+    return CalibrationReport(
+        run=run, labels=str(labels.path), source=source, folds=folds, seed=seed, metrics=rows
+    )
 
 
 def calibrate(

@@ -8,7 +8,7 @@
 - ``export``: the labels as ``calibrate``, ``tune`` and ``report`` read them, or as files.
 """
 
-from ragmeter.labels.export import export, run_claims, run_ratings
+from ragmeter.labels.export import export, has_ratings, run_claims, run_ratings
 from ragmeter.labels.session import LabelSession
 from ragmeter.labels.store import LABELS_FILE, Event, ItemKey, LabelStore, fold, open_labels
 
@@ -20,6 +20,7 @@ __all__ = [
     "LabelStore",
     "export",
     "fold",
+    "has_ratings",
     "open_labels",
     "run_claims",
     "run_ratings",

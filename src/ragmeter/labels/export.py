@@ -18,8 +18,9 @@ from pathlib import Path
 
 from ragmeter.heads.ratings import Labels, LabelsError, Scale, parse_scale
 from ragmeter.heads.tuning import CLAIM_FIELD, SUPPORTED_FIELD
+from ragmeter.labels.items import CLAIM_METRIC
 from ragmeter.labels.pull import PULLED
-from ragmeter.labels.store import LABELS_FILE, Event, Kind, fold, open_labels
+from ragmeter.labels.store import LABELS_FILE, Event, Kind, fold, open_labels, rating_scale
 from ragmeter.manifest import atomic_write_text
 from ragmeter.result import Result
 
@@ -117,7 +118,7 @@ def run_ratings(
         several = sum(len(v) > 1 for v in values.values())
         if several:
             notes.append(
-                f"{metric}: {several} sample(s) rated by several people: the mean of their "
+                f"{name}: {several} sample(s) rated by several people: the mean of their "
                 "ratings is used"
             )
     if not ratings:
@@ -129,6 +130,19 @@ def run_ratings(
         rows=sum(len(v) for v in ratings.values()),
     )
     return labels, notes
+
+
+def has_ratings(folder: str | Path, result: Result) -> bool:
+    """Whether a rating of the run's samples stands in its labels: looked for, not read as
+    ``run_ratings`` reads them (their scales are not checked), for a command that will not
+    use them."""
+    known = {sample.key for sample in result.samples}
+    return any(
+        event.value is not None
+        and event.item.sample_id in known
+        and event.item.metric in result.metrics
+        for event in _standing(Path(folder), "rating", None) or []
+    )
 
 
 def run_claims(
@@ -163,13 +177,20 @@ def export(
     *,
     claims: bool = False,
     annotator: str | None = None,
+    metric: str | None = None,
 ) -> int:
-    """Write the run's ratings (a row per sample, a field per metric: the file ``calibrate``
-    reads) or claim labels (``id``, ``claim``, ``supported``: the file ``tune`` reads) to
-    ``path``, JSONL or CSV by its suffix; the number of rows written."""
+    """Write the run's ratings (a row per sample, a field per metric, or for ``metric`` alone:
+    the file ``calibrate`` reads) or claim labels (``id``, ``claim``, ``supported``: the file
+    ``tune`` reads) to ``path``, JSONL or CSV by its suffix; the number of rows written."""
     target = Path(path)
     if target.suffix.lower() not in (".jsonl", ".csv"):
         raise ValueError(f"{target}: export to .jsonl or .csv")
+    if claims and metric not in (None, CLAIM_METRIC):
+        raise ValueError(f"claims are {CLAIM_METRIC}'s; --metric {metric} rates samples")
+    if metric is not None and metric not in result.metrics:
+        raise ValueError(
+            f"--metric {metric}: not a metric of the run ({', '.join(result.metrics)})"
+        )
     rows: list[dict[str, object]]
     if claims:
         found, _ = run_claims(folder, result, annotator=annotator)
@@ -182,7 +203,7 @@ def export(
         ]
         fields = ["id", CLAIM_FIELD, SUPPORTED_FIELD]
     else:
-        labels, _ = run_ratings(folder, result, annotator=annotator)
+        labels, _ = run_ratings(folder, result, annotator=annotator, metric=metric)
         ratings = labels.ratings if labels else {}
         fields = ["id", *[m for m in result.metrics if m in ratings]]
         rows = []
@@ -192,7 +213,7 @@ def export(
             if len(row) > 1:
                 rows.append(row)
     if not rows:
-        what = "claim labels" if claims else "ratings"
+        what = "claim labels" if claims else f"ratings{f' of {metric}' if metric else ''}"
         who = f" by {annotator}" if annotator else ""
         raise ValueError(f"{folder}: no {what}{who} in the run's labels to export")
     atomic_write_text(

@@ -21,6 +21,7 @@ import secrets
 import socket
 import sys
 import threading
+import traceback
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -33,6 +34,8 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 TOKEN_HEADER = "X-Ragmeter-Token"
 BODY_LIMIT = 64 * 1024
 """The largest request body taken: an answer with its note."""
+ERROR_LIMIT = 200
+"""Characters of an unexpected error the page is told; the terminal shows all of it."""
 
 
 def check_binding(host: str, token: str | None) -> None:
@@ -187,6 +190,16 @@ class LabelHandler(BaseHTTPRequestHandler):
             self._send_json({"error": str(exc)}, HTTPStatus.BAD_REQUEST)
         except OSError as exc:  # the log cannot be written: say so, the page keeps the answer
             self._send_json({"error": str(exc)}, HTTPStatus.SERVICE_UNAVAILABLE)
+        except Exception as exc:  # a fault of ours: answered, so the page says it, not retries
+            traceback.print_exc(file=sys.stderr)  # the whole of it, for a bug report
+            said = f"{type(exc).__name__}: {exc}"
+            self._send_json(
+                {
+                    "error": f"the labelling server failed ({said[:ERROR_LIMIT]}); it is still "
+                    "running, and the terminal that started it shows the details"
+                },
+                HTTPStatus.INTERNAL_SERVER_ERROR,
+            )
         else:
             self._send_json(found)
 

@@ -424,4 +424,6 @@ def _scale(store: LabelStore, metric: str, stated: str | None) -> Scale:
     """The scale of this session: the one the run's labels of ``metric`` were given on (a
     different ``stated`` one is refused: one metric's ratings share one scale), else
     ``stated`` or the default."""
-    return parse_scale(rating_scale(store.events("rating", metric), metric, stated) or stated or DEFAULT_SCALE)
+    return parse_scale(
+        rating_scale(store.events("rating", metric), metric, stated) or stated or DEFAULT_SCALE
+    )

@@ -186,7 +186,8 @@ def human_labels(section: Mapping[str, Any], *, server: str | None = None) -> li
     section), or at ``server`` instead of the address it recorded.
 
     Raises:
-        ValueError: the run read its traces from a file, which holds no people's labels.
+        ValueError: the run read its traces from a file, which holds no people's labels, or
+            its record names no MLflow experiment.
     """
     kind = section.get("source")
     where = server or section.get("server")
@@ -194,8 +195,14 @@ def human_labels(section: Mapping[str, Any], *, server: str | None = None) -> li
         project = str(section.get("project") or "default")
         return phoenix_labels(project, server=where)
     if kind == "mlflow":
-        experiment = str(section.get("experiment") or section.get("experiment_id"))
-        return mlflow_labels(experiment, tracking_uri=where)
+        experiment = section.get("experiment") or section.get("experiment_id")
+        if not experiment:
+            raise ValueError(
+                "the run's record of its traces names no MLflow experiment (neither "
+                "'experiment' nor 'experiment_id' in the 'traces' section of its run.json): "
+                "there is no experiment to read people's labels from"
+            )
+        return mlflow_labels(str(experiment), tracking_uri=where)
     raise ValueError(
         f"the run read its traces from {source_name(section)}: people's labels are read from "
         "a Phoenix or MLflow server"
