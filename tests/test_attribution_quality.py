@@ -46,8 +46,15 @@ def test_probability_weighted_score_from_the_judge():
     assert CRITERIA["consistency"].question in users[1]
 
 
-def test_without_logprobs_the_digit_written_is_the_score():
-    judge = FakeJudge(["4", "2", "5", "1"])
+def test_without_logprobs_the_digits_written_are_the_score():
+    written = {"coherence": "4", "consistency": "2", "fluency": "5", "relevance": "1"}
+
+    def reply(request: ChatRequest) -> str:
+        # each criterion's replies, greedy and drawn, name the same digit
+        asked = request.messages[-1].content
+        return next(d for name, d in written.items() if CRITERIA[name].question in asked)
+
+    judge = FakeJudge(responder=reply)
     scores = text_quality("s1", INPUTS, judge)
     assert {n: s.value for n, s in scores.items()} == {
         "coherence": 4.0,
@@ -55,7 +62,7 @@ def test_without_logprobs_the_digit_written_is_the_score():
         "fluency": 5.0,
         "relevance": 1.0,
     }
-    assert scores["coherence"].explanation["method"] == "reply"
+    assert scores["coherence"].explanation["method"] == "sampled 5 replies"
 
 
 def test_a_reply_without_a_level_is_unscored_never_a_default():

@@ -28,16 +28,9 @@ from ragmeter.sample import Sample, Turn
 from ragmeter.session import JudgeSession
 
 from .conftest import prompt_name, yes_no
+from .test_metrics import CONTEXT_SAMPLE
 
-SAMPLE = Sample(
-    id="c1",
-    question="What is the capital of Australia?",
-    contexts=[
-        "Australia is in the Southern Hemisphere. Canberra is the capital of Australia.",
-        "Sydney is the largest city.\nIt hosted the 2000 Olympics.",
-    ],
-    answer="Canberra.",
-)
+SAMPLE = CONTEXT_SAMPLE
 # The question's words: what, is, the, capital, of, australia (6).
 SIMILARITIES = [
     3 / 6,  # australia, is, the of 6 words

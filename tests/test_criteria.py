@@ -99,12 +99,27 @@ def test_levels_read_as_a_checklist_ask_one_yes_no_a_level():
     assert score.explanation["p_yes"] == [0.2, 0.6, 0.2]
 
 
-def test_a_judge_without_log_probabilities_gives_the_level_it_writes():
-    judge = FakeJudge(["3", "3"])
+def test_a_judge_without_log_probabilities_is_read_from_replies_drawn_at_temperature_1():
+    def reply(request):
+        # greedy: 3; the draws at temperature 1: 2, 3, 3, and one with no level
+        if request.temperature == 0:
+            return "3"
+        return {1: "2", 2: "3", 3: "3", 4: "Hmm"}[request.draw]
+
+    judge = FakeJudge(responder=reply)
     score = CriterionMetric(THREE_LEVELS, reading="direct").score(SAMPLE, JudgeSession(judge))
-    assert score.value == 1.0
-    assert score.explanation["method"] == "reply"
-    unreadable = FakeJudge(["maybe", "maybe", "maybe", "maybe", "maybe", "maybe"])
+    # 4 usable replies: 2 once, 3 three times -> expected 2.75 -> 0.875 on 0-1
+    assert score.explanation["method"] == "sampled 4 replies (1 unusable)"
+    assert score.explanation["distribution"] == {"1": 0.0, "2": 0.25, "3": 0.75}
+    assert score.value == pytest.approx(0.875)
+    assert [(r.temperature, r.draw) for r in judge.history] == [
+        (0, 0),
+        *((1.0, d) for d in range(1, 5)),
+    ]
+    # a draw is a request of its own for the call cache; no draw keys as it always did
+    first, second = judge.history[:2]
+    assert first.key() == first.model_dump_json(exclude={"draw"}) != second.key()
+    unreadable = FakeJudge(responder=lambda request: "maybe")
     failed = CriterionMetric(THREE_LEVELS, reading="direct").score(
         SAMPLE, JudgeSession(unreadable, retries=1)
     )
@@ -323,8 +338,10 @@ def test_ratings_of_a_criterion_teach_its_head_through_tune(tmp_path: Path):
     )
     kept, declined = (s.value for s in read.scores)
     assert declined - kept > 0.5
-    # a levels criterion read level by level is no mean of verdicts: tune says so
-    assert CriterionMetric(THREE_LEVELS).verdicts_prompt() is None
+    # a choice among levels is no mean of verdicts: tune says so; levels asked as Yes or No
+    # (their default) are one verdict
+    assert CriterionMetric(THREE_LEVELS, reading="direct").verdicts_prompt() is None
+    assert CriterionMetric(THREE_LEVELS).verdicts_prompt().name == "criterion.natural"
 
 
 def _declines_judge(model: str) -> FakeJudge:

@@ -35,6 +35,8 @@ from ragmeter.prompts import Inputs, Out, Prompt, ReplyError, YesNoPrompt
 from ragmeter.score import Exchange, Score, Unscorable, Usage
 
 Check = Callable[[Out], str | None]
+DRAWS = 5
+"""Replies drawn to read a choice among levels from a judge that gives no log-probabilities."""
 Value = TypeVar("Value")
 Question = tuple[YesNoPrompt, Inputs, dict[str, str]]
 """A Yes/No question as ``ask_yes_no`` takes it: the prompt, its inputs and its fields."""
@@ -269,8 +271,9 @@ class JudgeSession:
     ) -> tuple[dict[str, float], str]:
         """The judge's probability of each of ``labels`` (single tokens, "1".."5") as its
         reply, renormalised over them, and how it was read: ``"logprobs"`` from one forward
-        pass, or ``"reply"`` where the judge gives no log-probabilities (the label it wrote,
-        with probability 1). A reply that names no label is asked again, then unscored."""
+        pass; where the judge gives no log-probabilities, the share of ``DRAWS`` replies drawn
+        at temperature 1 that name each label (``"sampled N replies"``, G-Eval's way with a
+        model that shows none). A reply that names no label is asked again, then unscored."""
         request = ChatRequest(messages=prompt.render(inputs), max_tokens=1, top_logprobs=20)
         wanted = {label.casefold(): label for label in labels}
         (mass, method), _, _ = self._one_token(
@@ -279,7 +282,37 @@ class JudgeSession:
             lambda reply: _read_levels(reply, wanted),
             f"none of {', '.join(labels)}",
         )
+        if method == "reply":
+            mass, method = self._drawn_levels(request, prompt.name, wanted, mass)
         return {label: mass.get(label, 0.0) for label in labels}, method
+
+    def _drawn_levels(
+        self, request: ChatRequest, name: str, wanted: Mapping[str, str], first: dict[str, float]
+    ) -> tuple[dict[str, float], str]:
+        """The greedy reply's label and ``DRAWS - 1`` more drawn at temperature 1, as shares;
+        a draw that fails or names no label is left out and counted in the method."""
+        counts = dict(first)
+        drawn, lost = 1, 0
+        for draw in range(1, DRAWS):
+            again = request.model_copy(update={"temperature": 1.0, "draw": draw, "max_tokens": 3})
+            exchange = Exchange(prompt=name, messages=list(again.messages))
+            self.exchanges.append(exchange)
+            try:
+                reply = self.judge.complete(again)
+            except JudgeError as exc:
+                exchange.error, lost = f"judge call failed: {exc}", lost + 1
+                continue
+            self.record_usage(reply.cached, reply.prompt_tokens, reply.completion_tokens)
+            exchange.reply, exchange.cached = reply.text, reply.cached
+            read = _read_levels(reply.model_copy(update={"logprobs": None}), wanted)
+            if read is None:
+                exchange.error, lost = f"no label in the reply {reply.text!r}", lost + 1
+                continue
+            drawn += 1
+            for label, share in read[0].items():
+                counts[label] = counts.get(label, 0.0) + share
+        method = f"sampled {drawn} replies" + (f" ({lost} unusable)" if lost else "")
+        return {label: count / drawn for label, count in counts.items()}, method
 
     def _yes_no(self, request: ChatRequest, prompt: YesNoPrompt, first: Reply | None) -> float:
         """P(yes) for ``request``, retried as its failures allow; ``first`` is the reply to the

@@ -41,6 +41,14 @@ class ChatRequest(BaseModel):
     temperature: float = 0.0
     top_logprobs: int = 0
     """Return this many alternatives with their log-probabilities for each generated token."""
+    draw: int = 0
+    """Which of several replies drawn at a temperature above 0 this is: the same prompt drawn
+    again is another request (and another cache entry). 0, the default, stays out of keys."""
+
+    def key(self) -> str:
+        """The request as the cache keys it: ``draw`` only where it is set, so a request that
+        draws nothing keys as it did before there were draws."""
+        return self.model_dump_json(exclude={"draw"} if self.draw == 0 else None)
 
 
 class TokenLogprobs(BaseModel):

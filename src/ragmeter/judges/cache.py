@@ -272,7 +272,7 @@ class CachedJudge(Wrapper):
         # The identity is read at every call, and again after a miss: a provider whose replies
         # change with what it learns of a server (one that refuses JSON schemas, say) may ask
         # another way during the call, and the reply is keyed by the way that made it.
-        request_json = request.model_dump_json()
+        request_json = request.key()
         hit = self._hit(request, _digest(self.identity.digest, request_json))
         if hit is not None:
             return hit
@@ -283,7 +283,7 @@ class CachedJudge(Wrapper):
 
     def complete_batch(self, requests: Sequence[ChatRequest], concurrency: int = 1) -> list[Reply]:
         """The hits from the cache; the misses asked of the judge together and stored."""
-        asked = [request.model_dump_json() for request in requests]
+        asked = [request.key() for request in requests]
         digest = self.identity.digest
         replies: list[Reply | None] = [
             self._hit(request, _digest(digest, a))

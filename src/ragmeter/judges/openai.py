@@ -259,8 +259,8 @@ class OpenAIJudge(_Endpoint):
         if request.top_logprobs and self.asks_logprobs:
             payload["logprobs"] = True
             payload["top_logprobs"] = request.top_logprobs
-        if self.options.seed is not None:
-            payload["seed"] = self.options.seed
+        if self.options.seed is not None:  # a draw of its own: another seed, another reply
+            payload["seed"] = self.options.seed + request.draw
         return payload
 
     def _fall_back(self, payload: dict[str, Any], refusal: RequestRefused) -> bool:
