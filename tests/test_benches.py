@@ -8,6 +8,9 @@ these tests through the real registry (``scripted`` below). Samples are written 
 from ``tests/data``; the human-rated sets of ``../shared/data`` are read in place where a bench
 is about them, and those tests skip without them.
 
+Two run beside what they measure: ``bench_criteria.py`` in ``tests/test_criteria.py`` and
+``bench_context_screen.py`` in ``tests/test_context_screen.py``.
+
 Left out here, each for its reason:
 
 - ``bench_ray.py`` runs in ``tests/test_ray.py``, on that module's Ray head node (a head of its
