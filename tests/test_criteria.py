@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -284,6 +285,17 @@ def test_the_command_line_scores_a_criterion_given_in_words(tmp_path: Path):
     assert "declines" in header.split(",")
     (row,) = [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
     assert (row["metric"], row["value"]) == ("declines", 1.0)
+    levels = tmp_path / "criteria.toml"
+    levels.write_text(
+        '[tone]\nkind = "levels"\nquestion = "Friendly?"\nreading = "checklist"\n'
+        'levels = [{score = 1, meaning = "Cold."}, {score = 2, meaning = "Warm."}]\n'
+    )
+    estimate = CliRunner().invoke(
+        app, ["evaluate", str(data), "--criteria", str(levels), "--metrics", "tone", "--dry-run"]
+    )
+    assert estimate.exit_code == 0, estimate.output
+    # one Yes/No question a level, for the one sample
+    assert re.search(r"tone\s*│\s*1\s*│\s*2\s*│", estimate.output), estimate.output
     clash = CliRunner().invoke(
         app, ["evaluate", str(data), "--criterion", "faithfulness=Is it?", "--judge", "fake"]
     )
