@@ -110,7 +110,13 @@ def criteria_rows(path: Path) -> list[Row]:
 
 
 def mtrag_rows(path: Path) -> list[Row]:
-    return [Row(r.sample, r.conversation, r.human, MTRAG_SCALES) for r in load_mtrag(path)]
+    """MTRAG's answers that were given passages (the criteria read them; a conversational turn
+    without any is left out)."""
+    return [
+        Row(r.sample, r.conversation, r.human, MTRAG_SCALES)
+        for r in load_mtrag(path)
+        if r.sample.contexts
+    ]
 
 
 def first_groups(rows: list[Row], groups: int | None) -> list[Row]:
