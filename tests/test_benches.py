@@ -24,9 +24,6 @@ Left out here, each for its reason:
   (``bench/ragas_peer.requirements.txt``); ragas is never installed beside ragmeter, so their
   test skips. What their drivers read from them is checked through stand-ins that print the
   same records (``bench_vs_ragas``, ``bench_testset_vs_ragas``).
-- ``one_read_positions.py`` and ``one_pass_heads.py`` read at tags on the local judge's engine;
-  here they read on ``WordEngine``, a stand-in with the engine's methods, so their own logic
-  runs but the real engine's does not (``tests/test_llama_engine.py`` tests that).
 """
 
 from __future__ import annotations
@@ -34,7 +31,6 @@ from __future__ import annotations
 import ast
 import importlib
 import json
-import math
 import re
 import runpy
 import subprocess
@@ -60,11 +56,10 @@ from ragmeter.heads.verifier import TRAINING_FILE, LabelledClaims, Recipe, Train
 from ragmeter.judges.base import ChatRequest, ChatResponse
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 from ragmeter.judges.heads import Heads
-from ragmeter.judges.llama_engine import Probe
 from ragmeter.meta.attribution import load_attribution, statement_for, verify_claims
 
 from .conftest import routed, yes_no
-from .fault_server import AnsweringJudge, words
+from .fault_server import AnsweringJudge
 from .test_attribution_experiments import ADA, BRAM
 from .test_attribution_experiments import respond as kalma_reply
 from .test_evaluate import REPLIES, SAMPLES
@@ -189,73 +184,13 @@ MADE: list[FakeJudge] = []
 """Every judge ``scripted`` made, last last: their ``history`` is what reached the model."""
 
 
-class WordEngine:
-    """A stand-in for the local judge's engine (``LlamaEngine``): one token a word, and at a tag
-    P(Yes) 0.9 when the line before it shares a word of four letters or more with the question
-    (else 0.1), with a hidden state saying the same. Its vocabulary lists only " Yes" and " No";
-    other words get ids as they come. Counts the tokens it was asked to read."""
-
-    n_vocab = 2
-
-    def __init__(self) -> None:
-        self.vocabulary = [" Yes", " No"]
-        self.ids: dict[str, int] = {}
-        self.reads = 0
-
-    def piece(self, token: int) -> bytes:
-        return self.vocabulary[token].encode()
-
-    def tokenize(self, text: str) -> list[int]:
-        tokens = []
-        for word in re.findall(r"\n|[^\s]+", text):
-            if word not in self.ids:
-                self.ids[word] = len(self.vocabulary)
-                self.vocabulary.append(word)
-            tokens.append(self.ids[word])
-        return tokens
-
-    def _probe(self, tokens: list[int], read: int) -> Probe:
-        text = " ".join(self.vocabulary[t] for t in tokens).replace(" \n ", "\n")
-        question = re.search(r"Question: (.*)", text).group(1)  # type: ignore[union-attr]
-        lines = [line for line in text.split("\n")[:-1] if line.strip()]
-        tagged = re.sub(r"^[\[(]\d+[\])] ", "", lines[-1])
-        shared_word = bool(words(tagged) & words(question))
-        p = 0.9 if shared_word else 0.1
-        state = np.array([1.0 if shared_word else -1.0, len(tagged) / 100], dtype=np.float32)
-        return Probe(np.array([math.log(p), math.log(1 - p)]), {"l_out-16": state}, read)
-
-    def probe(self, prompts: list[list[int]]) -> list[Probe]:
-        self.reads += sum(len(p) for p in prompts)
-        return [self._probe(list(p), len(p)) for p in prompts]
-
-    def read_at(self, prompt: list[int], positions: list[int]) -> list[Probe]:
-        self.reads += len(prompt)
-        # The first probe counts the tokens read, as the engine's do.
-        read = [len(prompt)] + [0] * (len(positions) - 1)
-        return [
-            self._probe(list(prompt[: at + 1]), n) for at, n in zip(positions, read, strict=True)
-        ]
-
-
-class EngineJudge(FakeJudge):
-    """The overlap judge, with a ``WordEngine`` where the local judge keeps its engine."""
-
-    def __init__(self) -> None:
-        super().__init__(responder=answering, model="bench-engine")
-        self._engine = WordEngine()
-
-
 def scripted(model: str = "", states: str = "", **_options: object) -> FakeJudge:
-    """``bench:SCRIPT``: a judge that replies by ``SCRIPTS[SCRIPT]``; ``bench:engine`` also has
-    an engine to read at. ``states`` names the hidden states ``labels`` shows, as the local
-    judge's option of that name does."""
-    if model == "engine":
-        judge: FakeJudge = EngineJudge()
-    else:
-        respond = SCRIPTS[model]
-        if model == "labels" and states:
-            respond = partial(labelled, states=tuple(states.split(",")))
-        judge = FakeJudge(responder=respond, model=f"bench-{model}")
+    """``bench:SCRIPT``: a judge that replies by ``SCRIPTS[SCRIPT]``. ``states`` names the hidden
+    states ``labels`` shows, as the local judge's option of that name does."""
+    respond = SCRIPTS[model]
+    if model == "labels" and states:
+        respond = partial(labelled, states=tuple(states.split(",")))
+    judge = FakeJudge(responder=respond, model=f"bench-{model}")
     MADE.append(judge)
     return judge
 
@@ -1030,98 +965,3 @@ def test_bench_learning_curve_reads_resumably_and_says_what_n_labels_buy(
     assert told_once in " ".join(told.output.split())
     plain = CliRunner().invoke(app, tune)
     assert plain.exit_code == 0 and "bought elsewhere" not in plain.output
-
-
-# --- verdicts read at tags in one pass (on the stand-in engine) ----------------------------------
-
-WIKIEVAL_ROWS = [
-    {
-        "id": 0,
-        "question": "Which river flows through Budapest?",
-        "context_v1": ["The Danube river flows through Budapest. It is very long."],
-        "context_v2": ["Vienna hosts many concerts. Paris has museums."],
-        "answer": "The Danube flows through Budapest.",
-        "ungrounded_answer": "The Thames flows through Budapest.",
-        "poor_answer": "Rivers are wet.",
-    },
-    {
-        "id": 1,
-        "question": "When did the bridge open and what did it cost?",
-        "context_v1": ["The bridge opened in March 2004. Its construction cost 900 million "
-                       "euros."],
-        "context_v2": ["The bridge spans the Tagus estuary. Ferries crossed it before."],
-        "answer": "The bridge opened in March 2004 and cost 900 million euros.",
-        "ungrounded_answer": "The bridge opened in 1990 and was free.",
-        "poor_answer": "Bridges cross water.",
-    },
-    {
-        "id": 2,
-        "question": "Who wrote Middlemarch and under what name?",
-        "context_v1": ["Middlemarch was written by Mary Ann Evans. She published it under the "
-                       "name George Eliot."],
-        "context_v2": ["Middlemarch is a town in fiction. Novels were popular then."],
-        "answer": "Mary Ann Evans wrote Middlemarch as George Eliot.",
-        "ungrounded_answer": "Charles Dickens wrote Middlemarch.",
-        "poor_answer": "Novels are books.",
-    },
-    {
-        "id": 3,
-        "question": "What is the boiling point of ethanol?",
-        "context_v1": ["Ethanol boils at 78 degrees Celsius. It is a common solvent."],
-        "context_v2": ["Water boils at 100 degrees. Salt raises the boiling point."],
-        "answer": "Ethanol boils at 78 degrees Celsius.",
-        "ungrounded_answer": "Ethanol boils at 20 degrees.",
-        "poor_answer": "Chemistry is interesting.",
-    },
-    {
-        "id": 4,
-        "question": "Where was Zorbium found?",
-        "context_v1": ["Zorbium was found in Patagonia. Miners found it in 1931."],
-        "context_v2": ["Patagonia is windy. Sheep graze there."],
-        "answer": "Zorbium was found in Patagonia in 1931.",
-        "ungrounded_answer": "Zorbium was found on the Moon.",
-        "poor_answer": "Minerals are found in many places.",
-    },
-]  # fmt: skip
-
-
-def test_one_read_positions_reads_each_sentence_at_its_tag(bench, tmp_path):
-    rows = write_jsonl(tmp_path / "wikieval.jsonl", WIKIEVAL_ROWS)
-    out = bench("one_read_positions", rows, "--limit", "2", "--judge", "bench:engine")
-    # Separate: P(needed) is the share of the question's words (of four letters or more) in
-    # the sentence, needed from 0.5. At a tag: needed when the sentence shares any of them.
-    # Pair 0: the focused context's first sentence shares 4 of 5 ("which" is not in it), the
-    # second none; the other context none. Pair 1: each sentence of both contexts shares only
-    # "bridge" or "cost" (1 of 5), but for the last, which shares none.
-    assert table_rows(out, r"^pair (\d)  separate (\S+)  open (\S+)  answered (\S+)$") == [
-        ("0", "0.50/0.00", "0.50/0.00", "0.50/0.00"),
-        ("1", "0.00/0.00", "1.00/0.50", "1.00/0.50"),
-    ]
-    assert table_rows(out, r"^(\w+)\s+agreement ([\d.]+) \(2 pairs\)") == [
-        ("separate", "0.75"), ("open", "1.00"), ("answered", "1.00")
-    ]  # fmt: skip
-    assert MADE[-1]._engine.reads > 0
-
-
-def test_one_pass_heads_teaches_heads_and_resumes_every_step(bench, tmp_path, one_blas_thread):
-    rows = write_jsonl(tmp_path / "wikieval.jsonl", WIKIEVAL_ROWS)
-    args = (rows, "--out", tmp_path / "one-pass", "--judge", "bench:engine")
-    out = bench("one_pass_heads", *args, "--time", "1")
-    # Four distinct samples a question: the answer with the focused context, the ungrounded
-    # and the poor answer with it, and the answer with the other context.
-    assert "one pass: 20 samples" in out
-    assert len(table_rows(out, r"^one pass (\S+): [\d.]+ s, \d+ tokens$")) == 20
-    report = json.loads((tmp_path / "one-pass" / "report.json").read_text())
-    # Verdicts: every sentence of the ten contexts judged for context relevance (two each);
-    # the one statement of each of the ten answers judged for faithfulness; and whether each
-    # of the ten answers judged for answer relevance addresses its question.
-    assert {kind: figures["verdicts"] for kind, figures in report.items()} == {
-        "context_relevance": 20, "faithfulness": 10, "answer_relevance": 10
-    }  # fmt: skip
-    assert re.search(r"^timed on 1 samples: separate layout, three metrics", out, re.MULTILINE)
-    # Again: the passes and the teacher's verdicts come from the folder, the repeat checks from
-    # the call cache; nothing is read or asked anew.
-    again = bench("one_pass_heads", *args)
-    assert not table_rows(again, r"^one pass (\S+): ")
-    assert MADE[-1].history == [] and MADE[-1]._engine.reads == 0
-    assert json.loads((tmp_path / "one-pass" / "report.json").read_text()) == report
