@@ -88,7 +88,7 @@ CriterionFlags = Annotated[
         "--criterion",
         metavar="NAME=QUESTION",
         help="A yes/no criterion in words, scored as the metric NAME (repeat), e.g. "
-        "\"declines=Does the answer decline when the context does not hold the answer?\".",
+        '"declines=Does the answer decline when the context does not hold the answer?".',
     ),
 ]
 CriteriaFile = Annotated[
