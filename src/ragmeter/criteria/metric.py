@@ -11,7 +11,7 @@ from statistics import fmean
 from typing import Any
 
 import ragmeter.criteria.asking as asking
-from ragmeter.criteria.definition import Criterion, Reading
+from ragmeter.criteria.definition import Criterion, Reading, Requirement
 from ragmeter.metrics.base import Metric
 from ragmeter.metrics.faithfulness import Faithfulness
 from ragmeter.prompts import PlannedCalls, yes_no_call
@@ -114,23 +114,23 @@ class CriterionMetric(Metric):
                 for s, (v, detail) in zip(sentences, per_sentence, strict=True)
             ]
             return fmean(v for v, _ in per_sentence), explanation
+        requirements = asking.sample_requirements(c, sample) if c.kind == "checklist" else ()
         if c.sample_rubric():
-            requirements = asking.sample_requirements(c, sample)
             prompt = asking.rubric_prompt(c)
             asked = [(prompt, {**inputs, "requirement": r.text}) for r in requirements]
         else:
             asked = [(p, inputs) for p in self.prompts]
-        value, detail = self._read(session, asked, sample)
+        value, detail = self._read(session, asked, requirements)
         return value, {**explanation, **detail}
 
     def _read(
         self,
         session: JudgeSession,
         asked: Sequence[tuple[asking.CriterionPrompt, dict[str, Any]]],
-        sample: Sample | None = None,
+        requirements: Sequence[Requirement] = (),
     ) -> tuple[float, dict[str, Any]]:
         """One read of the ``asked`` questions (prompt, inputs) on 0-1, with what the judge
-        said."""
+        said; a checklist's ``requirements`` in the order asked."""
         c = self.criterion
         if c.kind == "levels" and self.reading not in ("checklist", "yes_no"):
             labels = [str(n) for n in range(1, len(c.levels) + 1)]
@@ -150,12 +150,6 @@ class CriterionMetric(Metric):
             detail[1]["p_yes"] = [round(p, 4) for p in probabilities]
             return detail
         if c.kind == "checklist":
-            requirements = (
-                asking.sample_requirements(c, sample)
-                if c.sample_rubric() and sample is not None
-                else c.requirements
-            )
-            assert isinstance(requirements, tuple)
             value = asking.checklist_score(requirements, probabilities)
             met = [
                 {"requirement": r.text, "weight": r.weight, "p_met": round(p, 4)}
