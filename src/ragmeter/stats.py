@@ -9,8 +9,9 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel
 
-_BOOTSTRAP_BLOCK = 1 << 20
-"""Values drawn at once by ``bootstrap_mean_ci``: its memory (16 MiB) whatever the sample."""
+BOOTSTRAP_BLOCK = 1 << 20
+"""Values drawn at once by a bootstrap (``bootstrap_mean_ci``, ``weighted_roc_auc``, tune's
+gain): its memory (16 MiB) whatever the sample."""
 
 
 def bootstrap_mean_ci(
@@ -31,7 +32,7 @@ def bootstrap_mean_ci(
     # (160 MB for 5,000 values: the peak of a long run, at its summary). The generator's
     # stream runs on across the blocks, so the draws, and the interval, are those of drawing
     # every round at once.
-    block = max(1, _BOOTSTRAP_BLOCK // data.size)
+    block = max(1, BOOTSTRAP_BLOCK // data.size)
     means = np.empty(rounds)
     for start in range(0, rounds, block):
         drawn = rng.integers(0, data.size, size=(min(block, rounds - start), data.size))
@@ -219,7 +220,7 @@ def weighted_roc_auc(truth: np.ndarray, scores: np.ndarray, weights: np.ndarray)
     below = np.searchsorted(negative, positive, side="left")
     level = np.searchsorted(negative, positive, side="right")
     found = np.full(len(weights), np.nan)
-    block = max(1, _BOOTSTRAP_BLOCK // max(1, len(scores)))
+    block = max(1, BOOTSTRAP_BLOCK // max(1, len(scores)))
     for start in range(0, len(weights), block):
         rows = weights[start : start + block]
         on_negative = rows[:, ~truth][:, order]

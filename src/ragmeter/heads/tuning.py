@@ -50,6 +50,7 @@ from ragmeter.prompts import YesNoPrompt
 from ragmeter.result import Result
 from ragmeter.score import Score
 from ragmeter.stats import (
+    BOOTSTRAP_BLOCK,
     coefficients,
     percentile_interval,
     resample_counts,
@@ -68,8 +69,6 @@ CONFIDENCE = 0.95
 CURVE = (0.5, 0.75, 1.0)
 """The shares of the samples resampled to see how the gain's interval narrows with more of
 them (the m-out-of-n bootstrap), for the estimate of the labels a gain would need."""
-_BLOCK = 1 << 20
-"""Values drawn at once in a bootstrap of the gain: its memory whatever the number of rows."""
 
 
 @dataclass(frozen=True)
@@ -204,7 +203,7 @@ def _spearman_gains(head: np.ndarray, zero: np.ndarray, target: np.ndarray) -> C
     def gains(size: int, seed: int) -> np.ndarray:
         rng = np.random.default_rng(seed)
         found = np.empty(ROUNDS)
-        block = max(1, _BLOCK // size)
+        block = max(1, BOOTSTRAP_BLOCK // size)
         for start in range(0, ROUNDS, block):
             drawn = rng.integers(0, len(target), (min(block, ROUNDS - start), size))
             truth = target[drawn]
