@@ -18,11 +18,12 @@ nothing), then correlated with the people's mean ratings by the source's own pro
 ``--groups N`` keeps the first N groups in sorted order (a fixed subset, not a chosen one).
 ``--rows-out FILE`` writes each row's score and rating.
 
-``--learn 50`` adds what people's ratings buy: for each criterion whose value is the mean of one
-Yes/No prompt's verdicts (what ``ragmeter tune`` fits), 20 draws of 50 rated rows, whole groups
-at a time; a head is fitted on them as ``tune`` fits it (its penalty chosen inside them) and
-read on every other row; the Spearman of the rest by the source's protocol, zero-shot and with
-the head, and the mean gain with a 95 % interval over the draws.
+``--learn 25,50`` adds what people's ratings buy: for each criterion whose value is the mean of one
+Yes/No prompt's verdicts (what ``ragmeter tune`` fits) and each N, 20 draws of N rated rows,
+whole groups at a time (a draw's first 25 among its first 50, as a team rates on); a head is
+fitted on them as ``tune`` fits it (its penalty chosen inside them) and read on every other row;
+the Spearman of the rest by the source's protocol, zero-shot and with the head, and the mean
+gain with a 95 % interval over the draws.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import numpy as np
 
 from ragmeter import evaluate
 from ragmeter.criteria import LIBRARY, CriterionMetric
-from ragmeter.heads.fitting import Design, Fitter, gather, predict
+from ragmeter.heads.fitting import Design, Fitter, gather, means_by_group, predict
 from ragmeter.heads.tuning import DEFAULT_STATES
 from ragmeter.meta.mtrag import load_mtrag
 from ragmeter.prompts import approx_tokens
@@ -156,14 +157,16 @@ def learned(
     metric: CriterionMetric,
     rows: list[Row],
     rating: str,
-    labelled: int,
+    sizes: Sequence[int],
     draws: int = 20,
-) -> str:
-    """Zero-shot and head Spearman on the rows left out of ``labelled`` rated rows, over
-    ``draws`` draws of whole groups, and the mean gain with its interval."""
+) -> list[str]:
+    """For each size N: zero-shot and head Spearman on the rows left out of N rated rows, over
+    ``draws`` draws of whole groups, and the mean gain with its interval. A draw's groups are
+    taken in one seeded order for every N, so its first N rows are among its first 2N, as a team
+    rates on."""
     prompt = metric.verdicts_prompt()
     if prompt is None:
-        return "no head (not a mean of verdicts)"
+        return ["no head (not a mean of verdicts)"]
     rated = {r.sample.key: r for r in rows if rating in r.ratings}
     targets = {
         k: (r.ratings[rating] - r.scales[rating][0]) / (r.scales[rating][1] - r.scales[rating][0])
@@ -173,21 +176,18 @@ def learned(
     material, _ = gather(scores, prompt, DEFAULT_STATES, lambda _: None)
     verdicts = material.verdicts
     if not len(verdicts):
-        return "no verdicts with states"
+        return ["no verdicts with states"]
     samples = np.asarray(verdicts.groups)
     design = Design(prompt.name, prompt.version, DEFAULT_STATES, f"{rating} ratings")
 
-    def spearman_of(keys: list[str], values: dict[str, float]) -> float:
-        scores_ = [values[k] for k in keys]
+    def spearman_of(values: dict[str, float]) -> float:
+        keys = list(values)
         humans = [rated[k].ratings[rating] for k in keys]
-        return float(agreement_value(source, scores_, humans, [rated[k].group for k in keys]))
-
-    def means(rows_: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
-        keys = sorted(set(samples[rows_].tolist()))
-        return {k: float(predicted[samples[rows_] == k].mean()) for k in keys}
+        groups_ = [rated[k].group for k in keys]
+        return agreement_value(source, [values[k] for k in keys], humans, groups_)
 
     def choosing(rows_: np.ndarray, predicted: np.ndarray) -> float:
-        found = means(rows_, predicted)
+        found = means_by_group(samples[rows_], predicted)
         keys = list(found)
         value = coefficients(
             np.array([found[k] for k in keys])[None, :],
@@ -197,30 +197,31 @@ def learned(
         return -1.0 if np.isnan(value) else float(value)
 
     fitter = Fitter(design, verdicts, targets=targets, score=choosing, folds=5, seed=0)
-    groups = sorted({rated[k].group for k in set(samples.tolist())})
-    gains, zero, head = [], [], []
-    for draw in range(draws):
-        order = np.random.default_rng(draw).permutation(len(groups))
-        chosen: set[str] = set()
-        for index in order:
-            if sum(1 for k in set(samples.tolist()) if rated[k].group in chosen) >= labelled:
-                break
-            chosen.add(groups[index])
-        train = np.array([rated[k].group in chosen for k in samples])
-        fitted = fitter.fitted(np.flatnonzero(train))
-        test_rows = np.flatnonzero(~train)
-        predicted = predict(fitted.head, verdicts.rows(test_rows))
-        held = means(test_rows, predicted)
-        zero_means = means(test_rows, verdicts.zero_shot[test_rows])
-        keys = list(held)
-        zero.append(spearman_of(keys, zero_means))
-        head.append(spearman_of(keys, held))
-        gains.append(head[-1] - zero[-1])
-    low_gain, high_gain = np.percentile(gains, [2.5, 97.5])
-    return (
-        f"zero-shot {fmean(zero):.3f}, head {fmean(head):.3f}, gain {fmean(gains):+.3f} "
-        f"[{low_gain:+.3f}, {high_gain:+.3f}]"
-    )
+    keys = sorted(set(samples.tolist()))
+    groups = sorted({rated[k].group for k in keys})
+    lines = []
+    for size in sizes:
+        gains, zero, head = [], [], []
+        for draw in range(draws):
+            order = np.random.default_rng(draw).permutation(len(groups))
+            chosen: set[str] = set()
+            for index in order:
+                if sum(1 for k in keys if rated[k].group in chosen) >= size:
+                    break
+                chosen.add(groups[index])
+            train = np.array([rated[k].group in chosen for k in samples])
+            test_rows = np.flatnonzero(~train)
+            predicted = predict(fitter.fitted(np.flatnonzero(train)).head, verdicts.rows(test_rows))
+            tested = samples[test_rows]
+            zero.append(spearman_of(means_by_group(tested, verdicts.zero_shot[test_rows])))
+            head.append(spearman_of(means_by_group(tested, predicted)))
+            gains.append(head[-1] - zero[-1])
+        low_gain, high_gain = np.percentile(gains, [2.5, 97.5])
+        lines.append(
+            f"{size} | zero-shot {fmean(zero):.3f}, head {fmean(head):.3f}, gain "
+            f"{fmean(gains):+.3f} [{low_gain:+.3f}, {high_gain:+.3f}]"
+        )
+    return lines
 
 
 def agreement_value(
@@ -263,7 +264,7 @@ def measure(
     readings: Sequence[str],
     judge: Any,
     out: Path,
-    learn: int | None = None,
+    learn: Sequence[int] = (),
 ) -> tuple[Table, list[str], list[dict[str, Any]]]:
     """Score every (criterion, reading) on ``rows`` and correlate each with the people; with
     ``learn``, what a head fitted on that many rated rows buys. Returns the agreement table,
@@ -295,8 +296,8 @@ def measure(
         figure = agreement(source, scores, ratings, groups)
         table.append((rating, name, reading, figure, len(scored), len(pairs) - len(scored)))
         if learn:
-            bought = learned(source, result, metric, rows, rating, learn)
-            learning.append(f"| {rating} | {name} | {reading} | {bought} |")
+            for bought in learned(source, result, metric, rows, rating, learn):
+                learning.append(f"| {rating} | {name} | {reading} | {bought} |")
         written += [
             {
                 "id": r.sample.key,
@@ -325,7 +326,9 @@ def main() -> None:
     parser.add_argument("--judge", default="local")
     parser.add_argument("--out", type=Path, default=Path("runs/criteria"))
     parser.add_argument("--rows-out", type=Path, default=None)
-    parser.add_argument("--learn", type=int, default=None, help="Rated rows a head learns from.")
+    parser.add_argument(
+        "--learn", default="", help="Comma-separated numbers of rated rows a head learns from."
+    )
     args = parser.parse_args()
 
     rows = mtrag_rows(args.file) if args.source == "mtrag" else criteria_rows(args.file)
@@ -334,17 +337,18 @@ def main() -> None:
     if args.criteria:
         wanted = {k: v for k, v in wanted.items() if k in args.criteria.split(",")}
     readings = args.readings.split(",") if args.readings else READINGS["levels"]
+    sizes = [int(n) for n in args.learn.split(",") if n]
     print(f"{args.source}: {len(rows)} rows, {len({r.group for r in rows})} groups")
     table, learning, written = measure(
-        args.source, rows, wanted, readings, args.judge, args.out / args.source, args.learn
+        args.source, rows, wanted, readings, args.judge, args.out / args.source, sizes
     )
     print("| rating | criterion | reading | Spearman | scored | unscored |")
     print("|---|---|---|---|---|---|")
     for line in table:
         print("| " + " | ".join(map(str, line)) + " |")
     if learning:
-        print(f"\nWith a head fitted on {args.learn} rated rows, read on the rest (20 draws):")
-        print("| rating | criterion | reading | Spearman of the rest |\n|---|---|---|---|")
+        print("\nWith a head fitted on N rated rows, read on the rest (20 draws):")
+        print("| rating | criterion | reading | N | Spearman of the rest |\n|---|---|---|---|---|")
         print("\n".join(learning))
     if args.rows_out:
         args.rows_out.write_text("".join(json.dumps(w) + "\n" for w in written))

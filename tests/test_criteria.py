@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ragmeter import evaluate
+from ragmeter import evaluate, plugins
 from ragmeter.cli.main import app
 from ragmeter.criteria import (
     LIBRARY,
@@ -250,11 +250,12 @@ def test_a_criteria_file_and_its_errors_name_the_line(tmp_path: Path):
 
 
 def test_ready_criteria_are_metrics_by_name():
+    assert plugins.available("metric")["naturalness"] == "ragmeter.criteria.library:naturalness"
     metric = metric_by_name("naturalness")
     assert isinstance(metric, CriterionMetric)
     assert metric.criterion == LIBRARY["naturalness"]
     assert metric_by_name("naturalness", reading="direct").reading == "direct"
-    with pytest.raises(ValueError, match="ready criteria: appropriate_refusal"):
+    with pytest.raises(ValueError, match=r"unknown metric 'no_such_metric'; known: .*naturalness"):
         metric_by_name("no_such_metric")
 
 

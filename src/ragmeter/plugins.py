@@ -42,6 +42,17 @@ BUILTINS: dict[Kind, dict[str, str]] = {
         "noise_sensitivity_irrelevant": "ragmeter.metrics.diagnosis:NoiseSensitivityIrrelevant",
         "hallucination": "ragmeter.metrics.diagnosis:Hallucination",
         "self_knowledge": "ragmeter.metrics.diagnosis:SelfKnowledge",
+        # the ready criteria (ragmeter.criteria.library)
+        "appropriate_refusal": "ragmeter.criteria.library:appropriate_refusal",
+        "naturalness": "ragmeter.criteria.library:naturalness",
+        "maintains_context": "ragmeter.criteria.library:maintains_context",
+        "engagingness": "ragmeter.criteria.library:engagingness",
+        "groundedness": "ragmeter.criteria.library:groundedness",
+        "completeness": "ragmeter.criteria.library:completeness",
+        "coherence": "ragmeter.criteria.library:coherence",
+        "consistency": "ragmeter.criteria.library:consistency",
+        "fluency": "ragmeter.criteria.library:fluency",
+        "relevance": "ragmeter.criteria.library:relevance",
     },
 }
 

@@ -1,12 +1,14 @@
 """Ready criteria that RAG teams ask for, each usable by name (``--metrics naturalness``).
 
 Their agreement with people, where it was measured, is in docs/criteria.md with the command
-that measured it; a criterion without a figure there is unmeasured.
+that measured it; a criterion without a figure there is unmeasured. Each is registered as a
+metric (``ragmeter.plugins``) under ``ragmeter.criteria.library:NAME``, as a plugin's metric is.
 """
 
 from __future__ import annotations
 
-from ragmeter.criteria.definition import Criterion, Level
+from ragmeter.criteria.definition import Criterion, Level, Reading
+from ragmeter.criteria.metric import CriterionMetric
 
 
 def _levels(*meanings: str, start: int = 1) -> tuple[Level, ...]:
@@ -150,3 +152,21 @@ LIBRARY: dict[str, Criterion] = {
     )
 }
 """The ready criteria by name."""
+
+
+class ReadyCriterion:
+    """A ready criterion as the metric registry loads it: the factory of its metric."""
+
+    def __init__(self, criterion: Criterion) -> None:
+        self.criterion = criterion
+        self.higher_is_better = criterion.higher_is_better
+
+    def __call__(self, *, reading: Reading | None = None) -> CriterionMetric:
+        return CriterionMetric(self.criterion, reading=reading)
+
+
+def __getattr__(name: str) -> ReadyCriterion:
+    """``ragmeter.criteria.library:NAME``, as the registry names each ready criterion."""
+    if name in LIBRARY:
+        return ReadyCriterion(LIBRARY[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

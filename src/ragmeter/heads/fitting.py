@@ -202,6 +202,12 @@ def predict(head: Head, verdicts: Verdicts) -> np.ndarray:
     return np.asarray(sigmoid(head.logit(verdicts.logits(), x)), dtype=float)
 
 
+def means_by_group(groups: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
+    """Each group's mean prediction (a sample's value is the mean of its verdicts), by group."""
+    keys = sorted(set(groups.tolist()))
+    return {key: float(predicted[groups == key].mean()) for key in keys}
+
+
 def folds_of(keys: Sequence[Any], folds: int, seed: int) -> np.ndarray:
     """A fold number per row; rows sharing a key (a sample's verdicts) share a fold."""
     unique = sorted(set(keys), key=str)

@@ -33,7 +33,7 @@ import numpy as np
 
 from ragmeter.claims import SUPPORTED
 from ragmeter.criteria import Criterion, CriterionMetric
-from ragmeter.heads.fitting import Design, Fitter, folds_of, gather, predict
+from ragmeter.heads.fitting import Design, Fitter, folds_of, gather, means_by_group, predict
 from ragmeter.heads.ratings import ID_FIELD, Labels, LabelsError, Scale, read_labels, read_rows
 from ragmeter.heads.verifier import (
     LabelledClaims,
@@ -302,11 +302,6 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> float | None:
     return None if np.isnan(value) else float(value)
 
 
-def _means(groups: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
-    keys = sorted(set(groups.tolist()))
-    return {key: float(predicted[groups == key].mean()) for key in keys}
-
-
 def tune_ratings(
     result: Result,
     metric: str,
@@ -345,7 +340,7 @@ def tune_ratings(
     assert groups is not None
 
     def agreement(rows: np.ndarray, predicted: np.ndarray) -> float | None:
-        means = _means(groups[rows], predicted)
+        means = means_by_group(groups[rows], predicted)
         keys = list(means)
         return _spearman(np.array([means[k] for k in keys]), np.array([targets[k] for k in keys]))
 
@@ -366,7 +361,8 @@ def tune_ratings(
     zero_shot = agreement(everything, verdicts.zero_shot)
     head = agreement(everything, out_of_fold)
     fitted = fitter.fitted()
-    zero_means, head_means = _means(groups, verdicts.zero_shot), _means(groups, out_of_fold)
+    zero_means = means_by_group(groups, verdicts.zero_shot)
+    head_means = means_by_group(groups, out_of_fold)
     keys = list(head_means)
     interval = None
     if zero_shot is not None and head is not None:

@@ -1,5 +1,5 @@
-"""The RAGAS metrics, the reference metrics and any metric a plugin registers, by name (see
-``ragmeter.plugins``); ``diagnosis`` names a group of them."""
+"""The RAGAS metrics, the reference metrics, the ready criteria and any metric a plugin registers,
+by name (see ``ragmeter.plugins``); ``diagnosis`` names a group of them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ragmeter.metrics.base import Metric
 from ragmeter.metrics.context_relevance import ContextRelevance
 from ragmeter.metrics.diagnosis import DIAGNOSIS
 from ragmeter.metrics.faithfulness import Faithfulness
-from ragmeter.plugins import available, load
+from ragmeter.plugins import load
 
 GROUPS: dict[str, tuple[str, ...]] = {"diagnosis": DIAGNOSIS}
 """Names that stand for several metrics, shown together."""
@@ -27,10 +27,6 @@ def higher_is_better(name: str) -> bool:
     """Whether a rise of the metric ``name`` is an improvement; True for a name not
     registered here (a run's metric whose plugin is not installed, or a criterion of the
     run's own)."""
-    from ragmeter.criteria import LIBRARY
-
-    if name in LIBRARY and name not in available("metric"):
-        return LIBRARY[name].higher_is_better
     try:
         return bool(load("metric", name).higher_is_better)
     except (ValueError, ImportError, AttributeError):
@@ -46,20 +42,8 @@ def with_layout(metric: Metric, layout: str) -> Metric:
 
 
 def metric_by_name(name: str, **options: Any) -> Metric:
-    """Build a metric from its registered name and options (``OptionsError`` names a bad one),
-    or a ready criterion (``ragmeter.criteria.library``) by its name."""
-    from ragmeter.criteria import LIBRARY, CriterionMetric  # criteria are metrics: import late
-
-    name = name.strip()
-    if name in LIBRARY and name not in available("metric"):
-        try:
-            return CriterionMetric(LIBRARY[name], **options)
-        except TypeError as exc:
-            raise ValueError(f"options for the criterion {name!r}: {exc}") from None
-    try:
-        factory = load("metric", name)
-    except ValueError as exc:
-        raise ValueError(f"{exc}; ready criteria: {', '.join(LIBRARY)}") from None
+    """Build a metric from its registered name and options (``OptionsError`` names a bad one)."""
+    factory = load("metric", name.strip())
     try:
         metric: Metric = factory(**options)
     except TypeError as exc:  # a plugin metric with its own constructor, given an unknown option
