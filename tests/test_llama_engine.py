@@ -132,24 +132,3 @@ def test_a_reply_cut_at_the_token_limit_says_so(judge):
     reply = judge.complete(request)
     assert reply.finish_reason == "length"
     assert reply.completion_tokens == 5
-
-
-@pytest.mark.local_model
-def test_verdicts_read_at_tags_inside_one_pass_are_the_prompts_cut_there(judge):
-    # One read of "context, statement 1, tag, statement 2, tag": each tag's logits are the
-    # next-token logits of the prompt cut after that tag, read on its own.
-    engine = judge._engine
-    head = engine.tokenize(f"Context: {CONTEXT}\n")
-    first = head + engine.tokenize("Statement: The tower was completed in 1889.\nSupported:")
-    second = first + engine.tokenize(" \nStatement: It was designed by Le Corbusier.\nSupported:")
-    prompt = second + engine.tokenize(" \nEnd.")
-    together = engine.read_at(prompt, [len(first) - 1, len(second) - 1])
-    alone = [engine.probe([cut])[0] for cut in (first, second)]
-    assert len(together) == 2
-    for read, cut in zip(together, alone, strict=True):
-        assert int(read.logits.argmax()) == int(cut.logits.argmax())
-        assert np.abs(log_softmax(read.logits) - log_softmax(cut.logits)).max() < 0.5
-        assert set(read.states) == set(judge.states)
-    assert together[0].read > 0 and together[1].read == 0  # the read is counted once
-    with pytest.raises(ValueError, match="inside the prompt"):
-        engine.read_at(prompt, [len(prompt) - 1])

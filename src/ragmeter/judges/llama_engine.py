@@ -379,32 +379,6 @@ class LlamaEngine:
             waiting = waiting[len(group) :]
         return probes
 
-    def read_at(self, prompt: Sequence[int], positions: Sequence[int]) -> list[Probe]:
-        """The next-token logits (and asked-for hidden states) after each of ``positions``
-        (indices into ``prompt``), all from one read of the prompt: verdicts at tags inside a
-        single pass. A prefix a slot holds is not read again; the first probe counts what was."""
-        self.check_length(prompt)
-        if any(not 0 <= p < len(prompt) - 1 for p in positions):
-            raise ValueError("every position must lie inside the prompt, before its last token")
-        *inside, last = [*sorted(positions), len(prompt) - 1]
-        slot, read = self._slot_for(prompt[: inside[0] if inside else last])
-        start = len(slot.tokens)
-        states: list[dict[str, np.ndarray]] = []
-        rows = self._decode_many(
-            [(slot.seq, start, list(prompt[start:]))],
-            protect=slot,
-            at=frozenset(inside),
-            states=states,
-        )
-        slot.tokens += prompt[start:]
-        states = states or [{} for _ in rows]
-        read += len(prompt) - start
-        # The last row is the prompt's end, which the caller did not ask about.
-        return [
-            Probe(row, state, read if n == 0 else 0)
-            for n, (row, state) in enumerate(zip(rows[:-1], states[:-1], strict=True))
-        ]
-
     def _fill(self, waiting: list[int], own: list[int]) -> list[int]:
         """The next probes to decode together: as many as there are scratch sequences and
         tokens in a batch (at least one, which a long one fills alone, over several decodes)."""
@@ -528,14 +502,12 @@ class LlamaEngine:
         protect: _Slot,
         logits: bool = True,
         all_rows: bool = False,
-        at: frozenset[int] = frozenset(),
         states: list[dict[str, np.ndarray]] | None = None,
     ) -> list[np.ndarray]:
         """Read each run (a sequence, the position it starts at, its tokens), ``BATCH_TOKENS`` at
         a time; the logits after each run's last token (or after each of its tokens with
-        ``all_rows``), and also after the tokens at the sequence positions ``at``. With
-        ``states`` (a list to fill) and a tap, the hidden states at the same positions are
-        appended to it. Memory that runs out is freed by evicting the least
+        ``all_rows``). With ``states`` (a list to fill) and a tap, the hidden states at the same
+        positions are appended to it. Memory that runs out is freed by evicting the least
         recently used slots other than ``protect``."""
         tap = self._tap if states is not None and logits else None
         native, batch = self._native, self._batch
@@ -554,7 +526,7 @@ class LlamaEngine:
                 batch.pos[i] = position
                 batch.n_seq_id[i] = 1
                 batch.seq_id[i][0] = seq
-                want = logits and (last or all_rows or position in at)
+                want = logits and (last or all_rows)
                 batch.logits[i] = want
                 if want:
                     wanted.append(i)
