@@ -35,10 +35,13 @@ its first 50, as a team labels on):
 Each figure is the mean over the draws, with the 95 % interval of that mean (a percentile
 bootstrap of the draws), and over the sources measured, with the interval from resampling the
 sources. An N is measured on a source once at least ``--min-rest`` claims were read beyond it.
-Every draw's figures are kept in ``OUT/draws.jsonl`` under a key of what decides them (the
-source's claims read, the training set, the draw), so a rerun refits only what more reading
-changed. The curve is written to ``OUT/curve.json``, which ``ragmeter tune --curve`` reads to
-say what a team's own label count bought here.
+Last, the question of a default head with this breadth: each measured source left out in turn,
+a head fitted on every claim read of the other sources and read on it, and whether it meets the
+rule for becoming the verifier's default (``DEFAULT_RULE``). Every draw's figures are kept in
+``OUT/draws.jsonl`` under a key of what decides them (the source's claims read, the training
+set, the draw), so a rerun refits only what more reading changed. The curve is written to
+``OUT/curve.json``, which ``ragmeter tune --curve`` reads to say what a team's own label count
+bought here.
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ from ragmeter.heads.verifier import (
     LabelledClaims,
     TrainingSet,
     best_threshold,
+    leave_one_source_out,
     shipped_training_set,
 )
 from ragmeter.judges import identity_of
@@ -98,6 +102,9 @@ FOLDS = 5
 """``tune``'s folds (its default)."""
 METHOD = 1
 """Part of every draw's key in ``draws.jsonl``: raised when how a draw is worked out changes."""
+DEFAULT_RULE = (0.03, -0.02)
+"""What a head must gain out of source to become the verifier's default: this mean ROC AUC gain
+over the sources left out, and no source below the second."""
 
 
 # --- read: the judge's verdicts, kept as heads read them ------------------------------------------
@@ -546,6 +553,7 @@ def curve(args: argparse.Namespace) -> None:
             f"{_cell(found['auc_gain'])} | {_cell(found['auc_gain_tuned'])} | "
             f"{_cell(found['balanced_gain'])} | {_cell(found['balanced_gain_tuned'])} |"
         )
+    breadth = out_of_source(training, claims, measured)
     not_measured = {s: read[s] for s in sources if s not in measured}
     if not_measured:
         print(
@@ -569,9 +577,44 @@ def curve(args: argparse.Namespace) -> None:
         "sources": {s: {"read": read[s], "points": points[s]} for s in measured},
         "not_measured": not_measured,
         "mean": mean,
+        "out_of_source": breadth,
     }
     (out / "curve.json").write_text(json.dumps(record, indent=1) + "\n")
     print(f"\nwritten: {out / 'curve.json'} ({time.perf_counter() - started:.0f} s)")
+
+
+def out_of_source(
+    training: TrainingSet, claims: LabelledClaims, measured: Sequence[str]
+) -> dict[str, Any]:
+    """The default-head question with this breadth: a head fitted (in the shipped training set's
+    projection and recipe) on every claim read of the other sources, read on each measured
+    source, beside the zero-shot read; and whether it meets ``DEFAULT_RULE``."""
+    print("\n## 4. Leave one source out: a head fitted on every other source read\n")
+    if not measured:
+        print("no source measured yet")
+        return {}
+    print("| source | claims | ROC AUC zero-shot | ROC AUC head | gain |")
+    print("|---|---|---|---|---|")
+    left = leave_one_source_out(training.project(claims), training.recipe(), measured)
+    for f in left.figures:
+        zero, head, gain = (
+            "undefined" if v is None else f"{v:{form}}"
+            for v, form in ((f.zero_shot_auc, ".3f"), (f.head_auc, ".3f"), (f.gain, "+.3f"))
+        )
+        print(f"| {f.source} | {f.claims} | {zero} | {head} | {gain} |")
+    least_mean, least_worst = DEFAULT_RULE
+    meets = left.mean_gain() >= least_mean and left.worst_gain() >= least_worst
+    print(
+        f"\nmean gain {left.mean_gain():+.3f}, worst {left.worst_gain():+.3f}: "
+        f"{'meets' if meets else 'does not meet'} the rule for a default head (mean "
+        f"{least_mean:+.2f}, none below {least_worst:+.2f})"
+    )
+    return {
+        "sources": {f.source: f.gain for f in left.figures},
+        "mean_gain": left.mean_gain(),
+        "worst_gain": left.worst_gain(),
+        "meets_default_rule": meets,
+    }
 
 
 def main() -> None:

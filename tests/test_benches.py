@@ -931,7 +931,15 @@ def test_bench_learning_curve_reads_resumably_and_says_what_n_labels_buy(
     assert table_rows(out_text, r"^\| (\d+) \| 2 \| (\d+ of \d+) \| (.*?) \| (.*?) \|") == [
         ("4", "0 of 6", half, none), ("12", "6 of 6", half, half)
     ]  # fmt: skip
+    # Each source left out, a head fitted on the other's claims (their states say the label)
+    # ranks it right: +0.5 on both, which meets the rule for a default head.
+    left_out = r"^\| (AB-Gamma|Alpha) \| (\d+) \| ([\d.]+) \| ([\d.]+) \| (\S+) \|$"
+    assert table_rows(out_text, left_out) == [
+        ("AB-Gamma", "32", "0.500", "1.000", "+0.500"), ("Alpha", "48", "0.500", "1.000", "+0.500")
+    ]  # fmt: skip
+    assert "mean gain +0.500, worst +0.500: meets the rule for a default head" in out_text
     written = json.loads((out / "curve.json").read_text())
+    assert written["out_of_source"]["meets_default_rule"] is True
     assert set(written["sources"]) == {"AB-Gamma", "Alpha"} and written["not_measured"] == {}
     assert written["mean"]["12"]["auc_gain_tuned"] == {"mean": 0.5, "low": 0.5, "high": 0.5}
     # Every draw is kept: a rerun on what was read refits nothing.
