@@ -910,7 +910,9 @@ def test_bench_learning_curve_reads_resumably_and_says_what_n_labels_buy(
     again = bench("bench_learning_curve", *reading)
     assert "80 of 80 claims already read; reading 0" in again and MADE[-1].history == []
 
-    out_text = bench("bench_learning_curve", *curving)
+    out_text = bench("bench_learning_curve", *curving, "--chart", tmp_path / "curve.svg")
+    drawn = (tmp_path / "curve.svg").read_text()
+    assert drawn.startswith("<svg") and ">What a team's own claim labels buy<" in drawn
     # P(Yes) is 0.5 for every claim: the zero-shot read ranks nothing (ROC AUC 0.5) and says
     # Yes to all (balanced accuracy 0.5). The shipped-like claims teach nothing, the team's
     # state says the label: a head fitted on any of them ranks the rest right and cuts it at
