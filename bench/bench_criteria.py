@@ -15,6 +15,14 @@ nothing), then correlated with the people's mean ratings by the source's own pro
   either side is constant are skipped, as UniEval's ``correlation.py`` does);
 - mtrag: one Spearman over the rows, with a 95 % bootstrap interval over conversations.
 
+``--ragas-python PY`` adds the peer: ragas's rubric metric (``DomainSpecificRubrics``, a 1-5
+rating written by the judge with its feedback) through the same GGUF, served by llama-cpp-python's
+OpenAI-compatible server, on the same rows, with each criterion's own words: its levels as the
+rubric (yes/no as two), its question added to the rubric prompt, the conversation before the
+response as the input, and the passages where the criterion reads them. ``PY`` is the python of
+the peer's virtualenv (``bench/ragas_peer.py`` says how to make it); its scores are kept in
+``--out/SOURCE/ragas.jsonl``, so a killed run resumes.
+
 ``--groups N`` keeps the first N groups in sorted order (a fixed subset, not a chosen one).
 ``--rows-out FILE`` writes each row's score and rating.
 
@@ -30,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,9 +48,10 @@ from typing import Any
 import numpy as np
 
 from ragmeter import evaluate
-from ragmeter.criteria import LIBRARY, CriterionMetric
+from ragmeter.criteria import LIBRARY, Criterion, CriterionMetric
 from ragmeter.heads.fitting import Design, Fitter, gather, means_by_group, predict
 from ragmeter.heads.tuning import DEFAULT_STATES
+from ragmeter.judges.serve import served
 from ragmeter.meta.mtrag import load_mtrag
 from ragmeter.prompts import approx_tokens
 from ragmeter.result import Result
@@ -118,6 +128,73 @@ def mtrag_rows(path: Path) -> list[Row]:
         for r in load_mtrag(path)
         if r.sample.contexts
     ]
+
+
+PEER = Path(__file__).with_name("ragas_peer.py")
+
+
+def rubric_of(criterion: Criterion) -> dict[str, str]:
+    """The criterion's scale as ragas's rubric: each level's meaning, or No and Yes."""
+    if criterion.kind == "levels":
+        return {f"score{level.score:g}_description": level.meaning for level in criterion.levels}
+    return {"score1_description": "No.", "score2_description": "Yes."}
+
+
+def conversation(sample: Sample) -> str:
+    """What the response answers, as one input: the turns before it, then the question."""
+    turns = [*((turn.role, turn.text) for turn in sample.history), ("user", sample.question)]
+    return "\n".join(f"{role}: {text}" for role, text in turns)
+
+
+def ragas_rubric_scores(
+    rows: list[Row], wanted: dict[str, str], python: str, out: Path
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """ragas's rubric score of each (sample, criterion), read from ``out/ragas.jsonl`` where
+    an earlier run scored it; the rest scored now, each line kept as it comes."""
+    kept = out / "ragas.jsonl"
+    done = {}
+    if kept.is_file():
+        done = {r["id"]: r for r in map(json.loads, kept.read_text().splitlines())}
+    todo = []
+    for row in rows:
+        for rating, name in wanted.items():
+            criterion = LIBRARY[name]
+            key = f"{row.sample.key}/{name}"
+            if rating in row.ratings and key not in done:
+                todo.append(
+                    {
+                        "id": key,
+                        "metric": name,
+                        "question": conversation(row.sample),
+                        "answer": row.sample.answer,
+                        "contexts": list(row.sample.contexts)
+                        if "contexts" in criterion.reads
+                        else None,
+                        "rubrics": rubric_of(criterion),
+                        "criterion": criterion.question,
+                    }
+                )
+    if todo:
+        print(f"ragas: {len(done)} scores kept, {len(todo)} to score", flush=True)
+        asked = out / "ragas-asked.jsonl"
+        asked.write_text("".join(json.dumps(t) + "\n" for t in todo))
+        with served(log=out / "ragas-server.log") as url, kept.open("a") as sink:
+            command = [python, str(PEER), str(asked), "--base-url", url]
+            peer = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+            assert peer.stdout is not None
+            for line in peer.stdout:
+                record = json.loads(line)
+                done[record["id"]] = record
+                sink.write(line)
+                sink.flush()
+            if peer.wait() != 0:
+                raise SystemExit(f"the ragas peer failed ({peer.returncode})")
+    return {
+        (row.sample.key, name): done[f"{row.sample.key}/{name}"]
+        for row in rows
+        for name in wanted.values()
+        if f"{row.sample.key}/{name}" in done
+    }
 
 
 def first_groups(rows: list[Row], groups: int | None) -> list[Row]:
@@ -326,6 +403,7 @@ def main() -> None:
     parser.add_argument("--judge", default="local")
     parser.add_argument("--out", type=Path, default=Path("runs/criteria"))
     parser.add_argument("--rows-out", type=Path, default=None)
+    parser.add_argument("--ragas-python", default=None, help="The ragas peer's python.")
     parser.add_argument(
         "--learn", default="", help="Comma-separated numbers of rated rows a head learns from."
     )
@@ -350,6 +428,19 @@ def main() -> None:
         print("\nWith a head fitted on N rated rows, read on the rest (20 draws):")
         print("| rating | criterion | reading | N | Spearman of the rest |\n|---|---|---|---|---|")
         print("\n".join(learning))
+    if args.ragas_python:
+        peer = ragas_rubric_scores(rows, wanted, args.ragas_python, args.out / args.source)
+        print("\nragas's rubric metric (DomainSpecificRubrics), the same judge and rows:")
+        print("| rating | criterion | Spearman | scored | unscored |\n|---|---|---|---|---|")
+        for rating, name in wanted.items():
+            found = [
+                (peer[(r.sample.key, name)]["value"], r.ratings[rating], r.group)
+                for r in rows
+                if rating in r.ratings and (r.sample.key, name) in peer
+            ]
+            scored = [f for f in found if f[0] is not None]
+            figure = agreement(args.source, *map(list, zip(*scored, strict=True))) if scored else ""
+            print(f"| {rating} | {name} | {figure} | {len(scored)} | {len(found) - len(scored)} |")
     if args.rows_out:
         args.rows_out.write_text("".join(json.dumps(w) + "\n" for w in written))
 

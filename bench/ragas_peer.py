@@ -1,11 +1,15 @@
 """ragas 0.4.3's faithfulness, answer relevancy and context relevance on the same samples, for
-``bench_vs_ragas.py``. It runs in its own virtualenv, never ragmeter's:
+``bench_vs_ragas.py``, or its rubric metric on rated rows, for ``bench_criteria.py --ragas-python``.
+It runs in its own virtualenv, never ragmeter's:
 
     python3 -m venv .ragas-venv
     .ragas-venv/bin/pip install -r bench/ragas_peer.requirements.txt
     .ragas-venv/bin/python bench/ragas_peer.py SAMPLES.jsonl --base-url http://127.0.0.1:PORT/v1
 
-SAMPLES.jsonl holds one ``{"id", "question", "contexts", "answer"}`` per line. The judge is any
+SAMPLES.jsonl holds one ``{"id", "question", "contexts", "answer"}`` per line; a line that also
+has ``rubrics`` (ragas's ``score1_description``...) and ``criterion`` (the criterion's question,
+added to the rubric prompt's instruction) is scored by ``DomainSpecificRubrics`` alone, as
+``metric`` names it. The judge is any
 OpenAI-compatible server (llama-cpp-python's, serving the same GGUF as ragmeter's local judge);
 answer relevancy embeds with ragmeter's own int8 MiniLM embedder (the requirements install
 ragmeter's core beside ragas for it). Prints one JSON line per sample and metric: seconds, value
@@ -21,6 +25,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 # ragas sends usage analytics unless told not to; a benchmark makes no calls it was not asked to.
 os.environ["RAGAS_DO_NOT_TRACK"] = "true"
@@ -32,6 +37,7 @@ from ragas.llms.base import llm_factory
 from ragas.metrics.collections import (
     AnswerRelevancy,
     ContextRelevance,
+    DomainSpecificRubrics,
     Faithfulness,
 )
 
@@ -77,6 +83,33 @@ class Usage:
         return self.calls, self.prompt_tokens, self.completion_tokens
 
 
+async def score(key: str, name: str, metric: Any, inputs: dict[str, Any], usage: Usage) -> None:
+    """Score one sample on one metric and print its line."""
+    before = usage.snapshot()
+    clock = time.perf_counter()
+    value, error = None, None
+    try:
+        value = (await metric.ascore(**inputs)).value
+    except Exception as exc:  # a failed score is reported, not hidden
+        error = f"{type(exc).__name__}: {exc}"[:300]
+    if value is not None and value != value:
+        value, error = None, "ragas returned NaN"
+    seconds = time.perf_counter() - clock
+    after = usage.snapshot()
+    calls, prompt, completion = (a - b for a, b in zip(after, before, strict=True))
+    record = {
+        "id": key,
+        "metric": name,
+        "seconds": round(seconds, 3),
+        "value": value,
+        "error": error,
+        "calls": calls,
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+    }
+    print(json.dumps(record), flush=True)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("samples", type=Path)
@@ -95,6 +128,18 @@ async def main() -> None:
     }
     for line in args.samples.read_text().splitlines():
         sample = json.loads(line)
+        if "rubrics" in sample:
+            rubric = DomainSpecificRubrics(
+                llm=llm, rubrics=sample["rubrics"], name=sample["metric"]
+            )
+            rubric.scoring_prompt.instruction += f"\nThe criterion: {sample['criterion']}\n"
+            asked = dict(
+                user_input=sample["question"],
+                response=sample["answer"],
+                retrieved_contexts=sample.get("contexts"),
+            )
+            await score(sample["id"], sample["metric"], rubric, asked, usage)
+            continue
         inputs = {
             "faithfulness": dict(
                 user_input=sample["question"],
@@ -107,29 +152,7 @@ async def main() -> None:
             ),
         }
         for name, metric in metrics.items():
-            before = usage.snapshot()
-            clock = time.perf_counter()
-            value, error = None, None
-            try:
-                value = (await metric.ascore(**inputs[name])).value
-            except Exception as exc:  # a failed score is reported, not hidden
-                error = f"{type(exc).__name__}: {exc}"[:300]
-            if value is not None and value != value:
-                value, error = None, "ragas returned NaN"
-            seconds = time.perf_counter() - clock
-            after = usage.snapshot()
-            calls, prompt, completion = (a - b for a, b in zip(after, before, strict=True))
-            record = {
-                "id": sample["id"],
-                "metric": name,
-                "seconds": round(seconds, 3),
-                "value": value,
-                "error": error,
-                "calls": calls,
-                "prompt_tokens": prompt,
-                "completion_tokens": completion,
-            }
-            print(json.dumps(record), flush=True)
+            await score(sample["id"], name, metric, inputs[name], usage)
     await http.aclose()
 
 

@@ -177,6 +177,67 @@ def test_a_checklist_carried_by_each_sample():
         )
 
 
+def test_an_edited_rubric_is_judged_afresh_and_an_unchanged_one_never(tmp_path: Path):
+    per_sample = CriterionMetric(
+        Criterion(name="covers", question="Covers?", kind="checklist", requirements="sample")
+    )
+    sample = SAMPLE.model_copy(update={"metadata": {"rubric": ["Gives 1932", "Gives a length"]}})
+    # the cost estimate asks one question a requirement of the sample's own checklist
+    assert len(per_sample.planned_calls(sample) or []) == 2
+    judge = FakeJudge([yes_no(1.0), yes_no(0.0), yes_no(1.0), yes_no(1.0), yes_no(1.0)])
+    first = evaluate([sample], [per_sample], judge=judge, out_dir=tmp_path / "run", cache=False)
+    assert first.scores[0].value == 0.5 and len(judge.history) == 2
+    evaluate([sample], [per_sample], judge=judge, out_dir=tmp_path / "run", cache=False)
+    assert len(judge.history) == 2  # the same rubric: read from the run's store
+    edited = sample.model_copy(
+        update={"metadata": {"rubric": ["Gives 1932", "Gives a date", "Is short"]}}
+    )
+    again = evaluate([edited], [per_sample], judge=judge, out_dir=tmp_path / "run", cache=False)
+    assert again.scores[0].value == 1.0 and len(judge.history) == 5
+
+
+def test_a_level_example_is_shown_as_yes_or_no_when_the_level_is_asked_as_yes_or_no():
+    tone = Criterion(
+        name="tone",
+        question="Is the tone polite?",
+        kind="levels",
+        levels=(
+            Level(score=1, meaning="Rude"),
+            Level(score=2, meaning="Flat"),
+            Level(score=3, meaning="Polite"),
+        ),
+        reads=("answer",),
+        examples=[
+            {"fields": {"answer": "Thanks for asking!"}, "label": 3},
+            {"fields": {"answer": "Whatever."}, "label": 1},
+            {"fields": {"answer": "It is 1932."}, "label": 2},
+        ],
+    )
+    (asked,) = CriterionMetric(tone).prompts  # levels are asked as Yes or No by default
+    assert "Thanks for asking!\n</response>\nReply: Yes" in asked.question
+    assert "Whatever.\n</response>\nReply: No" in asked.question
+    assert "It is 1932." not in asked.question  # the middle level is an example of neither
+    (direct,) = CriterionMetric(tone, reading="direct").prompts
+    assert "It is 1932.\n</response>\nReply: 2" in direct.question
+
+
+def test_a_checklist_example_answers_its_first_requirement_alone():
+    example = {"fields": {"answer": "It opened in 1932."}, "label": "yes"}
+    shared = Criterion(
+        name="dates",
+        question="Dates are right.",
+        kind="checklist",
+        requirements=[{"text": "Gives the year"}, {"text": "Gives the month"}],
+        reads=("answer",),
+        examples=[example],
+    )
+    first, second = CriterionMetric(shared).prompts
+    assert "Reply: Yes" in first.question and "Reply:" not in second.question
+    with pytest.raises(ValueError, match="no example can say which requirement"):
+        Criterion(name="own", question="Q?", kind="checklist", requirements="sample",
+                  reads=("answer",), examples=[example])  # fmt: skip
+
+
 def test_a_criterion_reading_a_field_the_sample_lacks_is_refused_before_judging():
     needs_reference = Criterion(
         name="matches",

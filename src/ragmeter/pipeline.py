@@ -38,6 +38,7 @@ class ItemKeys:
 
     def __init__(self, metric: Metric, judge: Judge, embedder: Embedder | None) -> None:
         self._prefix = [metric.name, metric.version]
+        self._metric = metric
         self._judge = judge
         self._embedder = embedder if embedder is not None and metric.needs_embedder else None
 
@@ -51,9 +52,11 @@ class ItemKeys:
             identity_of(self._judge).digest,
             identity_of(self._embedder).digest if self._embedder is not None else "",
         ]
-        return hashlib.sha256(
-            json.dumps([judged.key, judged.digest, *self._prefix, models]).encode()
-        ).hexdigest()
+        parts = [judged.key, judged.digest, *self._prefix, models]
+        material = self._metric.sample_material(judged)
+        if material is not None:  # absent otherwise, so that the keys of other metrics stay
+            parts.append(material)
+        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
 @dataclass

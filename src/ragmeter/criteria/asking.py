@@ -92,18 +92,33 @@ def _conversation(sample: Sample) -> str:
 
 
 def _examples(criterion: Criterion, reply_of: Any) -> str:
-    if not criterion.examples:
-        return ""
+    """The criterion's examples with the reply each should get; an example ``reply_of`` gives
+    no reply for (None) is not shown."""
+    replies = [(e, reply_of(e.label)) for e in criterion.examples]
     shown = [
         f"<example>\n{render_inputs({_TAGS.get(k, k): v for k, v in e.fields.items()})}\n"
-        f"Reply: {reply_of(e.label)}\n</example>"
-        for e in criterion.examples
+        f"Reply: {reply}\n</example>"
+        for e, reply in replies
+        if reply is not None
     ]
+    if not shown:
+        return ""
     return "Examples of this criterion judged:\n" + "\n".join(shown) + "\n\n"
 
 
-def _yes_or_no(label: str | float) -> str:
-    return str(label).capitalize()
+def _yes_or_no(criterion: Criterion) -> Any:
+    """How an example's label reads as Yes or No: as it is, or for a level, Yes above the
+    middle of the scale and No below it (a level at the middle is no example of either)."""
+    if criterion.kind != "levels":
+        return lambda label: str(label).capitalize()
+    low, high = criterion.scale
+    middle = (low + high) / 2
+
+    def reply(label: str | float) -> str | None:
+        level = float(label)
+        return None if level == middle else "Yes" if level > middle else "No"
+
+    return reply
 
 
 def _level_digit(criterion: Criterion, label: str | float) -> str:
@@ -115,7 +130,7 @@ def _level_digit(criterion: Criterion, label: str | float) -> str:
 
 def yes_no_prompt(criterion: Criterion) -> CriterionPrompt:
     block = (
-        f"{_examples(criterion, _yes_or_no)}Criterion: {criterion.question}\n"
+        f"{_examples(criterion, _yes_or_no(criterion))}Criterion: {criterion.question}\n"
         "Answer with one word, Yes or No."
     )
     return CriterionPrompt(name=f"criterion.{criterion.name}", instruction=SYSTEM, question=block)
@@ -150,12 +165,14 @@ def level_prompts(criterion: Criterion) -> list[CriterionPrompt]:
 def requirement_prompt(
     criterion: Criterion, number: int, requirement: Requirement
 ) -> CriterionPrompt:
-    """One requirement of a shared checklist: the team's words, so part of the prompt."""
+    """One requirement of a shared checklist: the team's words, so part of the prompt. The
+    examples answer the first requirement, so they are shown with it alone."""
+    examples = _examples(criterion, _yes_or_no(criterion)) if number == 1 else ""
     return CriterionPrompt(
         name=f"criterion.{criterion.name}.requirement{number}",
         instruction=SYSTEM,
         question=(
-            f"{_examples(criterion, _yes_or_no)}Criterion: {criterion.question}\n"
+            f"{examples}Criterion: {criterion.question}\n"
             f"Requirement: {requirement.text}\n"
             "Does the response meet this requirement? Answer with one word, Yes or No."
         ),
@@ -164,12 +181,13 @@ def requirement_prompt(
 
 def rubric_prompt(criterion: Criterion) -> CriterionPrompt:
     """A requirement of the sample's own checklist: shown as data (``<requirement>``), so one
-    prompt, of one version, asks every sample's requirements."""
+    prompt, of one version, asks every sample's requirements (such a criterion has no
+    examples: no requirement is shared for them to answer)."""
     return CriterionPrompt(
         name=f"criterion.{criterion.name}.requirement",
         instruction=SYSTEM,
         question=(
-            f"{_examples(criterion, _yes_or_no)}Criterion: {criterion.question}\n"
+            f"Criterion: {criterion.question}\n"
             "Does the response meet the requirement in <requirement>? Answer with one word, "
             "Yes or No."
         ),

@@ -75,7 +75,8 @@ class Requirement(BaseModel):
 
 class Example(BaseModel):
     """A labelled example shown to the judge: the fields it reads, and the right reply (Yes or
-    No; a level's score; for a checklist, Yes or No to the first requirement)."""
+    No; a level's score; for a checklist, Yes or No to its first requirement, shown with that
+    requirement alone)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -149,6 +150,12 @@ class Criterion(BaseModel):
         if self.reading == "claims" and "contexts" not in self.reads:
             raise FieldProblem(
                 "reading", "reading 'claims' checks the answer against 'contexts': read them"
+            )
+        if self.examples and self.requirements == SAMPLE:
+            raise FieldProblem(
+                "examples",
+                "each sample carries its own checklist, so no example can say which "
+                "requirement it answers",
             )
         scores = {level.score for level in self.levels}
         for number, example in enumerate(self.examples, 1):

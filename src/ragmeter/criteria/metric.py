@@ -11,7 +11,7 @@ from statistics import fmean
 from typing import Any
 
 import ragmeter.criteria.asking as asking
-from ragmeter.criteria.definition import Criterion, Reading, Requirement
+from ragmeter.criteria.definition import RUBRIC_FIELD, Criterion, Reading, Requirement
 from ragmeter.metrics.base import Metric
 from ragmeter.metrics.faithfulness import Faithfulness
 from ragmeter.prompts import PlannedCalls, yes_no_call
@@ -53,6 +53,12 @@ class CriterionMetric(Metric):
 
     @property
     def prompts(self) -> Sequence[asking.CriterionPrompt]:
+        if self.reading == "per_sentence":
+            return [asking.sentence_prompt(p) for p in self._whole_prompts()]
+        return self._whole_prompts()
+
+    def _whole_prompts(self) -> Sequence[asking.CriterionPrompt]:
+        """The prompts that ask about the whole response."""
         c = self.criterion
         if self.reading == "claims":
             return ()
@@ -75,7 +81,11 @@ class CriterionMetric(Metric):
         if not (levels_as_yes_no or yes_no):
             return None
         (prompt,) = self.prompts
-        return asking.sentence_prompt(prompt) if self.reading == "per_sentence" else prompt
+        return prompt
+
+    def sample_material(self, sample: Sample) -> Any:
+        """A sample's own checklist decides its score: an edited one is judged afresh."""
+        return sample.metadata.get(RUBRIC_FIELD) if self.criterion.sample_rubric() else None
 
     def unreadable(self, sample: Sample) -> str | None:
         field = asking.missing_field(self.criterion, sample)
@@ -84,13 +94,25 @@ class CriterionMetric(Metric):
         return f"the criterion {self.name!r} reads {field!r}, which the sample lacks"
 
     def planned_calls(self, sample: Sample) -> PlannedCalls | None:
-        if self.reading == "claims":
+        if self.reading == "claims" or self.unreadable(sample):
             return None
-        inputs = asking.sample_inputs(self.criterion, sample)
-        prompts = list(self.prompts)
+        c = self.criterion
+        inputs = asking.sample_inputs(c, sample)
         if self.reading == "per_sentence":
-            prompts = prompts * max(1, len(split_sentences(sample.answer)))
-        return [yes_no_call(p.render(inputs)) for p in prompts]
+            (prompt,) = self.prompts
+            asked = [(prompt, {**inputs, "sentence": s}) for s in split_sentences(sample.answer)]
+        elif c.sample_rubric():
+            try:
+                requirements = asking.sample_requirements(c, sample)
+            except Unscorable:
+                return []
+            (prompt,) = self.prompts
+            asked = [(prompt, {**inputs, "requirement": r.text}) for r in requirements]
+        else:
+            asked = [(p, inputs) for p in self.prompts]
+        # A choice among levels is one read where the judge gives log-probabilities; a judge
+        # that does not is sampled (``session.ask_levels``), which an estimate cannot know.
+        return [yes_no_call(p.render(i)) for p, i in asked]
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         problem = self.unreadable(sample)
@@ -105,7 +127,7 @@ class CriterionMetric(Metric):
             sentences = split_sentences(sample.answer)
             if not sentences:
                 raise Unscorable("the answer has no sentence to judge")
-            (prompt,) = (asking.sentence_prompt(p) for p in self.prompts)
+            (prompt,) = self.prompts
             per_sentence = [
                 self._read(session, [(prompt, {**inputs, "sentence": s})]) for s in sentences
             ]

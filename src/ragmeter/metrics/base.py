@@ -54,6 +54,12 @@ class Metric(ABC):
         before any judging; None when it can."""
         return None
 
+    def sample_material(self, sample: Sample) -> Any:
+        """What else of ``sample`` decides its score, beyond the fields ``Sample.digest`` holds
+        (a checklist carried in its metadata, say): part of the key its score is stored under,
+        so that an edited one is judged afresh. None: nothing else."""
+        return None
+
     def planned_calls(self, sample: Sample) -> PlannedCalls | None:
         """The judge calls ``measure`` is expected to make for ``sample``, as (prompt tokens,
         completion tokens), for cost estimates before a run; None when the metric cannot say
