@@ -29,6 +29,7 @@ from ragmeter.judges.fake import FakeJudge
 from ragmeter.labels import LABELS_FILE, ItemKey, LabelSession, LabelStore, fold, run_ratings
 from ragmeter.labels.agreement import pair_agreement
 from ragmeter.labels.server import LabelServer, check_binding
+from ragmeter.labels.store import Event
 from ragmeter.report import write_outputs
 from ragmeter.stats import cohen_kappa
 from ragmeter.viewer import open_run
@@ -460,8 +461,8 @@ def test_tune_reads_the_claims_labelled_in_the_run(tmp_path):
     # Ratings on two scales cannot be read; tune fits on the claims and never reads them.
     with LabelStore(out / LABELS_FILE) as store:
         for who, value, scale in [("bob", 4.0, "1-5"), ("cy", 1.0, "binary")]:
-            store.add(ItemKey("rating", result.samples[0].key, "faithfulness"), who, value,
-                      scale=scale)  # fmt: skip
+            add_unchecked(store, ItemKey("rating", result.samples[0].key, "faithfulness"), who,
+                          value, scale)  # fmt: skip
     done = runner.invoke(app, ["tune", str(out), "--out", str(tmp_path / "h.json")])
     assert done.exit_code == 0, done.output
     assert "the run's ratings are not used: heads are fitted on its claim labels" in done.output
@@ -516,6 +517,13 @@ def test_passages_come_from_the_judges_prompts_or_from_the_data_file(tmp_path):
 # -- one scale per metric, the judge's level, the log's filters, the command's options -------
 
 
+def add_unchecked(store: LabelStore, item: ItemKey, who: str, value: float, scale: str) -> None:
+    """A rating written without the check of its scale against those that stand, as a log
+    written before that check was made may hold one."""
+    written = Event(0, item, who, "label", value, scale=scale, at="2026-01-01T00:00:00.000+00:00")
+    store._transaction(lambda: store._insert(written), "the label")
+
+
 def test_one_metric_s_ratings_share_one_scale_wherever_they_are_read(tmp_path):
     from ragmeter.heads.ratings import LabelsError
     from ragmeter.labels.pull import pull_labels
@@ -539,9 +547,15 @@ def test_one_metric_s_ratings_share_one_scale_wherever_they_are_read(tmp_path):
     session.answer("ann", session.items[0].key.text(), 1)
     session.close()
     assert run_ratings(run, result)[0].scales["faithfulness"].text == "0-1"
-    # A 1-5 rating of the same metric: the log now holds two scales, and every reader refuses.
+    # A 1-5 rating of the same metric is refused as it is written, by a page opened before
+    # anyone rated as by any other writer: the check and the write are one transaction.
+    bob = ItemKey("rating", "s02", "faithfulness")
     with LabelStore(run / LABELS_FILE) as store:
-        store.add(ItemKey("rating", "s02", "faithfulness"), "bob", 4.0, scale="1-5")
+        with pytest.raises(ValueError, match="on the scale binary, not 1-5"):
+            store.add(bob, "bob", 4.0, scale="1-5")
+        assert len(store.events(metric="faithfulness")) == 3  # two pulled, one given
+        # A log that holds two scales all the same: every reader refuses it.
+        add_unchecked(store, bob, "bob", 4.0, "1-5")
     said = (
         "the run's labels of faithfulness are on several scales (1-5, binary): one metric's "
         "ratings share one scale"

@@ -280,6 +280,13 @@ def test_people_s_labels_become_ratings_of_the_samples_their_traces_are(tmp_path
     assert ("answer_relevance: off the scale 1-5 (0.5)", "t2") in {
         (x.reason, x.trace_id) for x in again.left_out
     }
+    # A yes on 1-5 is no rating of 1: it is left out, saying why.
+    found.append(HumanLabel("t0", "answer_relevance", "phoenix:cy", label="yes"))
+    third = pull(scales={"answer_relevance": parse_scale("1-5")})
+    assert ("answer_relevance: a yes/no label (yes) on the scale 1-5", "t0") in {
+        (x.reason, x.trace_id) for x in third.left_out
+    }
+    assert not third.added
     with pytest.raises(ValueError, match="on the scale binary, not 1-5"):
         pull(scales={None: parse_scale("1-5")})
     with pytest.raises(ValueError, match="tone is not a metric of the run"):

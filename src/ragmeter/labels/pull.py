@@ -155,8 +155,13 @@ def pull_labels(
         for (_, trace_id, _), label in labels:
             value = label.value
             assert value is not None
-            if not scale.low <= value <= scale.high:
+            reason = None
+            if label.score is None and (scale.low, scale.high) != (0.0, 1.0):
+                # a yes is no rating of 1 on a scale of 1-5: it is not on such a scale at all
+                reason = f"{metric}: a yes/no label ({label.label}) on the scale {scale.text}"
+            elif not scale.low <= value <= scale.high:
                 reason = f"{metric}: off the scale {scale.text} ({value:g})"
+            if reason:
                 report.left_out.append(LeftOut(reason, trace_id, label.name, label.annotator))
                 continue
             kept.append((ItemKey("rating", trace_id, metric), label, chosen))

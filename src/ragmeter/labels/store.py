@@ -18,14 +18,16 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ragmeter.heads.ratings import Scale, parse_scale
 from ragmeter.store import StoreError
+
+T = TypeVar("T")
 
 LABELS_FILE = "labels.sqlite"
 BUSY_SECONDS = 30
@@ -228,39 +230,56 @@ class LabelStore:
         order: str = "",
         judge: float | None = None,
     ) -> Event:
-        """Append ``annotator``'s label of ``item``; on disk when this returns."""
-        return self._append(
-            Event(0, item, annotator, "label", value, note, now(), scale, order, judge)
-        )
+        """Append ``annotator``'s label of ``item``; on disk when this returns. A rating on
+        another scale than the ratings of its metric that stand is refused (``ValueError``),
+        checked in the same transaction: two pages opened before anyone rated could otherwise
+        each write a scale of its own."""
+        event = Event(0, item, annotator, "label", value, note, now(), scale, order, judge)
+
+        def append() -> Event:
+            if item.kind == "rating" and scale:
+                rating_scale(self._select("rating", item.metric), item.metric, scale)
+            return replace(event, seq=self._insert(event))
+
+        return self._transaction(append, "the label")
 
     def skip(self, item: ItemKey, annotator: str, *, order: str = "") -> Event:
         """Append that ``annotator`` passed ``item`` by, to come back to it last."""
-        return self._append(Event(0, item, annotator, "skip", at=now(), order=order))
+        event = Event(0, item, annotator, "skip", at=now(), order=order)
+        return self._transaction(lambda: replace(event, seq=self._insert(event)), "the skip")
 
     def undo(self, annotator: str, kind: Kind, metric: str) -> Event | None:
         """Take back ``annotator``'s latest label or skip of a ``kind`` item of ``metric``
         that still stands: the row it took back, or None when there is nothing to take back.
         Read and written in one transaction, so two tabs undoing at once take back two rows."""
+
+        def take_back() -> Event | None:
+            live = fold(self._select(kind, metric)).live.get(annotator, [])
+            if not live:
+                return None
+            self._insert(Event(0, live[-1].item, annotator, "undo", at=now(), target=live[-1].seq))
+            return live[-1]
+
+        return self._transaction(take_back, "the undo")
+
+    def _transaction(self, work: Callable[[], T], what: str) -> T:
+        """``work`` read and written as one transaction, which holds the file's write lock from
+        its start, so what it read still stands when it writes."""
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
-                    live = fold(self._select(kind, metric)).live.get(annotator, [])
-                    if not live:
-                        self._db.execute("ROLLBACK")
-                        return None
-                    taken = live[-1]
-                    self._insert(
-                        Event(0, taken.item, annotator, "undo", at=now(), target=taken.seq)
-                    )
+                    done = work()
                     self._db.execute("COMMIT")
                 except BaseException:
                     if self._db.in_transaction:
                         self._db.execute("ROLLBACK")
                     raise
             except sqlite3.Error as exc:
-                raise StoreError(f"cannot save the undo in {self.path} ({exc})") from exc
-        return taken
+                raise StoreError(
+                    f"cannot save {what} in {self.path} ({exc}); the labels saved before are kept"
+                ) from exc
+        return done
 
     def events(self, kind: Kind | None = None, metric: str | None = None) -> list[Event]:
         """The log, oldest first: all of it, or its rows of ``kind`` items, of ``metric``'s
@@ -277,17 +296,6 @@ class LabelStore:
         query = f"SELECT {_COLUMNS} FROM events {'WHERE ' + where if where else ''} ORDER BY seq"
         values = tuple(value for value in given.values() if value is not None)
         return [_event(row) for row in self._db.execute(query, values)]
-
-    def _append(self, event: Event) -> Event:
-        with self._lock:
-            try:
-                seq = self._insert(event)
-            except sqlite3.Error as exc:
-                raise StoreError(
-                    f"cannot save the label in {self.path} ({exc}); the labels saved before are "
-                    "kept"
-                ) from exc
-        return replace(event, seq=seq)
 
     def _insert(self, event: Event) -> int:
         cursor = self._db.execute(
