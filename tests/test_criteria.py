@@ -300,6 +300,13 @@ def test_a_criteria_file_and_its_errors_name_the_line(tmp_path: Path):
     )
     with pytest.raises(CriteriaError, match=r"bad.toml, line 7: criterion 'tone', field 'levels'"):
         load_criteria(bad)
+    # a field missing from one table is not looked for in the next one: the table's line
+    missing = tmp_path / "missing.toml"
+    missing.write_text('[terse]\nkind = "yes_no"\n\n[other]\nquestion = "Fine?"\n')
+    with pytest.raises(
+        CriteriaError, match=r"missing.toml, line 1: criterion 'terse', field 'question'"
+    ):
+        load_criteria(missing)
     broken = tmp_path / "broken.toml"
     broken.write_text('[declines]\nquestion = "unclosed\n')
     with pytest.raises(CriteriaError, match="line 2"):

@@ -474,6 +474,7 @@ def test_tune_reads_the_claims_labelled_in_the_run(tmp_path):
     exported = tmp_path / "claims.jsonl"
     done = runner.invoke(app, ["label", str(out), "--claims", "--export", str(exported)])
     assert done.exit_code == 0 and "89 rows written" in done.output, done.output
+    assert "1 claim(s) nobody could tell: left out" in done.output  # what export left out
     assert len(read_claim_labels(exported, result)) == 89
 
 

@@ -11,7 +11,7 @@ import socket
 import sys
 import webbrowser
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, cast
 from urllib.parse import urlencode
 
 import typer
@@ -21,7 +21,7 @@ from ragmeter.cli.calibrate import evaluation
 from ragmeter.cli.common import print_warning, user_errors
 from ragmeter.heads.ratings import parse_scales
 from ragmeter.labels import LABELS_FILE, LabelSession, export
-from ragmeter.labels.items import Order
+from ragmeter.labels.items import ORDERS, Order
 from ragmeter.labels.pull import PullReport, pull_labels
 from ragmeter.labels.server import LOOPBACK, LabelServer, check_binding
 from ragmeter.traces.run import human_labels, source_name, trace_section
@@ -171,14 +171,18 @@ def label_command(
             return
         if to_file is not None:
             result = evaluation(open_run(run))
-            rows = export(run, to_file, result, claims=claims, annotator=annotator, metric=metric)
+            rows, notes = export(
+                run, to_file, result, claims=claims, annotator=annotator, metric=metric
+            )
+            for note in notes:
+                print_warning(console, note)
             console.print(f"{rows} rows written to {to_file}", highlight=False, soft_wrap=True)
             return
         page_scale = _page_scale(scale)
         check_binding(host, token)
-        if order not in ("random", "least-sure"):
-            raise ValueError(f"--order {order!r}: use random or least-sure")
-        chosen: Order = "random" if order == "random" else "least-sure"
+        if order not in ORDERS:
+            raise ValueError(f"--order {order!r}: use {' or '.join(ORDERS)}")
+        chosen = cast(Order, order)
         session = LabelSession.open(
             run,
             claims=claims,

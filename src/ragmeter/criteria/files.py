@@ -68,7 +68,7 @@ def load_criteria(path: Path) -> list[Criterion]:
             criteria.append(Criterion.model_validate({"name": name, **table}))
         except ValidationError as exc:
             field = _field_of(exc)
-            line = _line_of(lines, rf"^\s*{re.escape(field)}\s*=", after=where) if field else where
+            line = _field_line(lines, field, where) if field else where
             named = f", field {field!r}" if field else ""
             raise CriteriaError(
                 f"{path}, line {line or where}: criterion {name!r}{named}: {_problem(exc)}"
@@ -91,6 +91,19 @@ def _problem(exc: ValidationError) -> str:
     location = ".".join(str(part) for part in error["loc"][1:])
     message = str(error["msg"]).removeprefix("Value error, ")
     return f"{location}: {message}" if location else message
+
+
+def _field_line(lines: list[str], field: str, table: int) -> int:
+    """The line of ``field`` within the table whose header is at line ``table`` (up to the next
+    header); the header's line where the field is not written there (a missing one, or a
+    table written another way)."""
+    header = re.compile(r"^\s*\[[^\]=]+\]\]?\s*(#.*)?$")
+    end = next(
+        (n for n in range(table + 1, len(lines) + 1) if header.match(lines[n - 1])),
+        len(lines) + 1,
+    )
+    found = _line_of(lines[: end - 1], rf"^\s*{re.escape(field)}\s*=", after=table) if table else 0
+    return found or table
 
 
 def _line_of(lines: list[str], pattern: str, after: int = 0) -> int:

@@ -178,10 +178,11 @@ def export(
     claims: bool = False,
     annotator: str | None = None,
     metric: str | None = None,
-) -> int:
+) -> tuple[int, list[str]]:
     """Write the run's ratings (a row per sample, a field per metric, or for ``metric`` alone:
     the file ``calibrate`` reads) or claim labels (``id``, ``claim``, ``supported``: the file
-    ``tune`` reads) to ``path``, JSONL or CSV by its suffix; the number of rows written."""
+    ``tune`` reads) to ``path``, JSONL or CSV by its suffix; the number of rows written, and
+    what reading the labels noted (an order that biases PPI, labels left out)."""
     target = Path(path)
     if target.suffix.lower() not in (".jsonl", ".csv"):
         raise ValueError(f"{target}: export to .jsonl or .csv")
@@ -193,7 +194,7 @@ def export(
         )
     rows: list[dict[str, object]]
     if claims:
-        found, _ = run_claims(folder, result, annotator=annotator)
+        found, notes = run_claims(folder, result, annotator=annotator)
         order = {sample.key: i for i, sample in enumerate(result.samples)}
         rows = [
             {"id": key, CLAIM_FIELD: claim, SUPPORTED_FIELD: int(supported)}
@@ -203,7 +204,7 @@ def export(
         ]
         fields = ["id", CLAIM_FIELD, SUPPORTED_FIELD]
     else:
-        labels, _ = run_ratings(folder, result, annotator=annotator, metric=metric)
+        labels, notes = run_ratings(folder, result, annotator=annotator, metric=metric)
         ratings = labels.ratings if labels else {}
         fields = ["id", *[m for m in result.metrics if m in ratings]]
         rows = []
@@ -219,7 +220,7 @@ def export(
     atomic_write_text(
         target, _csv(rows, fields) if target.suffix.lower() == ".csv" else _jsonl(rows)
     )
-    return len(rows)
+    return len(rows), notes
 
 
 def _jsonl(rows: Iterable[dict[str, object]]) -> str:

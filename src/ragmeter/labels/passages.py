@@ -35,11 +35,15 @@ def judged_passages(
         for score in result.scores_for(metric):
             if score.sample_id in found or score.sample_id not in wanted:
                 continue
-            blocks: list[str] = []
-            for exchange in score.exchanges:
-                for message in exchange.messages:
-                    if message.role == "user":
-                        blocks += [b for b in CONTEXT.findall(message.content) if b not in blocks]
+            blocks = list(
+                dict.fromkeys(
+                    block
+                    for exchange in score.exchanges
+                    for message in exchange.messages
+                    if message.role == "user"
+                    for block in CONTEXT.findall(message.content)
+                )
+            )
             if blocks:
                 found[score.sample_id] = [
                     passage for block in blocks for passage in block.split("\n\n") if passage
