@@ -445,6 +445,10 @@ def test_a_run_nobody_labelled_says_how_to_label_it(tmp_path):
         app, ["label", str(tmp_path / "run"), "--export", str(tmp_path / "x.jsonl")]
     )
     assert done.exit_code == 2 and "no ratings" in done.output
+    # A page that cannot open (a metric the run lacks) leaves no empty log behind.
+    with pytest.raises(ValueError, match="tone"):
+        LabelSession.open(tmp_path / "run", metric="tone")
+    assert not (tmp_path / "run" / LABELS_FILE).exists()
 
 
 def test_tune_reads_the_claims_labelled_in_the_run(tmp_path):

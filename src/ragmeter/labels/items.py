@@ -141,15 +141,15 @@ def _p_supported(statement: dict[str, Any]) -> float:
     return 1.0 if statement.get("verdict") == "yes" else 0.0
 
 
-def ordered(items: Sequence[Item], order: Order, seed: int) -> list[Item]:
-    """``items`` shuffled with ``seed``, or least sure first (nearest 0.5; ties in the shuffled
-    order)."""
+def ordered(items: Sequence[Item], order: Order, seed: int, threshold: float = 0.5) -> list[Item]:
+    """``items`` shuffled with ``seed``, or least sure first (nearest the ``threshold`` the
+    judge's value is decided at; ties in the shuffled order)."""
     if order not in ORDERS:
         raise ValueError(f"order {order!r}: use {' or '.join(ORDERS)}")
     shuffled = [items[i] for i in np.random.default_rng(seed).permutation(len(items))]
     if order == "least-sure":
         rank = {item.key: i for i, item in enumerate(shuffled)}
-        return sorted(shuffled, key=lambda item: (abs(item.judge - 0.5), rank[item.key]))
+        return sorted(shuffled, key=lambda item: (abs(item.judge - threshold), rank[item.key]))
     return shuffled
 
 

@@ -164,7 +164,9 @@ class LabelSession:
             passages, notes = judged_passages(result, [CLAIM_METRIC, chosen])
         else:
             passages, notes = data_passages(data, result)
-        store = LabelStore(Path(folder) / LABELS_FILE)
+        log = Path(folder) / LABELS_FILE
+        fresh = not log.exists()
+        store = LabelStore(log)
         kind: Kind = "claim" if claims else "rating"
         try:
             if claims:
@@ -179,7 +181,7 @@ class LabelSession:
                 on, threshold = _scale(store, chosen, scale or own), 0.5
             return cls(
                 store,
-                ordered(items, order, seed),
+                ordered(items, order, seed, threshold),
                 kind=kind,
                 metric=chosen,
                 scale=on,
@@ -192,6 +194,13 @@ class LabelSession:
             )
         except BaseException:
             store.close()
+            if fresh:  # a page that never opened leaves no empty log behind
+                for path in (
+                    log,
+                    log.with_name(f"{log.name}-wal"),
+                    log.with_name(f"{log.name}-shm"),
+                ):
+                    path.unlink(missing_ok=True)
             raise
 
     def close(self) -> None:
