@@ -182,6 +182,8 @@ def test_an_edited_rubric_is_judged_afresh_and_an_unchanged_one_never(tmp_path: 
         Criterion(name="covers", question="Covers?", kind="checklist", requirements="sample")
     )
     sample = SAMPLE.model_copy(update={"metadata": {"rubric": ["Gives 1932", "Gives a length"]}})
+    # how a checklist's points and a sample's rubric are read is part of the metric's version
+    assert [rule.split(":")[0] for rule in per_sample.rules] == ["checklist", "a sample's rubric"]
     # the cost estimate asks one question a requirement of the sample's own checklist
     assert len(per_sample.planned_calls(sample) or []) == 2
     judge = FakeJudge([yes_no(1.0), yes_no(0.0), yes_no(1.0), yes_no(1.0), yes_no(1.0)])

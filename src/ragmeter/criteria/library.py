@@ -63,6 +63,9 @@ LIBRARY: dict[str, Criterion] = {
         ),
         Criterion(
             name="groundedness",
+            # Read through the claim verifier by default (the response's statements against the
+            # context), which agrees with people far better than this question asked directly
+            # (docs/criteria.md); the words are asked where another reading is chosen.
             question=(
                 "Does the response make use of the information in the given context (it draws "
                 "on a fact stated there)?"
@@ -103,6 +106,7 @@ LIBRARY: dict[str, Criterion] = {
         ),
         Criterion(
             name="consistency",
+            # As groundedness: the claim verifier by default; the levels are asked elsewise.
             question=(
                 "Is every statement of the response supported by the context, with nothing made up?"
             ),

@@ -52,6 +52,40 @@ class CriterionMetric(Metric):
         return config
 
     @property
+    def rules(self) -> tuple[str, ...]:  # type: ignore[override]
+        """How this reading turns the judge's probabilities into the score (the claim
+        verifier's own rules are in its version, part of ``config``)."""
+        c = self.criterion
+        if self.reading == "claims":
+            return ()
+        found = []
+        if c.kind == "levels":
+            found.append(
+                {
+                    "yes_no": "levels asked as Yes or No: P(Yes) is the score on 0-1",
+                    "checklist": "levels asked one a level: each level's P(Yes) over their sum "
+                    "is its probability; the expected level on 0-1 by the scale's ends",
+                }.get(
+                    self.reading,
+                    "levels: the expected level under the distribution over the levels' digits, "
+                    "on 0-1 by the scale's ends",
+                )
+            )
+        if c.kind == "checklist":
+            found.append(
+                "checklist: the sum of weight x P(met) over the sum of the positive weights, "
+                "within 0-1"
+            )
+        if c.sample_rubric():
+            found.append(
+                "a sample's rubric: a list of texts or of {text|criterion|requirement, "
+                "weight|points}, that list as JSON text, or else a requirement a line"
+            )
+        if self.reading == "per_sentence":
+            found.append("per sentence: the mean of the sentences' scores")
+        return tuple(found)
+
+    @property
     def prompts(self) -> Sequence[asking.CriterionPrompt]:
         if self.reading == "per_sentence":
             return [asking.sentence_prompt(p) for p in self._whole_prompts()]
