@@ -353,6 +353,16 @@ def test_without_a_token_only_this_machine_and_its_own_page_are_answered(serving
     bad = json.dumps({"annotator": "ann", "item": state["item"]["key"], "value": 9})
     status, body = request(server, "POST", "/api/answer", bad, {"Content-Type": "application/json"})
     assert status == 400 and "not one of the answers" in json.loads(body)["error"]
+    # Fields of the wrong type are a bad request that says why, not a fault of the server.
+    for odd in ({"annotator": 7, "item": state["item"]["key"], "value": 3},
+                {"annotator": "ann", "item": 7, "value": 3}):  # fmt: skip
+        status, body = request(
+            server, "POST", "/api/answer", json.dumps(odd), {"Content-Type": "application/json"}
+        )
+        assert status == 400 and json.loads(body)["error"] in (
+            "an annotator's name is 1 to 80 characters",
+            "not an item key: '7'",
+        )
     # The page lets no script run but its own.
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
     connection.request("GET", "/")

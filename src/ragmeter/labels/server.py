@@ -186,7 +186,7 @@ class LabelHandler(BaseHTTPRequestHandler):
     def _call(self, action: Any) -> None:
         try:
             found = action()
-        except (ValueError, TypeError) as exc:
+        except ValueError as exc:  # what the request asked cannot be done: it says why
             self._send_json({"error": str(exc)}, HTTPStatus.BAD_REQUEST)
         except OSError as exc:  # the log cannot be written: say so, the page keeps the answer
             self._send_json({"error": str(exc)}, HTTPStatus.SERVICE_UNAVAILABLE)

@@ -325,7 +325,7 @@ class LabelSession:
     # -- helpers ---------------------------------------------------------------------------
 
     def _who(self, annotator: str | None) -> str:
-        name = (annotator or "").strip()
+        name = (annotator if isinstance(annotator, str) else "").strip()
         if not name or len(name) > NAME_LIMIT:
             raise ValueError(f"an annotator's name is 1 to {NAME_LIMIT} characters")
         return name
