@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.heads.ratings import Scale, parse_scale
-from ragmeter.labels.session import NOTE_LIMIT
 from ragmeter.labels.store import (
     LABELS_FILE,
+    NOTE_LIMIT,
     Event,
     ItemKey,
     LabelStore,

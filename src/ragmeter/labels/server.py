@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from ragmeter.labels.session import LabelSession
+from ragmeter.labels.store import NAME_LIMIT, NOTE_LIMIT
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 TOKEN_HEADER = "X-Ragmeter-Token"
@@ -48,12 +49,19 @@ def check_binding(host: str, token: str | None) -> None:
 
 
 def _page() -> str:
-    """The page with its script and style inline; ``__NONCE__`` is filled in per response."""
+    """The page with its script, style and the store's limits inline; ``__NONCE__`` is filled
+    in per response."""
     static = resources.files("ragmeter.labels") / "static"
+    filled = {
+        "/*STYLE*/": (static / "label.css").read_text(encoding="utf-8"),
+        "/*SCRIPT*/": (static / "label.js").read_text(encoding="utf-8"),
+        "__NAME_LIMIT__": str(NAME_LIMIT),
+        "__NOTE_LIMIT__": str(NOTE_LIMIT),
+    }
     page = (static / "label.html").read_text(encoding="utf-8")
-    return page.replace("/*STYLE*/", (static / "label.css").read_text(encoding="utf-8")).replace(
-        "/*SCRIPT*/", (static / "label.js").read_text(encoding="utf-8")
-    )
+    for mark, text in filled.items():
+        page = page.replace(mark, text)
+    return page
 
 
 class LabelServer(ThreadingHTTPServer):

@@ -29,6 +29,8 @@ from ragmeter.labels.items import (
 from ragmeter.labels.passages import data_passages, judged_passages
 from ragmeter.labels.store import (
     LABELS_FILE,
+    NAME_LIMIT,
+    NOTE_LIMIT,
     Event,
     Folded,
     ItemKey,
@@ -42,8 +44,6 @@ from ragmeter.viewer import open_run
 
 DEFAULT_SCALE = "1-5"
 CLAIM_SCALE = "claim"
-NOTE_LIMIT = 2000
-NAME_LIMIT = 80
 JUDGE = "the judge"
 """How the judge is named in the agreement table."""
 
@@ -289,7 +289,7 @@ class LabelSession:
         threshold, a score put linearly on the scale and rounded to the nearest level."""
         if self.scale is None:
             return self.category(1.0 if item.judge >= self.threshold else 0.0)
-        on_scale = self.scale.low + item.judge * (self.scale.high - self.scale.low)
+        on_scale = self._on_scale(item.judge)
         # Half up (2.5 is 3), not Python's round (to even: 2.5 is 2); to 9 places first, so
         # that a value a float's error short of the half (0.3749999999999999 of 1-5) is on it.
         level = math.floor(round(on_scale, 9) + 0.5)
@@ -339,9 +339,6 @@ class LabelSession:
     def _answers(self) -> str:
         return ", ".join(c.text for c in self.choices)
 
-    def _position(self, key: ItemKey) -> int:
-        return self.positions[key]
-
     def _setup(self, who: str) -> dict[str, Any]:
         return {
             "run": self.run,
@@ -365,7 +362,7 @@ class LabelSession:
         item = self.by_key[key]
         shown: dict[str, Any] = {
             "key": key.text(),
-            "position": self._position(key),
+            "position": self.positions[key],
             "sample_id": key.sample_id,
             "question": item.question,
             "answer": item.answer,
@@ -392,7 +389,7 @@ class LabelSession:
         yours = self.category(event.value)
         return {
             "key": event.item.text(),
-            "position": self._position(event.item),
+            "position": self.positions[event.item],
             "sample_id": event.item.sample_id,
             "claim": event.item.claim,
             "yours": yours,
@@ -404,8 +401,12 @@ class LabelSession:
     def _judge_text(self, item: Item) -> str:
         if self.scale is None:
             return item.judge_says
-        on_scale = self.scale.low + item.judge * (self.scale.high - self.scale.low)
-        return f"{item.judge:.2f} ({on_scale:.1f} on {self.scale.text})"
+        return f"{item.judge:.2f} ({self._on_scale(item.judge):.1f} on {self.scale.text})"
+
+    def _on_scale(self, judge: float) -> float:
+        """The judge's value (0-1) put linearly on the people's scale."""
+        assert self.scale is not None
+        return self.scale.low + judge * (self.scale.high - self.scale.low)
 
 
 def _pair(found: PairAgreement) -> dict[str, Any]:

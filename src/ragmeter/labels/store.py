@@ -30,6 +30,10 @@ from ragmeter.store import StoreError
 T = TypeVar("T")
 
 LABELS_FILE = "labels.sqlite"
+NOTE_LIMIT = 2000
+"""The longest note a label keeps, in characters."""
+NAME_LIMIT = 80
+"""The longest annotator's name, in characters."""
 BUSY_SECONDS = 30
 """How long a writer waits for another process's write before giving up."""
 
