@@ -18,6 +18,7 @@ from ragmeter.criteria import (
     CriteriaError,
     Criterion,
     CriterionMetric,
+    Example,
     Level,
     Requirement,
     load_criteria,
@@ -199,21 +200,15 @@ def test_an_edited_rubric_is_judged_afresh_and_an_unchanged_one_never(tmp_path: 
 
 
 def test_a_level_example_is_shown_as_yes_or_no_when_the_level_is_asked_as_yes_or_no():
-    tone = Criterion(
-        name="tone",
-        question="Is the tone polite?",
-        kind="levels",
-        levels=(
-            Level(score=1, meaning="Rude"),
-            Level(score=2, meaning="Flat"),
-            Level(score=3, meaning="Polite"),
-        ),
-        reads=("answer",),
-        examples=[
-            {"fields": {"answer": "Thanks for asking!"}, "label": 3},
-            {"fields": {"answer": "Whatever."}, "label": 1},
-            {"fields": {"answer": "It is 1932."}, "label": 2},
-        ],
+    tone = THREE_LEVELS.model_copy(
+        update={
+            "reads": ("answer",),
+            "examples": (
+                Example(fields={"answer": "Thanks for asking!"}, label=3),
+                Example(fields={"answer": "Whatever."}, label=1),
+                Example(fields={"answer": "It is 1932."}, label=2),
+            ),
+        }
     )
     (asked,) = CriterionMetric(tone).prompts  # levels are asked as Yes or No by default
     assert "Thanks for asking!\n</response>\nReply: Yes" in asked.question
