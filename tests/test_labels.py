@@ -288,7 +288,10 @@ def test_other_addresses_need_a_token():
     check_binding("::1", None)
     with pytest.raises(ValueError, match="give --token"):
         check_binding("0.0.0.0", None)
-    check_binding("0.0.0.0", "s3cret")
+    with pytest.raises(ValueError, match="a token of 6 characters can be guessed"):
+        check_binding("0.0.0.0", "s3cret")
+    check_binding("0.0.0.0", "a-long-enough-secret")
+    check_binding("127.0.0.1", "s3cret")  # this machine alone: any token adds a lock
 
 
 def request(server, method, path, body=None, headers=None):
@@ -400,6 +403,10 @@ def test_the_command_refuses_another_address_without_a_token(tmp_path):
     done = runner.invoke(app, ["label", str(tmp_path / "run"), "--host", "0.0.0.0", "--no-open"])
     assert done.exit_code == 2 and "give --token" in done.output
     assert not (tmp_path / "run" / LABELS_FILE).exists()
+    # The token may come from the environment, out of the process list; a short one is refused.
+    made = runner.invoke(app, ["label", str(tmp_path / "run"), "--host", "0.0.0.0", "--no-open"],
+                         env={"RAGMETER_LABEL_TOKEN": "short"})  # fmt: skip
+    assert made.exit_code == 2 and "a token of 5 characters can be guessed" in made.output
 
 
 # -- calibrate, report and tune read the labels ------------------------------------------------

@@ -7,6 +7,7 @@ server that could not be read)."""
 
 from __future__ import annotations
 
+import secrets
 import socket
 import sys
 import webbrowser
@@ -118,7 +119,11 @@ def label_command(
     port: Annotated[int, typer.Option(help="The port (0: a free one).")] = 0,
     token: Annotated[
         str | None,
-        typer.Option(help="A secret every request must carry (it is in the printed address)."),
+        typer.Option(
+            envvar="RAGMETER_LABEL_TOKEN",
+            help="A secret every request must carry (it is in the printed address); 'auto': a "
+            "random one. Set RAGMETER_LABEL_TOKEN to keep it out of the process list.",
+        ),
     ] = None,
     open_page: Annotated[
         bool, typer.Option("--open/--no-open", help="Open the page in your browser.")
@@ -179,6 +184,8 @@ def label_command(
             console.print(f"{rows} rows written to {to_file}", highlight=False, soft_wrap=True)
             return
         page_scale = _page_scale(scale)
+        if token == "auto":
+            token = secrets.token_urlsafe(24)
         check_binding(host, token)
         if order not in ORDERS:
             raise ValueError(f"--order {order!r}: use {' or '.join(ORDERS)}")

@@ -39,12 +39,24 @@ ERROR_LIMIT = 200
 """Characters of an unexpected error the page is told; the terminal shows all of it."""
 
 
+TOKEN_LEAST = 16
+"""The shortest token another machine may be served with: a short one can be guessed."""
+
+
 def check_binding(host: str, token: str | None) -> None:
-    """Refuse to serve on an address other machines can reach without a token."""
-    if host not in LOOPBACK and not token:
+    """Refuse to serve on an address other machines can reach without a token, or with one
+    short enough to guess."""
+    if host in LOOPBACK:
+        return
+    if not token:
         raise ValueError(
-            f"--host {host} lets other machines reach the labels: give --token T as well (every "
-            "request must then carry it), or keep the default 127.0.0.1"
+            f"--host {host} lets other machines reach the labels: give --token auto as well "
+            "(every request must then carry it), or keep the default 127.0.0.1"
+        )
+    if len(token) < TOKEN_LEAST:
+        raise ValueError(
+            f"--host {host}: a token of {len(token)} characters can be guessed; give one of at "
+            f"least {TOKEN_LEAST}, or --token auto for a random one"
         )
 
 
