@@ -586,30 +586,40 @@ def curve(args: argparse.Namespace) -> None:
     print(f"\nwritten: {out / 'curve.json'} ({time.perf_counter() - started:.0f} s)")
 
 
+CHARTED = {"auc_gain": "the head refitted", "auc_gain_tuned": "as tune decides"}
+"""The figures the chart draws, by the name its legend gives them."""
+
+
 def chart(record: dict[str, Any]) -> str:
-    """The curve as an SVG (needs ``ragmeter[report]``): each measured source's mean ROC AUC
-    gain as tune decides, a thin line, and their mean with its interval over the sources."""
+    """The curve as an SVG (needs ``ragmeter[report]``): the mean ROC AUC gain over the sources
+    with its interval, of the head refitted and as tune decides (a head it refuses counts as no
+    gain), and each measured source's head gain as a thin line."""
     from ragmeter.viewer.charts import altair, vl_convert
 
     alt = altair()
     lines = [
-        {"labels": int(n), "source": source, "gain": found["auc_gain_tuned"]["mean"]}
+        {"labels": int(n), "source": source, "gain": found["auc_gain"]["mean"]}
         for source, measured in record["sources"].items()
         for n, found in measured["points"].items()
     ]
     means = [
-        {"labels": int(n), **{k: found["auc_gain_tuned"][k] for k in ("mean", "low", "high")}}
+        {
+            "labels": int(n),
+            "figure": named,
+            **{k: found[figure][k] for k in ("mean", "low", "high")},
+        }
         for n, found in record["mean"].items()
+        for figure, named in CHARTED.items()
     ]
     x = alt.X("labels:Q", scale=alt.Scale(type="log"), title="labelled claims of one's own")
-    y_title = "ROC AUC gain over zero-shot, as tune decides"
+    color = alt.Color("figure:N", title=None, legend=alt.Legend(orient="bottom"))
     mean = alt.Chart(alt.Data(values=means))
     layers = alt.layer(
         alt.Chart(alt.Data(values=lines))
-        .mark_line(strokeWidth=1, opacity=0.35, point=True)
-        .encode(x, alt.Y("gain:Q", title=y_title), alt.Detail("source:N"), tooltip=["source:N"]),
-        mean.mark_rule(strokeWidth=2).encode(x, y="low:Q", y2="high:Q"),
-        mean.mark_line(strokeWidth=3, point=True).encode(x, y="mean:Q"),
+        .mark_line(strokeWidth=1, opacity=0.3, color="#888")
+        .encode(x, alt.Y("gain:Q", title="ROC AUC gain over zero-shot"), alt.Detail("source:N")),
+        mean.mark_rule(strokeWidth=2).encode(x, y="low:Q", y2="high:Q", color=color),
+        mean.mark_line(strokeWidth=3, point=True).encode(x, y="mean:Q", color=color),
         alt.Chart(alt.Data(values=[{"zero": 0}]))
         .mark_rule(color="#999", strokeDash=[4, 3])
         .encode(y="zero:Q"),
