@@ -603,11 +603,7 @@ def chart(record: dict[str, Any]) -> str:
         for n, found in measured["points"].items()
     ]
     means = [
-        {
-            "labels": int(n),
-            "figure": named,
-            **{k: found[figure][k] for k in ("mean", "low", "high")},
-        }
+        {"labels": int(n), "figure": named, **(found[figure] or {})}  # None: not measured
         for n, found in record["mean"].items()
         for figure, named in CHARTED.items()
     ]
