@@ -54,7 +54,7 @@ class ItemKeys:
         ]
         parts = [judged.key, judged.digest, *self._prefix, models]
         material = self._metric.sample_material(judged)
-        if material is not None:  # absent otherwise, so that the keys of other metrics stay
+        if material is not None:  # absent otherwise: the keys of other metrics stay as they were
             parts.append(material)
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
