@@ -151,6 +151,7 @@ def ragas_rubric_scores(
 ) -> dict[tuple[str, str], dict[str, Any]]:
     """ragas's rubric score of each (sample, criterion), read from ``out/ragas.jsonl`` where
     an earlier run scored it; the rest scored now, each line kept as it comes."""
+    out.mkdir(parents=True, exist_ok=True)
     kept = out / "ragas.jsonl"
     done = {}
     if kept.is_file():

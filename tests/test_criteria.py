@@ -28,7 +28,7 @@ from ragmeter.judges.base import ChatResponse, TokenLogprobs
 from ragmeter.judges.fake import FakeJudge
 from ragmeter.judges.heads import Heads
 from ragmeter.metrics import metric_by_name
-from ragmeter.sample import Sample
+from ragmeter.sample import Sample, Turn
 from ragmeter.session import JudgeSession
 from ragmeter.testing import Scorer
 from tests.conftest import yes_no
@@ -578,3 +578,60 @@ def test_people_label_a_criterion_on_its_own_scale(tmp_path: Path):
     )
     assert LabelSession.open(out, metric="natural", annotator="ann").scale.text == "1-3"
     assert LabelSession.open(out, metric="declines", annotator="ann").scale.text == "0-1"
+
+
+RUBRIC_PEER = """\
+import json, sys
+asked = [json.loads(line) for line in open(sys.argv[1])]
+with open(sys.argv[1] + ".calls", "a") as calls:
+    calls.write(f"{len(asked)}\\n")
+for row in asked:
+    failed = "fails" in row["answer"]
+    print(json.dumps({"id": row["id"], "metric": row["metric"], "seconds": 1.0,
+                      "value": None if failed else float(len(row["answer"])),
+                      "error": "ValidationError: no score" if failed else None,
+                      "calls": 1, "prompt_tokens": 10, "completion_tokens": 5}))
+"""
+
+
+def test_the_ragas_rubric_peer_is_asked_each_criterion_in_its_own_words_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    import contextlib
+    import sys
+
+    bench = _bench()
+    peer = tmp_path / "peer.py"
+    peer.write_text(RUBRIC_PEER)
+    monkeypatch.setattr(bench, "PEER", peer)
+    monkeypatch.setattr(
+        bench, "served", lambda **_: contextlib.nullcontext("http://127.0.0.1:9/v1")
+    )
+    history = (Turn(role="user", text="Hi."), Turn(role="assistant", text="Hello."))
+    rows = [
+        bench.Row(
+            Sample(
+                id=f"r{n}",
+                question="Seen it?",
+                history=history,
+                contexts=["A film."],
+                answer=answer,
+            ),
+            "g",
+            {"naturalness": rating},
+            {"naturalness": (1.0, 3.0)},
+        )
+        for n, (answer, rating) in enumerate([("Yes.", 1), ("Yes, I have.", 3), ("fails", 2)])
+    ]
+    wanted = {"naturalness": "naturalness"}
+    found = bench.ragas_rubric_scores(rows, wanted, sys.executable, tmp_path / "out")
+    assert [found[(r.sample.key, "naturalness")]["value"] for r in rows] == [4.0, 12.0, None]
+    (asked, *_) = [json.loads(line) for line in (tmp_path / "out" / "ragas-asked.jsonl").open()]
+    assert asked["question"] == "user: Hi.\nassistant: Hello.\nuser: Seen it?"
+    assert asked["contexts"] is None  # naturalness does not read the passages
+    assert asked["criterion"] == LIBRARY["naturalness"].question
+    assert list(asked["rubrics"]) == [f"score{n}_description" for n in (1, 2, 3)]
+    # Every score is kept as it comes: a second run asks the peer nothing.
+    again = bench.ragas_rubric_scores(rows, wanted, sys.executable, tmp_path / "out")
+    assert again == found
+    assert (tmp_path / "out" / "ragas-asked.jsonl.calls").read_text() == "3\n"
