@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ragmeter.heads.ratings import Labels, LabelsError, Scale, parse_scale
 from ragmeter.heads.tuning import CLAIM_FIELD, SUPPORTED_FIELD
-from ragmeter.labels.items import CLAIM_METRIC
+from ragmeter.labels.items import check_claims_metric
 from ragmeter.labels.pull import PULLED
 from ragmeter.labels.store import LABELS_FILE, Event, Kind, fold, open_labels, rating_scale
 from ragmeter.manifest import atomic_write_text
@@ -186,8 +186,7 @@ def export(
     target = Path(path)
     if target.suffix.lower() not in (".jsonl", ".csv"):
         raise ValueError(f"{target}: export to .jsonl or .csv")
-    if claims and metric not in (None, CLAIM_METRIC):
-        raise ValueError(f"claims are {CLAIM_METRIC}'s; --metric {metric} rates samples")
+    check_claims_metric(claims, metric)
     if metric is not None and metric not in result.metrics:
         raise ValueError(
             f"--metric {metric}: not a metric of the run ({', '.join(result.metrics)})"

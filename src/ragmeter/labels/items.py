@@ -141,6 +141,12 @@ def _p_supported(statement: dict[str, Any]) -> float:
     return 1.0 if statement.get("verdict") == "yes" else 0.0
 
 
+def check_claims_metric(claims: bool, metric: str | None) -> None:
+    """Claims are the claim metric's: another ``--metric`` with ``--claims`` is refused."""
+    if claims and metric not in (None, CLAIM_METRIC):
+        raise ValueError(f"claims are {CLAIM_METRIC}'s; --metric {metric} rates samples")
+
+
 def ordered(items: Sequence[Item], order: Order, seed: int, threshold: float = 0.5) -> list[Item]:
     """``items`` shuffled with ``seed``, or least sure first (nearest the ``threshold`` the
     judge's value is decided at; ties in the shuffled order)."""

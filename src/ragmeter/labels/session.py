@@ -20,6 +20,7 @@ from ragmeter.labels.items import (
     CLAIM_METRIC,
     Item,
     Order,
+    check_claims_metric,
     claim_items,
     evidence,
     order_text,
@@ -152,8 +153,7 @@ class LabelSession:
         if opened.kind != "evaluate" or opened.result is None:
             raise ValueError(f"{folder}: people label evaluate runs, not {opened.kind} runs")
         result: Result = opened.result
-        if claims and metric not in (None, CLAIM_METRIC):
-            raise ValueError(f"claims are faithfulness's; --metric {metric} rates samples")
+        check_claims_metric(claims, metric)
         if claims and scale is not None:
             raise ValueError(
                 "claims are labelled supported, not supported or can't tell: --scale is for "
