@@ -29,6 +29,10 @@ DEFAULT_READING: dict[str, Reading] = {
 people (docs/criteria.md, "Which reading agrees with people")."""
 
 
+Asked = tuple[asking.CriterionPrompt, dict[str, Any]]
+"""A question about a sample: the prompt, and the inputs it is rendered with."""
+
+
 class CriterionMetric(Metric):
     """Scores a sample on one ``Criterion``; 0-1, with the judge's distribution explained."""
 
@@ -130,59 +134,53 @@ class CriterionMetric(Metric):
     def planned_calls(self, sample: Sample) -> PlannedCalls | None:
         if self.reading == "claims" or self.unreadable(sample):
             return None
+        try:
+            asked, _ = self._asked(sample)
+        except Unscorable:  # a rubric that cannot be read: refused, so nothing asked
+            return []
+        # A choice among levels is one read where the judge gives log-probabilities; a judge
+        # that does not is sampled (``session.ask_levels``), which an estimate cannot know.
+        return [yes_no_call(prompt.render(inputs)) for prompt, inputs in asked]
+
+    def _asked(self, sample: Sample) -> tuple[list[Asked], tuple[Requirement, ...]]:
+        """The questions ``sample`` is asked (prompt, inputs): one a sentence of the answer
+        (``per_sentence``), one a requirement of a checklist, else one a prompt; with the
+        checklist's requirements in the order asked."""
         c = self.criterion
         inputs = asking.sample_inputs(c, sample)
         if self.reading == "per_sentence":
             (prompt,) = self.prompts
-            asked = [(prompt, {**inputs, "sentence": s}) for s in split_sentences(sample.answer)]
-        elif c.sample_rubric():
-            try:
-                requirements = asking.sample_requirements(c, sample)
-            except Unscorable:
-                return []
+            return [(prompt, {**inputs, "sentence": s}) for s in split_sentences(sample.answer)], ()
+        requirements = asking.sample_requirements(c, sample) if c.kind == "checklist" else ()
+        if c.sample_rubric():
             (prompt,) = self.prompts
-            asked = [(prompt, {**inputs, "requirement": r.text}) for r in requirements]
-        else:
-            asked = [(p, inputs) for p in self.prompts]
-        # A choice among levels is one read where the judge gives log-probabilities; a judge
-        # that does not is sampled (``session.ask_levels``), which an estimate cannot know.
-        return [yes_no_call(p.render(i)) for p, i in asked]
+            return [(prompt, {**inputs, "requirement": r.text}) for r in requirements], requirements
+        return [(p, inputs) for p in self.prompts], requirements
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         problem = self.unreadable(sample)
         if problem:
             raise Unscorable(problem)
-        c = self.criterion
-        inputs = asking.sample_inputs(c, sample)
-        explanation: dict[str, Any] = {"reading": self.reading, "kind": c.kind}
+        explanation: dict[str, Any] = {"reading": self.reading, "kind": self.criterion.kind}
         if self.reading == "claims":
             return self._by_claims(sample, session, explanation)
+        asked, requirements = self._asked(sample)
         if self.reading == "per_sentence":
-            sentences = split_sentences(sample.answer)
-            if not sentences:
+            if not asked:
                 raise Unscorable("the answer has no sentence to judge")
-            (prompt,) = self.prompts
-            per_sentence = [
-                self._read(session, [(prompt, {**inputs, "sentence": s})]) for s in sentences
-            ]
+            per_sentence = [self._read(session, [question]) for question in asked]
             explanation["sentences"] = [
-                {"sentence": s, "score": round(v, 4), **detail}
-                for s, (v, detail) in zip(sentences, per_sentence, strict=True)
+                {"sentence": inputs["sentence"], "score": round(v, 4), **detail}
+                for (_, inputs), (v, detail) in zip(asked, per_sentence, strict=True)
             ]
             return fmean(v for v, _ in per_sentence), explanation
-        requirements = asking.sample_requirements(c, sample) if c.kind == "checklist" else ()
-        if c.sample_rubric():
-            prompt = asking.rubric_prompt(c)
-            asked = [(prompt, {**inputs, "requirement": r.text}) for r in requirements]
-        else:
-            asked = [(p, inputs) for p in self.prompts]
         value, detail = self._read(session, asked, requirements)
         return value, {**explanation, **detail}
 
     def _read(
         self,
         session: JudgeSession,
-        asked: Sequence[tuple[asking.CriterionPrompt, dict[str, Any]]],
+        asked: Sequence[Asked],
         requirements: Sequence[Requirement] = (),
     ) -> tuple[float, dict[str, Any]]:
         """One read of the ``asked`` questions (prompt, inputs) on 0-1, with what the judge
