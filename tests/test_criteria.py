@@ -129,6 +129,22 @@ def test_a_judge_without_log_probabilities_is_read_from_replies_drawn_at_tempera
     assert "none of 1, 2, 3 in the reply 'maybe'" in failed.unscored_reason
 
 
+def test_the_run_record_counts_what_was_read_without_log_probabilities(tmp_path: Path):
+    def reply(request):
+        if "Yes or No" in request.messages[-1].content:
+            return "Yes"  # a written word, no log-probabilities
+        return "3" if request.temperature == 0 else "2"
+
+    metrics = [CriterionMetric(THREE_LEVELS, reading="direct"), CriterionMetric(DECLINES)]
+    result = evaluate(
+        [SAMPLE], metrics, judge=FakeJudge(responder=reply), out_dir=tmp_path, cache=False
+    )
+    assert [s.value for s in result.scores] == [pytest.approx((2.2 - 1) / 2), 1.0]
+    counts = json.loads((tmp_path / "run.json").read_text())["counts"]
+    # one choice among levels read from 5 sampled replies, one Yes/No read from its word
+    assert (counts["sampled_reads"], counts["word_reads"]) == (1, 1)
+
+
 def test_a_checklist_counts_expected_points_and_takes_them_away_for_what_must_not_happen():
     checklist = Criterion(
         name="format",

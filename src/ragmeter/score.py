@@ -34,6 +34,10 @@ class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     embedding_calls: int = 0
+    word_reads: int = 0
+    """Yes/No questions read from the word replied, the judge giving no log-probabilities."""
+    sampled_reads: int = 0
+    """Choices among levels read as the shares of sampled replies, for the same reason."""
 
     def add(self, other: Usage) -> None:
         for name in Usage.model_fields:

@@ -312,6 +312,7 @@ class JudgeSession:
             for label, share in read[0].items():
                 counts[label] = counts.get(label, 0.0) + share
         method = f"sampled {drawn} replies" + (f" ({lost} unusable)" if lost else "")
+        self.usage.sampled_reads += 1
         return {label: count / drawn for label, count in counts.items()}, method
 
     def _yes_no(self, request: ChatRequest, prompt: YesNoPrompt, first: Reply | None) -> float:
@@ -321,6 +322,8 @@ class JudgeSession:
         probability, exchange, reply = self._one_token(
             request, prompt.name, _read_yes, "neither yes nor no", first
         )
+        if yes_probability(reply) is None:
+            self.usage.word_reads += 1
         return self._read(exchange, prompt, probability, reply)
 
     def _one_token(
