@@ -973,5 +973,18 @@ def test_bench_learning_curve_reads_resumably_and_says_what_n_labels_buy(
     assert told.exit_code == 0, told.output
     told_once = said.replace("what 30", "what 48").replace("(curve.json)", f"({out}/curve.json)")
     assert told_once in " ".join(told.output.split())
+    monkeypatch.setattr("ragmeter.heads.curve.CURVE_FILE", "no_curve_shipped.json")
     plain = CliRunner().invoke(app, tune)
     assert plain.exit_code == 0 and "bought elsewhere" not in plain.output
+
+
+def test_the_shipped_learning_curve_is_read_when_none_is_given():
+    from ragmeter.heads.curve import bought, load_curve
+
+    found = load_curve(None)
+    assert found is not None and found[1] == "the curve shipped with ragmeter"
+    curve, source = found
+    said = bought(curve, 100, source)
+    assert said is not None and said.startswith(
+        "what 100 labelled claims bought elsewhere (the curve shipped with ragmeter): with "
+    )
