@@ -222,7 +222,7 @@ def summary_level(
 
 def agreement(source: str, scores: list[float], ratings: list[float], groups: list[str]) -> str:
     if source == "summeval":
-        return f"{summary_level(scores, ratings, groups):.3f}"
+        return f"{agreement_value(source, scores, ratings, groups):.3f}"
     interval: Interval | None = correlation(scores, ratings, "spearman")
     if interval is None:
         return "undefined"

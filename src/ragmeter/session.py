@@ -90,10 +90,14 @@ def _read_levels(
     return None if written is None else ({written: 1.0}, "reply")
 
 
-def _read_yes(response: ChatResponse) -> float | None:
-    """The probability of yes from the log-probabilities where there are any, else the word."""
+def _read_yes(response: ChatResponse) -> tuple[float, bool] | None:
+    """The probability of yes from the log-probabilities where there are any, else the word;
+    and whether it was the word."""
     probability = yes_probability(response)
-    return probability if probability is not None else yes_from_text(response.text)
+    if probability is not None:
+        return probability, False
+    written = yes_from_text(response.text)
+    return None if written is None else (written, True)
 
 
 class _Attempts:
@@ -319,11 +323,10 @@ class JudgeSession:
         """P(yes) for ``request``, retried as its failures allow; ``first`` is the reply to the
         first attempt when it was already asked (in a batch). Read by the judge's verdict head
         for ``prompt`` where it has one (``ragmeter.judges.heads``), else zero-shot."""
-        probability, exchange, reply = self._one_token(
+        (probability, by_word), exchange, reply = self._one_token(
             request, prompt.name, _read_yes, "neither yes nor no", first
         )
-        if yes_probability(reply) is None:
-            self.usage.word_reads += 1
+        self.usage.word_reads += by_word
         return self._read(exchange, prompt, probability, reply)
 
     def _one_token(
