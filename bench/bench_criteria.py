@@ -83,8 +83,8 @@ MTRAG_SCALES = {name: (1.0, 4.0) for name in CRITERIA["mtrag"]}
 """MTRAG's 4-point scale: 1 No, 2 Mostly no, 3 Mostly yes, 4 Yes."""
 
 READINGS = {
-    "yes_no": ("direct", "per_sentence", "claims"),
-    "levels": ("direct", "yes_no", "checklist", "per_sentence", "claims"),
+    "yes_no": ("direct", "reasoned", "per_sentence", "claims"),
+    "levels": ("direct", "yes_no", "checklist", "reasoned", "per_sentence", "claims"),
 }
 
 

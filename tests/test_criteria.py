@@ -101,6 +101,48 @@ def test_levels_read_as_a_checklist_ask_one_yes_no_a_level():
     assert score.explanation["p_yes"] == [0.2, 0.6, 0.2]
 
 
+def test_reasoned_reads_the_verdict_after_the_judges_own_feedback():
+    feedback = "It reads naturally but repeats itself."
+    judge = FakeJudge([feedback, digits({"1": 0.1, "2": 0.5, "3": 0.4})])
+    metric = CriterionMetric(THREE_LEVELS, reading="reasoned")
+    score = metric.score(SAMPLE, JudgeSession(judge))
+    # 1 x 0.1 + 2 x 0.5 + 3 x 0.4 = 2.3 on 1-3: 0.65
+    assert score.value == pytest.approx(0.65)
+    assert score.explanation["feedback"] == feedback
+    assert score.explanation["distribution"] == {"1": 0.1, "2": 0.5, "3": 0.4}
+    written, verdict = judge.history
+    assert written.max_tokens == 80 and written.top_logprobs == 0
+    assert "Do not give your verdict yet." in written.messages[-1].content
+    # the verdict is asked after the whole exchange: the request, the feedback, the question
+    assert verdict.messages[: len(written.messages)] == written.messages
+    assert [m.role for m in verdict.messages[len(written.messages) :]] == ["assistant", "user"]
+    assert verdict.messages[-2].content == feedback
+    assert verdict.messages[-1].content.startswith("Which level fits the response?")
+    assert verdict.max_tokens == 1
+    # a yes/no criterion ends in P(Yes); an empty feedback is retried, then unscored
+    judge = FakeJudge(["Fine.", yes_no(0.7)])
+    yes = CriterionMetric(DECLINES, reading="reasoned").score(SAMPLE, JudgeSession(judge))
+    assert yes.value == pytest.approx(0.7)
+    assert judge.history[-1].messages[-1].content == "Answer with one word, Yes or No."
+    empty = FakeJudge(["  ", "", ""])
+    failed = CriterionMetric(DECLINES, reading="reasoned").score(
+        SAMPLE, JudgeSession(empty, retries=2)
+    )
+    assert failed.value is None
+    assert "an empty reply (after 3 attempts)" in failed.unscored_reason
+    # the cost plan: the feedback written, then one token read after it
+    (write, read) = metric.planned_calls(SAMPLE)
+    assert write[1] == 80 and read[1] == 1 and read[0] > write[0] + 80
+    with pytest.raises(ValueError, match="not 'reasoned'"):
+        Criterion(
+            name="c",
+            question="?",
+            kind="checklist",
+            requirements=(Requirement(text="a"),),
+            reading="reasoned",
+        )
+
+
 def test_a_judge_without_log_probabilities_is_read_from_replies_drawn_at_temperature_1():
     def reply(request):
         # greedy: 3; the draws at temperature 1: 2, 3, 3, and one with no level

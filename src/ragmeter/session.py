@@ -233,6 +233,32 @@ class JudgeSession:
                 )
         raise Unscorable(f"{prompt.name}: {problem} (after {attempts.made} attempts)")
 
+    def ask_text(self, name: str, messages: Sequence[Message], *, max_tokens: int) -> str:
+        """A written reply to ``messages`` (feedback a later question reads, say), stripped;
+        retried as its failures allow. A reply cut at ``max_tokens`` is used as it is; an empty
+        one is unreadable."""
+        request = ChatRequest(messages=tuple(messages), max_tokens=max_tokens)
+        attempts = _Attempts(self.retries, self.repairs)
+        while True:
+            attempts.made += 1
+            exchange = Exchange(prompt=name, messages=list(request.messages))
+            self.exchanges.append(exchange)
+            try:
+                reply = self.judge.complete(request)
+            except JudgeError as exc:
+                problem = exchange.error = f"judge call failed: {exc}"
+                if attempts.another(refused=isinstance(exc, RequestRefused)):
+                    continue
+                break
+            self.record_usage(reply.cached, reply.prompt_tokens, reply.completion_tokens)
+            exchange.reply, exchange.cached = reply.text, reply.cached
+            if reply.text.strip():
+                return reply.text.strip()
+            problem = exchange.error = "an empty reply"
+            if not attempts.another(unreadable=True):
+                break
+        raise Unscorable(f"{name}: {problem} (after {attempts.made} attempts)")
+
     def ask_yes_no(self, prompt: YesNoPrompt, inputs: Inputs, **fields: str) -> float:
         """The judge's probability that the answer is Yes.
 
@@ -271,14 +297,17 @@ class JudgeSession:
         return [answer for answer in answers if not isinstance(answer, Unscorable)]
 
     def ask_levels(
-        self, prompt: YesNoPrompt, inputs: Inputs, labels: Sequence[str]
+        self, prompt: YesNoPrompt, inputs: Inputs, labels: Sequence[str], **fields: str
     ) -> tuple[dict[str, float], str]:
         """The judge's probability of each of ``labels`` (single tokens, "1".."5") as its
         reply, renormalised over them, and how it was read: ``"logprobs"`` from one forward
         pass; where the judge gives no log-probabilities, the share of ``DRAWS`` replies drawn
         at temperature 1 that name each label (``"sampled N replies"``, G-Eval's way with a
-        model that shows none). A reply that names no label is asked again, then unscored."""
-        request = ChatRequest(messages=prompt.render(inputs), max_tokens=1, top_logprobs=20)
+        model that shows none). A reply that names no label is asked again, then unscored.
+        ``fields`` are the prompt's own, as ``ask_yes_no`` takes them."""
+        request = ChatRequest(
+            messages=prompt.render(inputs, **fields), max_tokens=1, top_logprobs=20
+        )
         wanted = {label.casefold(): label for label in labels}
         (mass, method), _, _ = self._one_token(
             request,

@@ -3,7 +3,8 @@
 Every question about a sample renders the same system message and the sample's fields first, and
 the criterion after them, so that the criteria of one sample share the sample as a prefix: a
 local judge reads the sample once, then only each criterion's own words. Each question is one
-read of the judge's next-token probabilities (of Yes, or of each level's digit).
+read of the judge's next-token probabilities (of Yes, or of each level's digit), after the
+judge's own written feedback in the ``reasoned`` reading.
 
 The readings:
 
@@ -14,6 +15,10 @@ The readings:
   level ("does this describe the response: <meaning>?"); the level's probability is its Yes
   renormalised over the levels. A small judge answers a description more surely than it picks a
   digit.
+- ``reasoned``: the judge first writes a sentence or two on how the response meets the
+  criterion, then is asked for its verdict (Yes or No, or a level's digit), read as ``direct``
+  reads it: a written chain of thought, as ragas's rubric metrics and G-Eval ask, with the verdict
+  still read as probabilities.
 - ``per_sentence``: the criterion asked of each sentence of the answer (as faithfulness asks of
   each statement), the sentences' scores averaged.
 - ``claims``: a support criterion (consistency, groundedness) scored by the claim verifier: the
@@ -128,23 +133,87 @@ def _level_digit(criterion: Criterion, label: str | float) -> str:
     )
 
 
-def yes_no_prompt(criterion: Criterion) -> CriterionPrompt:
-    block = (
-        f"{_examples(criterion, _yes_or_no(criterion))}Criterion: {criterion.question}\n"
-        "Answer with one word, Yes or No."
+YES_OR_NO = "Answer with one word, Yes or No."
+
+
+def _as_yes_no(criterion: Criterion) -> str:
+    """The criterion asked as Yes or No, with its examples: all but the reply wanted."""
+    return f"{_examples(criterion, _yes_or_no(criterion))}Criterion: {criterion.question}"
+
+
+def _as_levels(criterion: Criterion) -> tuple[str, str]:
+    """The criterion with its levels and examples, and the reply wanted: a level's digit."""
+    listed = "\n".join(f"{n}: {level.meaning}" for n, level in enumerate(criterion.levels, 1))
+    asked = (
+        f"{_examples(criterion, lambda label: _level_digit(criterion, label))}"
+        f"Criterion: {criterion.question}\nLevels:\n{listed}"
     )
+    last = len(criterion.levels)
+    return (
+        asked,
+        f"Which level fits the response? Reply with its number, one digit from 1 to {last}.",
+    )
+
+
+def yes_no_prompt(criterion: Criterion) -> CriterionPrompt:
+    block = f"{_as_yes_no(criterion)}\n{YES_OR_NO}"
     return CriterionPrompt(name=f"criterion.{criterion.name}", instruction=SYSTEM, question=block)
 
 
 def levels_prompt(criterion: Criterion) -> CriterionPrompt:
-    listed = "\n".join(f"{n}: {level.meaning}" for n, level in enumerate(criterion.levels, 1))
-    last = len(criterion.levels)
-    block = (
-        f"{_examples(criterion, lambda label: _level_digit(criterion, label))}"
-        f"Criterion: {criterion.question}\nLevels:\n{listed}\n"
-        f"Which level fits the response? Reply with its number, one digit from 1 to {last}."
+    asked, reply = _as_levels(criterion)
+    return CriterionPrompt(
+        name=f"criterion.{criterion.name}", instruction=SYSTEM, question=f"{asked}\n{reply}"
     )
-    return CriterionPrompt(name=f"criterion.{criterion.name}", instruction=SYSTEM, question=block)
+
+
+FEEDBACK = (
+    "First say, in one or two short sentences, how the response meets the criterion and where "
+    "it falls short. Do not give your verdict yet."
+)
+FEEDBACK_TOKENS = 80
+"""The most the judge may write before its verdict: two short sentences."""
+
+
+@dataclass(frozen=True)
+class ReasonedPrompt(CriterionPrompt):
+    """The ``reasoned`` reading: the judge first writes why (``question`` ends by asking for
+    that), then, shown its own words, is asked ``verdict``, whose next token is read. Writing
+    first is how ragas's rubric metrics and G-Eval's chain of thought ask; reading the verdict's
+    probabilities rather than the written digit keeps the score graded."""
+
+    verdict: str = ""
+
+    @property
+    def version(self) -> str:
+        material = json.dumps([SYSTEM, DATA_NOTICE, self.question, self.verdict])
+        return hashlib.sha256(material.encode()).hexdigest()[:12]
+
+    def render(self, inputs: Inputs, **fields: str) -> tuple[Message, ...]:
+        """Without ``feedback``: the request for it; with it, the whole exchange and the
+        verdict asked."""
+        asked = super().render(inputs)
+        if "feedback" not in fields:
+            return asked
+        return (
+            *asked,
+            Message(role="assistant", content=fields["feedback"]),
+            Message(role="user", content=self.verdict),
+        )
+
+
+def reasoned_prompt(criterion: Criterion) -> ReasonedPrompt:
+    """A ``yes_no`` criterion ends in Yes or No; a ``levels`` one in a level's digit."""
+    if criterion.kind == "levels":
+        asked, verdict = _as_levels(criterion)
+    else:
+        asked, verdict = _as_yes_no(criterion), YES_OR_NO
+    return ReasonedPrompt(
+        name=f"criterion.{criterion.name}.reasoned",
+        instruction=SYSTEM,
+        question=f"{asked}\n{FEEDBACK}",
+        verdict=verdict,
+    )
 
 
 def level_prompts(criterion: Criterion) -> list[CriterionPrompt]:
@@ -155,7 +224,7 @@ def level_prompts(criterion: Criterion) -> list[CriterionPrompt]:
             instruction=SYSTEM,
             question=(
                 f"Criterion: {criterion.question}\nDoes this describe the response: "
-                f"{level.meaning}\nAnswer with one word, Yes or No."
+                f"{level.meaning}\n{YES_OR_NO}"
             ),
         )
         for number, level in enumerate(criterion.levels, 1)
@@ -174,7 +243,7 @@ def requirement_prompt(
         question=(
             f"{examples}Criterion: {criterion.question}\n"
             f"Requirement: {requirement.text}\n"
-            "Does the response meet this requirement? Answer with one word, Yes or No."
+            f"Does the response meet this requirement? {YES_OR_NO}"
         ),
     )
 

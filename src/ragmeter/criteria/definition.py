@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 Kind = Literal["yes_no", "levels", "checklist"]
 SampleField = Literal["question", "contexts", "answer", "reference", "history"]
-Reading = Literal["auto", "direct", "yes_no", "checklist", "per_sentence", "claims"]
+Reading = Literal["auto", "direct", "yes_no", "checklist", "reasoned", "per_sentence", "claims"]
 """How the judge is asked (``ragmeter.criteria.asking``): ``auto`` takes the kind's default."""
 
 READS = ("question", "contexts", "answer")
@@ -145,8 +145,10 @@ class Criterion(BaseModel):
             raise FieldProblem(
                 "reading", f"reading {self.reading!r} is a way to ask levels: kind 'levels'"
             )
-        if self.reading == "per_sentence" and self.kind == "checklist":
-            raise FieldProblem("reading", "a checklist is asked of the whole response")
+        if self.reading in ("per_sentence", "reasoned") and self.kind == "checklist":
+            raise FieldProblem(
+                "reading", f"a checklist is asked requirement by requirement, not {self.reading!r}"
+            )
         if self.reading == "claims" and "contexts" not in self.reads:
             raise FieldProblem(
                 "reading", "reading 'claims' checks the answer against 'contexts': read them"

@@ -14,7 +14,7 @@ import ragmeter.criteria.asking as asking
 from ragmeter.criteria.definition import RUBRIC_FIELD, Criterion, Reading, Requirement
 from ragmeter.metrics.base import Metric
 from ragmeter.metrics.faithfulness import Faithfulness
-from ragmeter.prompts import PlannedCalls, yes_no_call
+from ragmeter.prompts import PlannedCalls, rendered_tokens, yes_no_call
 from ragmeter.sample import Sample
 from ragmeter.score import Unscorable
 from ragmeter.session import JudgeSession
@@ -87,6 +87,11 @@ class CriterionMetric(Metric):
             )
         if self.reading == "per_sentence":
             found.append("per sentence: the mean of the sentences' scores")
+        if self.reading == "reasoned":
+            found.append(
+                f"reasoned: the judge writes feedback first (at most {asking.FEEDBACK_TOKENS} "
+                "tokens, greedy), then its verdict is read after it"
+            )
         return tuple(found)
 
     @property
@@ -100,6 +105,8 @@ class CriterionMetric(Metric):
         c = self.criterion
         if self.reading == "claims":
             return ()
+        if self.reading == "reasoned":
+            return [asking.reasoned_prompt(c)]
         if c.kind == "levels" and self.reading == "checklist":
             return asking.level_prompts(c)
         if c.kind == "levels" and self.reading != "yes_no":
@@ -138,6 +145,11 @@ class CriterionMetric(Metric):
             asked, _ = self._asked(sample)
         except Unscorable:  # a rubric that cannot be read: refused, so nothing asked
             return []
+        if self.reading == "reasoned":  # the feedback written, then the verdict read after it
+            ((prompt, inputs),) = asked
+            written = rendered_tokens(prompt.render(inputs))
+            verdict = rendered_tokens(prompt.render(inputs, feedback=""))
+            return [(written, asking.FEEDBACK_TOKENS), (verdict + asking.FEEDBACK_TOKENS, 1)]
         # A choice among levels is one read where the judge gives log-probabilities; a judge
         # that does not is sampled (``session.ask_levels``), which an estimate cannot know.
         return [yes_no_call(prompt.render(inputs)) for prompt, inputs in asked]
@@ -186,6 +198,8 @@ class CriterionMetric(Metric):
         """One read of the ``asked`` questions (prompt, inputs) on 0-1, with what the judge
         said; a checklist's ``requirements`` in the order asked."""
         c = self.criterion
+        if self.reading == "reasoned":
+            return self._reasoned(session, *asked[0])
         if c.kind == "levels" and self.reading not in ("checklist", "yes_no"):
             labels = [str(n) for n in range(1, len(c.levels) + 1)]
             distribution, method = session.ask_levels(*asked[0], labels)
@@ -211,6 +225,22 @@ class CriterionMetric(Metric):
             ]
             return value, {"requirements": met}
         return probabilities[0], {"p_yes": round(probabilities[0], 4)}
+
+    def _reasoned(
+        self, session: JudgeSession, prompt: asking.CriterionPrompt, inputs: dict[str, Any]
+    ) -> tuple[float, dict[str, Any]]:
+        """The judge's feedback, then its verdict read after it, as ``direct`` reads one."""
+        feedback = session.ask_text(
+            prompt.name, prompt.render(inputs), max_tokens=asking.FEEDBACK_TOKENS
+        )
+        if self.criterion.kind == "levels":
+            labels = [str(n) for n in range(1, len(self.criterion.levels) + 1)]
+            distribution, method = session.ask_levels(prompt, inputs, labels, feedback=feedback)
+            value, detail = self._levels(distribution, method)
+        else:
+            value = session.ask_yes_no(prompt, inputs, feedback=feedback)
+            detail = {"p_yes": round(value, 4)}
+        return value, {"feedback": feedback, **detail}
 
     def _levels(self, distribution: dict[str, float], method: str) -> tuple[float, dict[str, Any]]:
         c = self.criterion
