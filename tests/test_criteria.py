@@ -129,7 +129,7 @@ def test_reasoned_reads_the_verdict_after_the_judges_own_feedback():
         SAMPLE, JudgeSession(empty, retries=2)
     )
     assert failed.value is None
-    assert "an empty reply (after 3 attempts)" in failed.unscored_reason
+    assert "no text in the reply '' (after 3 attempts)" in failed.unscored_reason
     # the cost plan: the feedback written, then one token read after it
     (write, read) = metric.planned_calls(SAMPLE)
     assert write[1] == 80 and read[1] == 1 and read[0] > write[0] + 80

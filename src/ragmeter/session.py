@@ -238,26 +238,10 @@ class JudgeSession:
         retried as its failures allow. A reply cut at ``max_tokens`` is used as it is; an empty
         one is unreadable."""
         request = ChatRequest(messages=tuple(messages), max_tokens=max_tokens)
-        attempts = _Attempts(self.retries, self.repairs)
-        while True:
-            attempts.made += 1
-            exchange = Exchange(prompt=name, messages=list(request.messages))
-            self.exchanges.append(exchange)
-            try:
-                reply = self.judge.complete(request)
-            except JudgeError as exc:
-                problem = exchange.error = f"judge call failed: {exc}"
-                if attempts.another(refused=isinstance(exc, RequestRefused)):
-                    continue
-                break
-            self.record_usage(reply.cached, reply.prompt_tokens, reply.completion_tokens)
-            exchange.reply, exchange.cached = reply.text, reply.cached
-            if reply.text.strip():
-                return reply.text.strip()
-            problem = exchange.error = "an empty reply"
-            if not attempts.another(unreadable=True):
-                break
-        raise Unscorable(f"{name}: {problem} (after {attempts.made} attempts)")
+        text, _, _ = self._replied(
+            request, name, lambda reply: reply.text.strip() or None, "no text", finish=False
+        )
+        return text
 
     def ask_yes_no(self, prompt: YesNoPrompt, inputs: Inputs, **fields: str) -> float:
         """The judge's probability that the answer is Yes.
@@ -309,7 +293,7 @@ class JudgeSession:
             messages=prompt.render(inputs, **fields), max_tokens=1, top_logprobs=20
         )
         wanted = {label.casefold(): label for label in labels}
-        (mass, method), _, _ = self._one_token(
+        (mass, method), _, _ = self._replied(
             request,
             prompt.name,
             lambda reply: _read_levels(reply, wanted),
@@ -352,23 +336,26 @@ class JudgeSession:
         """P(yes) for ``request``, retried as its failures allow; ``first`` is the reply to the
         first attempt when it was already asked (in a batch). Read by the judge's verdict head
         for ``prompt`` where it has one (``ragmeter.judges.heads``), else zero-shot."""
-        (probability, by_word), exchange, reply = self._one_token(
+        (probability, by_word), exchange, reply = self._replied(
             request, prompt.name, _read_yes, "neither yes nor no", first
         )
         self.usage.word_reads += by_word
         return self._read(exchange, prompt, probability, reply)
 
-    def _one_token(
+    def _replied(
         self,
         request: ChatRequest,
         name: str,
         read: Callable[[ChatResponse], Value | None],
         unreadable: str,
         first: Reply | None = None,
+        *,
+        finish: bool = True,
     ) -> tuple[Value, Exchange, ChatResponse]:
-        """A one-token answer to ``request`` as ``read`` reads it, with its exchange and reply;
-        retried as its failures allow. A reply ``read`` cannot use is let finish (three tokens)
-        and read again before it counts as unreadable (``unreadable`` says what it lacked)."""
+        """The reply to ``request`` as ``read`` reads it, with its exchange and reply; retried
+        as its failures allow. With ``finish`` a one-token reply ``read`` cannot use is let
+        finish (three tokens) and read again before it counts as unreadable (``unreadable`` says
+        what it lacked)."""
         attempts = _Attempts(self.retries, self.repairs)
         while True:
             attempts.made += 1
@@ -380,7 +367,7 @@ class JudgeSession:
                     raise reply
                 self.record_usage(reply.cached, reply.prompt_tokens, reply.completion_tokens)
                 value = read(reply)
-                if value is None:  # not even a word: let the judge finish it
+                if value is None and finish:  # not even a word: let the judge finish it
                     reply = self.judge.complete(request.model_copy(update={"max_tokens": 3}))
                     self.record_usage(reply.cached, reply.prompt_tokens, reply.completion_tokens)
                     value = read(reply)
