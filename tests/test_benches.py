@@ -420,7 +420,7 @@ def test_repeat_check_cases_replays_a_runs_checks_in_each_layout(bench, tmp_path
     run = tmp_path / "run"
     made = CliRunner().invoke(app, [
         "evaluate", str(data), "--metrics", "context_relevance", "--judge", "bench:answering",
-        "--out", str(run), "--no-cache",
+        "--option", "context_relevance.repeats_by=asking", "--out", str(run), "--no-cache",
     ])  # fmt: skip
     assert made.exit_code == 0, made.output
     score = json.loads((run / "scores.jsonl").read_text())

@@ -97,7 +97,9 @@ def test_the_repeat_checks_are_asked_of_the_kept_sentences_only():
     # Kept: 0 (0.5), 1 (0.83), 2 (0.37); "It hosted the 2000 Olympics." (0.18) is skipped.
     # Sentences 0 and 1 are needed; 1 is asked whether it adds to 0 (P(new) 0.25).
     judge = FakeJudge([yes_no(0.9), yes_no(0.8), yes_no(0.2), yes_no(0.25)])
-    metric = ContextRelevance(screen="embedding", keep_similarity=0.3, keep_top=0)
+    metric = ContextRelevance(
+        screen="embedding", keep_similarity=0.3, keep_top=0, repeats_by="asking"
+    )
     score = metric.score(SAMPLE, JudgeSession(judge, HashingEmbedder()))
     assert [prompt_name(r) for r in judge.history] == ["needed"] * 3 + ["new_information"]
     check = judge.history[3].messages[-1].content
@@ -210,6 +212,7 @@ def test_the_explanation_says_how_each_skipped_sentence_was_ruled_out():
         '  - "Australia is in the Southern Hemisphere." (p_needed 0.3)',
         '  - "Sydney is the largest city." (skipped by embedding, similarity 0.3651)',
         '  - "It hosted the 2000 Olympics." (skipped by embedding, similarity 0.1826)',
+        "a needed sentence after the first counts only at p_needed >= 0.72",
     ]
 
 

@@ -361,7 +361,7 @@ def test_context_relevance_from_p_needed_read_elsewhere_still_asks_the_repeat_ch
     # P(needed) from another reading (a head, say): only the repeat check reaches the judge,
     # for sentence 3 (0.7) after sentence 1 (0.6); sentences 2 and 4 are below 0.5.
     judge = FakeJudge([yes_no(0.25)])
-    metric = ContextRelevance()
+    metric = ContextRelevance(repeats_by="asking")
     value, explanation = metric.from_needed(
         CONTEXT_SAMPLE, [0.6, 0.2, 0.7, 0.4], JudgeSession(judge)
     )
@@ -393,11 +393,36 @@ def test_a_needed_sentence_that_repeats_earlier_ones_is_discounted():
     )
     assert "<sentence>\nSydney is the largest city.\n</sentence>" in asked
     # the default: counted when P(needed) x P(new) >= 0.5; 0.8 x 0.25 = 0.2 is not
-    hard = ContextRelevance().score(CONTEXT_SAMPLE, JudgeSession(FakeJudge(replies)))
+    asked = ContextRelevance(repeats_by="asking")
+    hard = asked.score(CONTEXT_SAMPLE, JudgeSession(FakeJudge(replies)))
     assert hard.value == pytest.approx(1 / 4)
-    assert ContextRelevance(repeats=False).version != ContextRelevance().version
+    assert ContextRelevance(repeats=False).version != asked.version
     with pytest.raises(ValueError, match="repeats"):
         ContextRelevance(mode="select", repeats=True)
+
+
+def test_by_default_a_needed_sentence_after_the_first_must_clear_the_repeat_bar():
+    # P(needed) 0.9, 0.1, 0.8, 0.3: sentence 1 is the first needed; sentence 3 clears 0.72 and
+    # counts with no further question; at 0.7 it would not
+    judge = FakeJudge([yes_no(0.9), yes_no(0.1), yes_no(0.8), yes_no(0.3)])
+    metric = ContextRelevance()
+    assert metric.options.repeats_by == "bar" and metric.prompts == [SENTENCE_NEEDED]
+    score = metric.score(CONTEXT_SAMPLE, JudgeSession(judge))
+    assert len(judge.history) == 4  # the sentence questions, and no repeat check
+    assert score.value == pytest.approx(2 / 4)
+    assert score.explanation["repeat_bar"] == 0.72
+    assert "p_new_information" not in score.explanation
+    value, _ = metric.from_needed(CONTEXT_SAMPLE, [0.6, 0.2, 0.7, 0.4], JudgeSession(FakeJudge([])))
+    assert value == pytest.approx(1 / 4)  # 0.7 after a needed sentence is under the bar
+    value, _ = metric.from_needed(CONTEXT_SAMPLE, [0.2, 0.2, 0.7, 0.4], JudgeSession(FakeJudge([])))
+    assert value == pytest.approx(1 / 4)  # the first needed sentence needs only the threshold
+    assert metric.version != ContextRelevance(repeats_by="asking").version
+    # the bar is fitted to each sentence asked alone and counted; elsewhere the judge is asked
+    assert ContextRelevance(mode="numbered").options.repeats_by == "asking"
+    assert ContextRelevance(soft=True).options.repeats_by == "asking"
+    assert ContextRelevance(soft="false").options.repeats_by == "bar"  # as the CLI gives it
+    with pytest.raises(ValueError, match="repeats_by='bar' is fitted"):
+        ContextRelevance(mode="numbered", repeats_by="bar")
 
 
 def test_context_relevance_by_number_shares_the_numbered_context():
@@ -429,6 +454,8 @@ def test_prompt_versions_change_with_configuration():
         "soft": False,
         "threshold": 0.5,
         "repeats": False,
+        "repeats_by": "asking",
+        "repeat_bar": 0.72,
         "layout": "separate",
         "screen": "none",
         "keep_similarity": 0.2,

@@ -84,6 +84,7 @@ def _sentences(rest: dict[str, Any], sample: Sample) -> list[str]:
     total = rest.pop("context_sentences", None)
     p_needed = rest.pop("p_needed", None)
     p_new = rest.pop("p_new_information", None) or {}
+    bar = rest.pop("repeat_bar", None)
     rest.pop("insufficient_information", None)  # said by "needed sentences (0 of N)"
     skipped = rest.pop("skipped", None) if _list_of(rest.get("skipped"), dict) else None
     sentences = passage_sentences(sample.contexts)
@@ -119,6 +120,8 @@ def _sentences(rest: dict[str, Any], sample: Sample) -> list[str]:
             not_needed.append(line)
     if not_needed:
         lines += [f"sentences not needed ({len(not_needed)}{of}):", *not_needed]
+    if bar is not None:
+        lines.append(f"a needed sentence after the first counts only at p_needed >= {bar}")
     return lines
 
 

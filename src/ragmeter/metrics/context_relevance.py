@@ -20,11 +20,17 @@ the sentences needed to answer are found by
 
 In the two Yes/No modes, ``soft=False`` (default) counts a sentence as extracted when its
 probability of being needed reaches ``threshold``, as the paper counts extracted sentences;
-``soft=True`` counts each sentence by its probability. With ``repeats`` (on by default) a sentence
-judged needed that follows other needed sentences is asked once more, shown after them: does it
-add needed information they do not already state? Its probability is multiplied by that answer,
-so it counts only if it is more likely than not both needed and new: a context that states the
-needed fact twice (as retrieved passages that quote each other do) is not more relevant for it.
+``soft=True`` counts each sentence by its probability. With ``repeats`` (on by default) a
+sentence judged needed that follows other needed sentences must also be new: a context that
+states the needed fact twice (as retrieved passages that quote each other do) is not more
+relevant for it. ``repeats_by="asking"`` asks it once more, shown after them: does it add needed
+information they do not already state? Its probability is multiplied by that answer, so it
+counts only if it is more likely than not both needed and new. ``repeats_by="bar"`` (the default
+where each sentence is asked alone) asks nothing more and counts it only where its P(needed)
+reaches ``repeat_bar``: the bundled judge answers the repeat question with P(new) 0.60 +- 0.07
+whatever the sentence, so the product works as a higher bar on P(needed), and the bar keeps the
+asked checks' verdicts without their calls, each of which waits on the one before
+(docs/agreement.md, "Context relevance: asking only where the answer is in doubt").
 
 With ``screen="embedding"`` the judge is asked only about the sentences whose embedding is
 near the question's: those whose cosine similarity reaches ``keep_similarity``, and the
@@ -47,7 +53,7 @@ from collections.abc import Sequence
 from typing import Any, Literal, Self
 
 import numpy as np
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError, model_validator
 
 import ragmeter.one_read as one_read
 from ragmeter.judges.base import cosine_similarity
@@ -178,6 +184,37 @@ class ContextRelevanceOptions(Options):
             return {**values, "repeats": values.get("mode", "sentence") != "select"}
         return values
 
+    repeats_by: Literal["asking", "bar"] | None = Field(
+        None,
+        description="How a needed sentence after the first is checked for repeating the earlier "
+        "ones: the judge asked, or the higher bar repeat_bar on its P(needed). Unset: bar where "
+        "each sentence is asked alone (mode='sentence', layout='separate', soft=false), else "
+        "asking. Always set after validation.",
+    )
+    repeat_bar: float = Field(
+        0.72,
+        ge=0,
+        le=1,
+        description="With repeats_by=bar: the P(needed) a needed sentence after the first must "
+        "reach to count.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _repeats_by_reading(cls, values: Any) -> Any:
+        if isinstance(values, dict) and values.get("repeats_by") is None:
+            try:  # read as the field will be ("false" given on the command line is False)
+                soft = TypeAdapter(bool).validate_python(values.get("soft", False))
+            except ValidationError:
+                return values  # the field's own check names the bad value
+            alone = (
+                values.get("mode", "sentence") == "sentence"
+                and values.get("layout", "separate") == "separate"
+                and not soft
+            )
+            return {**values, "repeats_by": "bar" if alone else "asking"}
+        return values
+
     layout: one_read.Layout = one_read.layout_option()
     screen: Screen = Field(
         "none",
@@ -202,6 +239,13 @@ class ContextRelevanceOptions(Options):
     def _repeats_need_yes_no(self) -> Self:
         if self.repeats and self.mode == "select":
             raise ValueError("repeats applies to the Yes/No modes, not to mode='select'")
+        if self.repeats_by == "bar" and (
+            self.mode != "sentence" or self.layout != "separate" or self.soft
+        ):
+            raise ValueError(
+                "repeats_by='bar' is fitted to P(needed) of each sentence asked alone, counted: "
+                "it needs mode='sentence', layout='separate' and soft=false"
+            )
         if self.layout == "one_read" and self.mode != "sentence":
             raise ValueError(
                 "layout='one_read' asks about each sentence by its number in the context read "
@@ -232,7 +276,8 @@ class ContextRelevance(Metric):
         main = {"sentence": SENTENCE_NEEDED, "numbered": NEEDED, "select": EXTRACT}[
             self.options.mode
         ]
-        return [main, NEW_INFORMATION] if self.options.repeats else [main]
+        asks_repeats = self.options.repeats and self.options.repeats_by == "asking"
+        return [main, NEW_INFORMATION] if asks_repeats else [main]
 
     def _sentences(self, sample: Sample) -> list[str]:
         return passage_sentences(sample.contexts)
@@ -329,12 +374,10 @@ class ContextRelevance(Metric):
         probabilities: list[float],
         session: JudgeSession,
     ) -> tuple[float, dict[str, Any]]:
-        new_information = (
-            self._new_information(sample, sentences, probabilities, session)
-            if self.options.repeats
-            else {}
-        )
-        return self._count(sentences, probabilities, new_information)
+        if self.options.repeats and self.options.repeats_by == "asking":
+            new_information = self._new_information(sample, sentences, probabilities, session)
+            return self._count(sentences, probabilities, new_information)
+        return self._count(sentences, probabilities, {})
 
     def _read_once(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         read = one_read.read_sample(sample, session)
@@ -383,6 +426,13 @@ class ContextRelevance(Metric):
     ) -> tuple[float, dict[str, Any]]:
         counted = [p * new_information.get(i, 1.0) for i, p in enumerate(probabilities)]
         needed = [p >= self.options.threshold for p in counted]
+        barred = self.options.repeats and self.options.repeats_by == "bar"
+        if barred and any(needed):  # after the first needed sentence, only those over the bar
+            first = needed.index(True)
+            needed = [
+                ok and (i == first or p >= self.options.repeat_bar)
+                for i, (ok, p) in enumerate(zip(needed, counted, strict=True))
+            ]
         value = sum(counted) if self.options.soft else sum(needed)
         explanation: dict[str, Any] = {
             "extracted_sentences": [s for s, ok in zip(sentences, needed, strict=True) if ok],
@@ -390,7 +440,9 @@ class ContextRelevance(Metric):
             "context_sentences": len(sentences),
             "p_needed": [round(p, 4) for p in probabilities],
         }
-        if self.options.repeats:
+        if barred:
+            explanation["repeat_bar"] = self.options.repeat_bar
+        elif self.options.repeats:
             explanation["p_new_information"] = {
                 str(i): round(p, 4) for i, p in new_information.items()
             }
