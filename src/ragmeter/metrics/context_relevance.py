@@ -37,7 +37,7 @@ near the question's: those whose cosine similarity reaches ``keep_similarity``, 
 ``keep_top`` most similar of the context whatever their similarity. Most sentences of a
 retrieved passage are plainly not needed, and the embedder (the one answer relevance uses)
 reads them in a fraction of the judge's time. The others count as not needed and are listed
-under ``skipped`` with their similarity; the repeat checks are asked of the kept sentences as
+under ``skipped`` with their similarity; repeats are checked among the kept sentences as
 without a screen. A kept sentence gets the very question it gets without one.
 
 With ``layout="one_read"`` each sentence's verdict is a short continuation of the sample read
@@ -305,7 +305,7 @@ class ContextRelevance(Metric):
                 for n, s in enumerate(sentences, 1)
             ]
             return one_read.planned_calls(sample, asked)
-        # Without the repeat checks, whose number depends on the answers (a few per sample);
+        # Without any repeat checks asked, whose number depends on the answers (a few a sample);
         # with a screen, every sentence still: what it spares is known only once it has run.
         return [
             yes_no_call(prompt.render(inputs, **fields))
@@ -360,8 +360,8 @@ class ContextRelevance(Metric):
         self, sample: Sample, probabilities: list[float], session: JudgeSession
     ) -> tuple[float, dict[str, Any]]:
         """The score and explanation from each context sentence's P(needed), however it was
-        read (a head over another reading, say), with the repeat checks asked where they are
-        on, as ``measure`` scores its own questions' answers."""
+        read (a head over another reading, say), checked for repeats as the options say, as
+        ``measure`` scores its own questions' answers."""
         sentences = self._sentences(sample)
         if len(probabilities) != len(sentences):
             raise ValueError(f"{len(probabilities)} P(needed) for {len(sentences)} sentences")
