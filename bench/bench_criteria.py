@@ -50,7 +50,7 @@ import numpy as np
 from ragmeter import evaluate
 from ragmeter.criteria import LIBRARY, Criterion, CriterionMetric
 from ragmeter.heads.fitting import Design, Fitter, gather, means_by_group, predict
-from ragmeter.heads.tuning import DEFAULT_STATES
+from ragmeter.heads.tuning import DEFAULT_STATES, penalty_score, rating_agreement
 from ragmeter.judges.serve import served
 from ragmeter.meta.mtrag import load_mtrag
 from ragmeter.prompts import approx_tokens
@@ -264,16 +264,7 @@ def learned(
         groups_ = [rated[k].group for k in keys]
         return agreement_value(source, [values[k] for k in keys], humans, groups_)
 
-    def choosing(rows_: np.ndarray, predicted: np.ndarray) -> float:
-        found = means_by_group(samples[rows_], predicted)
-        keys = list(found)
-        value = coefficients(
-            np.array([found[k] for k in keys])[None, :],
-            np.array([targets[k] for k in keys])[None, :],
-            "spearman",
-        )[0]
-        return -1.0 if np.isnan(value) else float(value)
-
+    choosing = penalty_score(rating_agreement(samples, targets))  # as ``tune`` chooses
     fitter = Fitter(design, verdicts, targets=targets, score=choosing, folds=5, seed=0)
     keys = sorted(set(samples.tolist()))
     groups = sorted({rated[k].group for k in keys})

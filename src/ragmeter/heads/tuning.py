@@ -302,6 +302,33 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> float | None:
     return None if np.isnan(value) else float(value)
 
 
+def rating_agreement(
+    groups: np.ndarray, targets: Mapping[str, float]
+) -> Callable[[np.ndarray, np.ndarray], float | None]:
+    """Spearman between the ratings (``targets``, by sample) and the per-sample means of
+    verdicts ``predicted`` for ``rows`` (whose samples ``groups`` names); None where undefined."""
+
+    def agreement(rows: np.ndarray, predicted: np.ndarray) -> float | None:
+        means = means_by_group(groups[rows], predicted)
+        keys = list(means)
+        return _spearman(np.array([means[k] for k in keys]), np.array([targets[k] for k in keys]))
+
+    return agreement
+
+
+def penalty_score(
+    agreement: Callable[[np.ndarray, np.ndarray], float | None],
+) -> Callable[[np.ndarray, np.ndarray], float]:
+    """``agreement`` as a penalty is chosen by: a fold without a defined one counts as the
+    worst."""
+
+    def score(rows: np.ndarray, predicted: np.ndarray) -> float:
+        found = agreement(rows, predicted)
+        return -1.0 if found is None else found
+
+    return score
+
+
 def tune_ratings(
     result: Result,
     metric: str,
@@ -338,24 +365,16 @@ def tune_ratings(
     targets = {key: (ratings[key] - scale.low) / (scale.high - scale.low) for key in ratings}
     groups = verdicts.groups
     assert groups is not None
-
-    def agreement(rows: np.ndarray, predicted: np.ndarray) -> float | None:
-        means = means_by_group(groups[rows], predicted)
-        keys = list(means)
-        return _spearman(np.array([means[k] for k in keys]), np.array([targets[k] for k in keys]))
-
-    def choosing(rows: np.ndarray, predicted: np.ndarray) -> float:
-        """For choosing a penalty: a fold without a defined correlation counts as the worst."""
-        found = agreement(rows, predicted)
-        return -1.0 if found is None else found
-
+    agreement = rating_agreement(groups, targets)
     design = Design(
         aggregation.prompt.name,
         aggregation.prompt.version,
         tuple(states),
         f"{metric} ratings of {len(set(material.samples))} samples ({source})",
     )
-    fitter = Fitter(design, verdicts, targets=targets, score=choosing, folds=folds, seed=seed)
+    fitter = Fitter(
+        design, verdicts, targets=targets, score=penalty_score(agreement), folds=folds, seed=seed
+    )
     everything = np.arange(len(verdicts))
     out_of_fold = fitter.out_of_fold()
     zero_shot = agreement(everything, verdicts.zero_shot)
