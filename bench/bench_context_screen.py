@@ -250,7 +250,9 @@ def teacher(args: argparse.Namespace) -> None:
     judge, _ = resolve_models(
         args.judge, cache=args.cache if args.cache else True, needs_embedder=False
     )
-    metric = ContextRelevance(screen="none")
+    # The repeat checks asked, each answer kept: the counting with them and with the bar that
+    # stands in for them (``repeats_by``) can both be replayed from the record.
+    metric = ContextRelevance(screen="none", repeats_by="asking")
     started, sentences_done = time.perf_counter(), 0
     for n, item in enumerate(items, 1):
         if deadline is not None and time.time() >= deadline:
