@@ -11,7 +11,7 @@ import pytest
 from ragmeter.claims import Statements, claims_nothing, claims_only, makes_claim
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
-from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness
+from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness, with_layout
 from ragmeter.metrics.answer_correctness import AnswerCorrectness
 from ragmeter.metrics.context_relevance import SENTENCE_NEEDED
 from ragmeter.sample import Sample
@@ -406,7 +406,7 @@ def test_by_default_a_needed_sentence_after_the_first_must_clear_the_repeat_bar(
     # counts with no further question; at 0.7 it would not
     judge = FakeJudge([yes_no(0.9), yes_no(0.1), yes_no(0.8), yes_no(0.3)])
     metric = ContextRelevance()
-    assert metric.options.repeats_by == "bar" and metric.prompts == [SENTENCE_NEEDED]
+    assert metric.options.repeat_checks == "bar" and metric.prompts == [SENTENCE_NEEDED]
     score = metric.score(CONTEXT_SAMPLE, JudgeSession(judge))
     assert len(judge.history) == 4  # the sentence questions, and no repeat check
     assert score.value == pytest.approx(2 / 4)
@@ -418,9 +418,12 @@ def test_by_default_a_needed_sentence_after_the_first_must_clear_the_repeat_bar(
     assert value == pytest.approx(1 / 4)  # the first needed sentence needs only the threshold
     assert metric.version != ContextRelevance(repeats_by="asking").version
     # the bar is fitted to each sentence asked alone and counted; elsewhere the judge is asked
-    assert ContextRelevance(mode="numbered").options.repeats_by == "asking"
-    assert ContextRelevance(soft=True).options.repeats_by == "asking"
-    assert ContextRelevance(soft="false").options.repeats_by == "bar"  # as the CLI gives it
+    assert ContextRelevance(mode="numbered").options.repeat_checks == "asking"
+    assert ContextRelevance(soft=True).options.repeat_checks == "asking"
+    assert ContextRelevance(soft="false").options.repeat_checks == "bar"  # as the CLI gives it
+    assert ContextRelevance(repeats=False).options.repeat_checks is None
+    # the default resolves afresh in another layout
+    assert with_layout(metric, "one_read").options.repeat_checks == "asking"
     with pytest.raises(ValueError, match="repeats_by='bar' is fitted"):
         ContextRelevance(mode="numbered", repeats_by="bar")
 
@@ -454,7 +457,7 @@ def test_prompt_versions_change_with_configuration():
         "soft": False,
         "threshold": 0.5,
         "repeats": False,
-        "repeats_by": "asking",
+        "repeats_by": None,
         "repeat_bar": 0.72,
         "layout": "separate",
         "screen": "none",

@@ -53,7 +53,7 @@ from collections.abc import Sequence
 from typing import Any, Literal, Self
 
 import numpy as np
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 import ragmeter.one_read as one_read
 from ragmeter.judges.base import cosine_similarity
@@ -189,7 +189,7 @@ class ContextRelevanceOptions(Options):
         description="How a needed sentence after the first is checked for repeating the earlier "
         "ones: the judge asked, or the higher bar repeat_bar on its P(needed). Unset: bar where "
         "each sentence is asked alone (mode='sentence', layout='separate', soft=false), else "
-        "asking. Always set after validation.",
+        "asking.",
     )
     repeat_bar: float = Field(
         0.72,
@@ -198,22 +198,6 @@ class ContextRelevanceOptions(Options):
         description="With repeats_by=bar: the P(needed) a needed sentence after the first must "
         "reach to count.",
     )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _repeats_by_reading(cls, values: Any) -> Any:
-        if isinstance(values, dict) and values.get("repeats_by") is None:
-            try:  # read as the field will be ("false" given on the command line is False)
-                soft = TypeAdapter(bool).validate_python(values.get("soft", False))
-            except ValidationError:
-                return values  # the field's own check names the bad value
-            alone = (
-                values.get("mode", "sentence") == "sentence"
-                and values.get("layout", "separate") == "separate"
-                and not soft
-            )
-            return {**values, "repeats_by": "bar" if alone else "asking"}
-        return values
 
     layout: one_read.Layout = one_read.layout_option()
     screen: Screen = Field(
@@ -234,6 +218,16 @@ class ContextRelevanceOptions(Options):
         description="With screen=embedding: the sentences of the context most similar to the "
         "question, this many, are asked whatever their similarity.",
     )
+
+    @property
+    def repeat_checks(self) -> Literal["asking", "bar"] | None:
+        """How repeats are checked (``repeats_by``, its default resolved); None without."""
+        if not self.repeats:
+            return None
+        if self.repeats_by is not None:
+            return self.repeats_by
+        alone = self.mode == "sentence" and self.layout == "separate" and not self.soft
+        return "bar" if alone else "asking"
 
     @model_validator(mode="after")
     def _repeats_need_yes_no(self) -> Self:
@@ -276,8 +270,8 @@ class ContextRelevance(Metric):
         main = {"sentence": SENTENCE_NEEDED, "numbered": NEEDED, "select": EXTRACT}[
             self.options.mode
         ]
-        asks_repeats = self.options.repeats and self.options.repeats_by == "asking"
-        return [main, NEW_INFORMATION] if asks_repeats else [main]
+        asks = self.options.repeat_checks == "asking"
+        return [main, NEW_INFORMATION] if asks else [main]
 
     def _sentences(self, sample: Sample) -> list[str]:
         return passage_sentences(sample.contexts)
@@ -374,7 +368,7 @@ class ContextRelevance(Metric):
         probabilities: list[float],
         session: JudgeSession,
     ) -> tuple[float, dict[str, Any]]:
-        if self.options.repeats and self.options.repeats_by == "asking":
+        if self.options.repeat_checks == "asking":
             new_information = self._new_information(sample, sentences, probabilities, session)
             return self._count(sentences, probabilities, new_information)
         return self._count(sentences, probabilities, {})
@@ -426,7 +420,7 @@ class ContextRelevance(Metric):
     ) -> tuple[float, dict[str, Any]]:
         counted = [p * new_information.get(i, 1.0) for i, p in enumerate(probabilities)]
         needed = [p >= self.options.threshold for p in counted]
-        barred = self.options.repeats and self.options.repeats_by == "bar"
+        barred = self.options.repeat_checks == "bar"
         if barred and any(needed):  # after the first needed sentence, only those over the bar
             first = needed.index(True)
             needed = [
