@@ -81,12 +81,14 @@ def test_the_server_scores_every_sample_as_the_in_process_judge_does(
 
 def _near_the_threshold(score) -> bool:
     """Whether a sentence of context relevance had P(needed), or P(needed) x P(new), within
-    0.05 of the 0.5 that decides whether it is checked and counted."""
+    0.05 of what decides whether it is counted: the threshold 0.5, or the repeat bar."""
     if score.metric != "context_relevance":
         return False
-    p_needed, p_new = score.explanation["p_needed"], score.explanation["p_new_information"]
+    p_needed = score.explanation["p_needed"]
+    p_new = score.explanation.get("p_new_information", {})
+    edges = [0.5, score.explanation.get("repeat_bar", 0.5)]
     counted = [p * p_new.get(str(i), 1.0) for i, p in enumerate(p_needed)]
-    return any(abs(p - 0.5) < 0.05 for p in [*p_needed, *counted])
+    return any(abs(p - edge) < 0.05 for p in [*p_needed, *counted] for edge in edges)
 
 
 def _generated(score) -> list[tuple[str, str | None]]:

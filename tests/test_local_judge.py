@@ -49,12 +49,11 @@ def test_local_judge_scores_a_sample_end_to_end(judge, tmp_path):
     p_needed = scores["context_relevance"].explanation["p_needed"]
     assert min(p_needed[1:]) > p_needed[0] + 0.1
     # faithfulness: one Yes/No per answer sentence (2); answer relevance: the commitment check
-    # + completeness; context relevance: one Yes/No per sentence, then one check for repeated
-    # facts per needed sentence after the first.
+    # + completeness; context relevance: one Yes/No per sentence, and by default no check for
+    # repeated facts (a needed sentence after the first clears the repeat bar instead).
     assert len(scores["faithfulness"].explanation["statements"]) == 2
-    checks = scores["context_relevance"].explanation["p_new_information"]
-    assert len(checks) == max(sum(p >= 0.5 for p in p_needed) - 1, 0)
-    assert result.usage().model_calls == 2 + 2 + 3 + len(checks)
+    assert scores["context_relevance"].explanation["repeat_bar"] == 0.72
+    assert result.usage().model_calls == 2 + 2 + 3
 
     rerun = evaluate(
         [UNFAITHFUL], judge=judge, embedder=MiniLMEmbedder(), cache=tmp_path / "c.sqlite"
