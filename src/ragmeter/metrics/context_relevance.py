@@ -368,10 +368,12 @@ class ContextRelevance(Metric):
         probabilities: list[float],
         session: JudgeSession,
     ) -> tuple[float, dict[str, Any]]:
-        if self.options.repeat_checks == "asking":
-            new_information = self._new_information(sample, sentences, probabilities, session)
-            return self._count(sentences, probabilities, new_information)
-        return self._count(sentences, probabilities, {})
+        new_information = (
+            self._new_information(sample, sentences, probabilities, session)
+            if self.options.repeat_checks == "asking"
+            else {}
+        )
+        return self._count(sentences, probabilities, new_information)
 
     def _read_once(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         read = one_read.read_sample(sample, session)
