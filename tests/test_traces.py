@@ -327,7 +327,7 @@ def test_a_metric_scores_rows_as_a_phoenix_evaluator():
         }
     )
     evaluator = phoenix_evaluator("faithfulness", judge=scripted("phoenix-evals"), cache=False)
-    scored = evaluate_dataframe(frame, [evaluator], hide_tqdm_bar=True)
+    scored = evaluate_dataframe(dataframe=frame, evaluators=[evaluator], hide_tqdm_bar=True)
     scores = [json.loads(cell) if isinstance(cell, str) else cell
               for cell in scored["faithfulness_score"]]  # fmt: skip
     assert [s["score"] for s in scores] == [0.9, 0.2, 0.9]

@@ -7,10 +7,11 @@ reads it, judged by ragmeter's judge, and the score comes back as MLflow ``Feedb
 explanation as its rationale, the judge as its ``LLM_JUDGE`` source), which MLflow logs onto the
 trace. A trace that cannot become a sample is an error feedback with the reason.
 
-``phoenix.evals.evaluate_dataframe(frame, [phoenix_evaluator("faithfulness")])`` scores each row
-(``input``, ``output``, ``context``: the names Phoenix's own RAG evaluators read) with the
-metric; the scores come back as Phoenix ``Score`` objects, with the label ``unscored`` and the
-reason where there is no value, ready for ``to_annotation_dataframe``.
+``phoenix.evals.evaluate_dataframe(dataframe=frame,
+evaluators=[phoenix_evaluator("faithfulness")])`` scores each row (``input``, ``output``,
+``context``: the names Phoenix's own RAG evaluators read) with the metric; the scores come back
+as Phoenix ``Score`` objects, with the label ``unscored`` and the reason where there is no value,
+ready for ``to_annotation_dataframe``.
 """
 
 from __future__ import annotations
