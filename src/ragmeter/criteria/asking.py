@@ -126,6 +126,11 @@ def _yes_or_no(criterion: Criterion) -> Any:
     return reply
 
 
+def level_digits(criterion: Criterion) -> list[str]:
+    """The digits that name the levels, 1 to N, as the judge is asked to reply."""
+    return [str(n) for n in range(1, len(criterion.levels) + 1)]
+
+
 def _level_digit(criterion: Criterion, label: str | float) -> str:
     """The digit that names the level an example is labelled with (checked by ``Criterion``)."""
     return next(

@@ -201,8 +201,7 @@ class CriterionMetric(Metric):
         if self.reading == "reasoned":
             return self._reasoned(session, *asked[0])
         if c.kind == "levels" and self.reading not in ("checklist", "yes_no"):
-            labels = [str(n) for n in range(1, len(c.levels) + 1)]
-            distribution, method = session.ask_levels(*asked[0], labels)
+            distribution, method = session.ask_levels(*asked[0], asking.level_digits(c))
             return self._levels(distribution, method)
         probabilities = session.ask_yes_no_all([(p, inputs, {}) for p, inputs in asked])
         if c.kind == "levels" and self.reading == "yes_no":
@@ -230,12 +229,14 @@ class CriterionMetric(Metric):
         self, session: JudgeSession, prompt: asking.CriterionPrompt, inputs: dict[str, Any]
     ) -> tuple[float, dict[str, Any]]:
         """The judge's feedback, then its verdict read after it, as ``direct`` reads one."""
+        c = self.criterion
         feedback = session.ask_text(
             prompt.name, prompt.render(inputs), max_tokens=asking.FEEDBACK_TOKENS
         )
-        if self.criterion.kind == "levels":
-            labels = [str(n) for n in range(1, len(self.criterion.levels) + 1)]
-            distribution, method = session.ask_levels(prompt, inputs, labels, feedback=feedback)
+        if c.kind == "levels":
+            distribution, method = session.ask_levels(
+                prompt, inputs, asking.level_digits(c), feedback=feedback
+            )
             value, detail = self._levels(distribution, method)
         else:
             value = session.ask_yes_no(prompt, inputs, feedback=feedback)

@@ -220,22 +220,24 @@ class ContextRelevanceOptions(Options):
     )
 
     @property
+    def _counted_alone(self) -> bool:
+        """Each sentence asked alone and counted: what the repeat bar was fitted to."""
+        return self.mode == "sentence" and self.layout == "separate" and not self.soft
+
+    @property
     def repeat_checks(self) -> Literal["asking", "bar"] | None:
         """How repeats are checked (``repeats_by``, its default resolved); None without."""
         if not self.repeats:
             return None
         if self.repeats_by is not None:
             return self.repeats_by
-        alone = self.mode == "sentence" and self.layout == "separate" and not self.soft
-        return "bar" if alone else "asking"
+        return "bar" if self._counted_alone else "asking"
 
     @model_validator(mode="after")
     def _repeats_need_yes_no(self) -> Self:
         if self.repeats and self.mode == "select":
             raise ValueError("repeats applies to the Yes/No modes, not to mode='select'")
-        if self.repeats_by == "bar" and (
-            self.mode != "sentence" or self.layout != "separate" or self.soft
-        ):
+        if self.repeats_by == "bar" and not self._counted_alone:
             raise ValueError(
                 "repeats_by='bar' is fitted to P(needed) of each sentence asked alone, counted: "
                 "it needs mode='sentence', layout='separate' and soft=false"
