@@ -13,7 +13,8 @@ nothing), then correlated with the people's mean ratings by the source's own pro
   pool them;
 - summeval: summary level, a Spearman per article over its summaries, averaged (articles where
   either side is constant are skipped, as UniEval's ``correlation.py`` does);
-- mtrag: one Spearman over the rows, with a 95 % bootstrap interval over conversations.
+- mtrag: one Spearman over the rows, with a 95 % bootstrap interval over conversations; the
+  faithfulness rating is answered by the built-in faithfulness metric.
 
 ``--ragas-python PY`` adds the peer: ragas's rubric metric (``DomainSpecificRubrics``, a 1-5
 rating written by the judge with its feedback) through the same GGUF, served by llama-cpp-python's
@@ -26,12 +27,16 @@ the peer's virtualenv (``bench/ragas_peer.py`` says how to make it); its scores 
 ``--groups N`` keeps the first N groups in sorted order (a fixed subset, not a chosen one).
 ``--rows-out FILE`` writes each row's score and rating.
 
-``--learn 25,50`` adds what people's ratings buy: for each criterion whose value is the mean of one
-Yes/No prompt's verdicts (what ``ragmeter tune`` fits) and each N, 20 draws of N rated rows,
-whole groups at a time (a draw's first 25 among its first 50, as a team rates on); a head is
-fitted on them as ``tune`` fits it (its penalty chosen inside them) and read on every other row;
-the Spearman of the rest by the source's protocol, zero-shot and with the head, and the mean
-gain with a 95 % interval over the draws.
+``--learn 25,50`` adds what people's ratings buy: for each criterion or metric whose value is the
+mean of one Yes/No prompt's verdicts (what ``ragmeter tune`` fits) and each N, ``--draws`` draws of
+N rated rows, whole groups at a time (a draw's first 25 among its first 50, as a team rates on);
+a head is fitted on them as ``tune`` fits it (``heads.tuning.rating_head``: its penalty chosen
+inside them, and whether ``tune`` would write it, its out-of-fold gain's interval above zero) and
+read on every other row; the Spearman of the rest by the source's protocol, zero-shot and with
+the head, the gain, and the gain as ``tune`` decides (a head it would not write counts as no
+gain), each the mean over the draws with their 2.5 and 97.5 percentiles. ``--curve FILE`` merges
+them into a ratings curve, the file ``ragmeter tune`` reads to say what a team's own number of
+ratings bought (``heads.curve``; one ships as ``ragmeter/judges/ratings_curve.json``).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import json
 import subprocess
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -49,11 +55,14 @@ import numpy as np
 
 from ragmeter import evaluate
 from ragmeter.criteria import LIBRARY, Criterion, CriterionMetric
-from ragmeter.heads.fitting import Design, Fitter, gather, means_by_group, predict
-from ragmeter.heads.tuning import DEFAULT_STATES, penalty_score, rating_agreement
+from ragmeter.heads.curve import RATINGS_FORMAT
+from ragmeter.heads.fitting import gather, means_by_group, predict
+from ragmeter.heads.tuning import AGGREGATIONS, DEFAULT_STATES, rating_head
 from ragmeter.judges.serve import served
 from ragmeter.meta.mtrag import load_mtrag
-from ragmeter.prompts import approx_tokens
+from ragmeter.metrics import metric_by_name
+from ragmeter.metrics.base import Metric
+from ragmeter.prompts import YesNoPrompt, approx_tokens
 from ragmeter.result import Result
 from ragmeter.sample import Sample, Turn
 from ragmeter.stats import Interval, coefficients, correlation
@@ -79,7 +88,10 @@ CRITERIA: dict[str, dict[str, str]] = {
 }
 """Per source: the people's rating -> the ready criterion that asks the same."""
 
-MTRAG_SCALES = {name: (1.0, 4.0) for name in CRITERIA["mtrag"]}
+BUILT_IN: dict[str, dict[str, str]] = {"mtrag": {"faithfulness": "faithfulness"}}
+"""Per source: the people's rating -> the built-in metric that asks the same."""
+
+MTRAG_SCALES = {name: (1.0, 4.0) for name in [*CRITERIA["mtrag"], *BUILT_IN["mtrag"]]}
 """MTRAG's 4-point scale: 1 No, 2 Mostly no, 3 Mostly yes, 4 Yes."""
 
 READINGS = {
@@ -229,34 +241,81 @@ def agreement(source: str, scores: list[float], ratings: list[float], groups: li
     return f"{interval.value:.3f} [{interval.low:.2f}, {interval.high:.2f}]"
 
 
+@dataclass
+class Bought:
+    """What N rated rows bought over ``draws`` draws: the Spearman of the other rows read
+    zero-shot and with the head, and the gain, also as ``tune`` decides (a head it would not
+    write counts as no gain: the team keeps the zero-shot read)."""
+
+    size: int
+    zero: list[float]
+    head: list[float]
+    written: list[bool]
+
+    @property
+    def gains(self) -> np.ndarray:
+        return np.array(self.head) - np.array(self.zero)
+
+    @property
+    def tuned_gains(self) -> np.ndarray:
+        return np.where(self.written, self.gains, 0.0)
+
+    def record(self) -> dict[str, Any]:
+        """The curve file's entry: each figure's mean over the draws with the 2.5 and 97.5
+        percentiles of the draws (how far one team's draw may land)."""
+
+        def spread(values: Sequence[float]) -> dict[str, float]:
+            low, high = np.percentile(values, [2.5, 97.5])
+            return {"mean": round(fmean(values), 4), "low": round(low, 4), "high": round(high, 4)}
+
+        return {
+            "zero_shot": spread(self.zero),
+            "head": spread(self.head),
+            "gain": spread(self.gains),
+            "gain_tuned": spread(self.tuned_gains),
+            "written": sum(self.written),
+            "draws": len(self.zero),
+        }
+
+    def line(self) -> str:
+        found = self.record()
+
+        def cell(name: str) -> str:
+            value = found[name]
+            return f"{value['mean']:+.3f} [{value['low']:+.3f}, {value['high']:+.3f}]"
+
+        return (
+            f"{self.size} | {found['zero_shot']['mean']:.3f} | {found['head']['mean']:.3f} | "
+            f"{cell('gain')} | {found['written']} of {found['draws']} | {cell('gain_tuned')}"
+        )
+
+
 def learned(
     source: str,
     result: Result,
-    metric: CriterionMetric,
+    metric: str,
+    prompt: YesNoPrompt,
     rows: list[Row],
     rating: str,
     sizes: Sequence[int],
     draws: int = 20,
-) -> list[str]:
-    """For each size N: zero-shot and head Spearman on the rows left out of N rated rows, over
-    ``draws`` draws of whole groups, and the mean gain with its interval. A draw's groups are
-    taken in one seeded order for every N, so its first N rows are among its first 2N, as a team
-    rates on."""
-    prompt = metric.verdicts_prompt()
-    if prompt is None:
-        return ["no head (not a mean of verdicts)"]
+) -> list[Bought] | str:
+    """For each size N, over ``draws`` draws of whole groups: a head fitted on N rated rows as
+    ``tune`` fits it (``heads.tuning.rating_head``, which also says whether ``tune`` would write
+    it), and the Spearman of every other row by the source's protocol, zero-shot and with the
+    head. A draw's groups are taken in one seeded order for every N, so its first N rows are
+    among its first 2N, as a team rates on. A string says why nothing could be measured."""
     rated = {r.sample.key: r for r in rows if rating in r.ratings}
     targets = {
         k: (r.ratings[rating] - r.scales[rating][0]) / (r.scales[rating][1] - r.scales[rating][0])
         for k, r in rated.items()
     }
-    scores = [s for s in result.scores_for(metric.name) if s.scored and s.sample_id in rated]
+    scores = [s for s in result.scores_for(metric) if s.scored and s.sample_id in rated]
     material, _ = gather(scores, prompt, DEFAULT_STATES, lambda _: None)
     verdicts = material.verdicts
     if not len(verdicts):
-        return ["no verdicts with states"]
+        return "no verdicts with states"
     samples = np.asarray(verdicts.groups)
-    design = Design(prompt.name, prompt.version, DEFAULT_STATES, f"{rating} ratings")
 
     def spearman_of(values: dict[str, float]) -> float:
         keys = list(values)
@@ -264,13 +323,11 @@ def learned(
         groups_ = [rated[k].group for k in keys]
         return agreement_value(source, [values[k] for k in keys], humans, groups_)
 
-    choosing = penalty_score(rating_agreement(samples, targets))  # as ``tune`` chooses
-    fitter = Fitter(design, verdicts, targets=targets, score=choosing, folds=5, seed=0)
     keys = sorted(set(samples.tolist()))
     groups = sorted({rated[k].group for k in keys})
-    lines = []
+    found = []
     for size in sizes:
-        gains, zero, head = [], [], []
+        bought = Bought(size, [], [], [])
         for draw in range(draws):
             order = np.random.default_rng(draw).permutation(len(groups))
             chosen: set[str] = set()
@@ -280,17 +337,32 @@ def learned(
                 chosen.add(groups[index])
             train = np.array([rated[k].group in chosen for k in samples])
             test_rows = np.flatnonzero(~train)
-            predicted = predict(fitter.fitted(np.flatnonzero(train)).head, verdicts.rows(test_rows))
+            tuned = rating_head(
+                metric,
+                prompt,
+                verdicts.rows(np.flatnonzero(train)),
+                targets,
+                DEFAULT_STATES,
+                folds=5,
+                seed=0,
+                learned_from=f"{rating} ratings of {size} rows of {source}",
+            )
+            assert tuned.fitted is not None
             tested = samples[test_rows]
-            zero.append(spearman_of(means_by_group(tested, verdicts.zero_shot[test_rows])))
-            head.append(spearman_of(means_by_group(tested, predicted)))
-            gains.append(head[-1] - zero[-1])
-        low_gain, high_gain = np.percentile(gains, [2.5, 97.5])
-        lines.append(
-            f"{size} | zero-shot {fmean(zero):.3f}, head {fmean(head):.3f}, gain "
-            f"{fmean(gains):+.3f} [{low_gain:+.3f}, {high_gain:+.3f}]"
-        )
-    return lines
+            bought.zero.append(spearman_of(means_by_group(tested, verdicts.zero_shot[test_rows])))
+            predicted = predict(tuned.fitted, verdicts.rows(test_rows))
+            bought.head.append(spearman_of(means_by_group(tested, predicted)))
+            bought.written.append(tuned.kept)
+        found.append(bought)
+    return found
+
+
+def write_curve(path: Path, source: str, measured: dict[str, dict[str, Any]]) -> None:
+    """Merge this source's ratings curve into ``path`` (``heads.curve``'s ratings format), so
+    that each source's bench adds its own part."""
+    curve = json.loads(path.read_text()) if path.exists() else {"format": RATINGS_FORMAT}
+    curve.setdefault("sets", {})[source] = measured
+    path.write_text(json.dumps(curve, indent=1) + "\n")
 
 
 def agreement_value(
@@ -305,7 +377,7 @@ def agreement_value(
 Table = list[tuple[str, str, str, str, int, int]]
 
 
-def cost(result: Result, measured: Sequence[tuple[str, str, str, CriterionMetric]]) -> list[str]:
+def cost(result: Result, measured: Sequence[tuple[str, str, str, Metric]]) -> list[str]:
     """Per (criterion, reading): judge calls, prompt tokens actually read (after the prefix a
     sample's earlier questions left) and seconds, each a sample; and the floor, the tokens of
     the sample's own fields, read once."""
@@ -334,14 +406,19 @@ def measure(
     judge: Any,
     out: Path,
     learn: Sequence[int] = (),
-) -> tuple[Table, list[str], list[dict[str, Any]]]:
-    """Score every (criterion, reading) on ``rows`` and correlate each with the people; with
-    ``learn``, what a head fitted on that many rated rows buys. Returns the agreement table,
-    the learning lines and each row's score beside its rating."""
+    draws: int = 20,
+    built_in: dict[str, str] | None = None,
+) -> tuple[Table, list[str], list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Score every (criterion, reading) on ``rows``, and the ``built_in`` metrics (by the rating
+    each answers), and correlate each with the people; with ``learn``, what a head
+    fitted on that many rated rows buys. Returns the agreement table, the learning lines, each
+    row's score beside its rating and the ratings curve (by rating: the criterion, its reading
+    and what each N bought)."""
     table: Table = []
     learning: list[str] = []
     written: list[dict[str, Any]] = []
-    measured: list[tuple[str, str, str, CriterionMetric]] = []
+    curve: dict[str, dict[str, Any]] = {}
+    measured: list[tuple[str, str, str, Metric]] = []
     for reading in readings:
         for rating, name in wanted.items():
             criterion = LIBRARY[name]
@@ -352,6 +429,8 @@ def measure(
             # sample is read once for all of them (the name is not in the prompt).
             renamed = criterion.model_copy(update={"name": f"{name}_{reading}"})
             measured.append((rating, name, reading, CriterionMetric(renamed, reading=reading)))
+    for rating, name in (built_in or {}).items():
+        measured.append((rating, name, "default", metric_by_name(name)))
     result = evaluate([r.sample for r in rows], [m for *_, m in measured], judge=judge, out_dir=out)
     by_key = {(s.sample_id, s.metric): s for s in result.scores}
     for rating, name, reading, metric in measured:
@@ -364,9 +443,22 @@ def measure(
         scores, ratings, groups = (list(c) for c in zip(*scored, strict=True))
         figure = agreement(source, scores, ratings, groups)
         table.append((rating, name, reading, figure, len(scored), len(pairs) - len(scored)))
-        if learn:
-            for bought in learned(source, result, metric, rows, rating, learn):
+        prompt = verdicts_prompt(metric)
+        if learn and prompt is None:
+            learning.append(f"| {rating} | {name} | {reading} | no head (not a mean of verdicts) |")
+        elif learn and prompt is not None:
+            bought = learned(source, result, metric.name, prompt, rows, rating, learn, draws)
+            if isinstance(bought, str):
                 learning.append(f"| {rating} | {name} | {reading} | {bought} |")
+                continue
+            learning += [f"| {rating} | {name} | {reading} | {b.line()} |" for b in bought]
+            if rating not in curve:  # the first reading measured is the one asked for first
+                curve[rating] = {
+                    "metric": name,
+                    "reading": reading,
+                    "rows": len(scored),
+                    "sizes": {str(b.size): b.record() for b in bought},
+                }
         written += [
             {
                 "id": r.sample.key,
@@ -382,7 +474,18 @@ def measure(
     print("| criterion | reading | calls a sample | prompt tokens read a sample | seconds |")
     print("|---|---|---|---|---|")
     print("\n".join(cost(result, measured)))
-    return table, learning, written
+    return table, learning, written, curve
+
+
+def verdicts_prompt(metric: Metric) -> YesNoPrompt | None:
+    """The one prompt whose verdicts' mean is the metric's value (what a head is fitted
+    through), or None."""
+    if isinstance(metric, CriterionMetric):
+        return metric.verdicts_prompt()
+    aggregation = AGGREGATIONS.get(metric.name)
+    if aggregation is None or aggregation.usable(metric.config()):
+        return None
+    return aggregation.prompt
 
 
 def main() -> None:
@@ -399,27 +502,48 @@ def main() -> None:
     parser.add_argument(
         "--learn", default="", help="Comma-separated numbers of rated rows a head learns from."
     )
+    parser.add_argument("--draws", type=int, default=20, help="Draws of rated rows a size.")
+    parser.add_argument(
+        "--curve", type=Path, default=None, help="Merge what --learn measured into this file."
+    )
     args = parser.parse_args()
 
     rows = mtrag_rows(args.file) if args.source == "mtrag" else criteria_rows(args.file)
     rows = first_groups(rows, args.groups)
-    wanted = CRITERIA[args.source]
+    wanted, built_in = CRITERIA[args.source], BUILT_IN.get(args.source, {})
     if args.criteria:
         wanted = {k: v for k, v in wanted.items() if k in args.criteria.split(",")}
+        built_in = {k: v for k, v in built_in.items() if k in args.criteria.split(",")}
     readings = args.readings.split(",") if args.readings else READINGS["levels"]
     sizes = [int(n) for n in args.learn.split(",") if n]
     print(f"{args.source}: {len(rows)} rows, {len({r.group for r in rows})} groups")
-    table, learning, written = measure(
-        args.source, rows, wanted, readings, args.judge, args.out / args.source, sizes
+    table, learning, written, curve = measure(
+        args.source,
+        rows,
+        wanted,
+        readings,
+        args.judge,
+        args.out / args.source,
+        sizes,
+        args.draws,
+        built_in,
     )
     print("| rating | criterion | reading | Spearman | scored | unscored |")
     print("|---|---|---|---|---|---|")
     for line in table:
         print("| " + " | ".join(map(str, line)) + " |")
     if learning:
-        print("\nWith a head fitted on N rated rows, read on the rest (20 draws):")
-        print("| rating | criterion | reading | N | Spearman of the rest |\n|---|---|---|---|---|")
+        print(
+            "\nWith a head fitted on N rated rows as tune fits it, read on the rest "
+            f"({args.draws} draws):"
+        )
+        print(
+            "| rating | criterion | reading | N | zero-shot | head | gain | tune wrote | "
+            "gain as tune decides |\n|---|---|---|---|---|---|---|---|---|"
+        )
         print("\n".join(learning))
+        if args.curve:
+            write_curve(args.curve, args.source, curve)
     if args.ragas_python:
         peer = ragas_rubric_scores(rows, wanted, args.ragas_python, args.out / args.source)
         print("\nragas's rubric metric (DomainSpecificRubrics), the same judge and rows:")

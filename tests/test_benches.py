@@ -50,6 +50,7 @@ from ragmeter.arena.agreement import measure_agreement
 from ragmeter.attribution.benchmark import load_benchmark
 from ragmeter.claims import SUPPORTED
 from ragmeter.cli.main import app
+from ragmeter.heads import curve as curve_module
 from ragmeter.heads.curve import bought
 from ragmeter.heads.fitting import Design, Verdicts
 from ragmeter.heads.verifier import TRAINING_FILE, LabelledClaims, Recipe, TrainingSet
@@ -973,7 +974,7 @@ def test_bench_learning_curve_reads_resumably_and_says_what_n_labels_buy(
     assert told.exit_code == 0, told.output
     told_once = said.replace("what 30", "what 48").replace("(curve.json)", f"({out}/curve.json)")
     assert told_once in " ".join(told.output.split())
-    monkeypatch.setattr("ragmeter.heads.curve.CURVE_FILE", "no_curve_shipped.json")
+    monkeypatch.setitem(curve_module.SHIPPED, curve_module.FORMAT, "no_curve_shipped.json")
     plain = CliRunner().invoke(app, tune)
     assert plain.exit_code == 0 and "bought elsewhere" not in plain.output
 

@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -554,6 +555,7 @@ def _bench():
     path = Path(__file__).parent.parent / "bench" / "bench_criteria.py"
     spec = importlib.util.spec_from_file_location("bench_criteria", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up by name
     spec.loader.exec_module(module)
     return module
 
@@ -602,7 +604,7 @@ def test_the_criteria_bench_correlates_each_reading_by_the_sources_protocol(tmp_
     assert [t.role for t in rows[0].sample.history] == ["assistant"]  # the turn before the user's
     judge = RatingJudge()
     wanted = {"naturalness": "naturalness"}
-    table, _, written = bench.measure(
+    table, _, written, _ = bench.measure(
         "topicalchat", rows, wanted, ["direct", "yes_no"], judge, tmp_path / "run"
     )
     # the scores rank the responses as the people do, within and across groups
@@ -615,6 +617,95 @@ def test_the_criteria_bench_correlates_each_reading_by_the_sources_protocol(tmp_
     bench.measure("summeval", rows, wanted, ["direct", "yes_no"], judge, tmp_path / "run")
     assert len(judge.history) == calls  # an unchanged rerun is read from the run
     assert bench.summary_level([1, 2, 3, 3, 2, 1], [1, 2, 3, 1, 2, 3], ["a"] * 3 + ["b"] * 3) == 0
+
+
+class ReversedJudge(RatingJudge):
+    """Says Yes the more, the worse the response; its state still knows the quality."""
+
+    def _reply(self, request):
+        content = request.messages[-1].content
+        answer = content.split("<response>\n")[1].split("\n</response>")[0]
+        p = QUALITY[answer.split()[-2]]
+        return yes_no(1 - p, {"l_out-16": [p, 0.0]})
+
+
+def test_what_ratings_bought_is_measured_as_tune_decides_and_tune_says_it(tmp_path: Path):
+    from ragmeter.heads.curve import RATINGS_FORMAT, load_curve, ratings_bought
+
+    bench = _bench()
+    lines, ratings = [], ["id,naturalness_yes_no"]
+    for g in range(12):
+        for word, rating in (("bad", 1), ("fine", 2), ("good", 3)):
+            ratings.append(f"g{g}-{word},{rating}")
+            record = {
+                "id": f"g{g}-{word}",
+                "group": f"g{g}",
+                "question": f"hello\nhow was film {g} ?",
+                "contexts": ["the film opened in may ."],
+                "answer": f"it was {word} .",
+                "ratings": {"naturalness": rating},
+                "scale": {"naturalness": [1, 3]},
+            }
+            lines.append(json.dumps(record))
+    data = tmp_path / "rated.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    rows = bench.criteria_rows(data)
+    run = tmp_path / "run"
+    table, learning, _, curve = bench.measure(
+        "topicalchat",
+        rows,
+        {"naturalness": "naturalness"},
+        ["yes_no"],
+        ReversedJudge(),
+        run,
+        learn=[15, 24],
+        draws=2,
+    )
+    assert table[0][3].split()[0] == "-1.000"  # zero-shot, it ranks the responses backwards
+    # Fitted on 15 rated rows (5 dialogues), the head reads the state and ranks the other 21
+    # as the people do: Spearman +1 against the zero-shot -1, a gain of 2 in both draws, and
+    # tune would write it (its out-of-fold gain is +2 in every resample).
+    assert [line.split(" | ")[3:] for line in learning] == [
+        ["15", "-1.000", "1.000", "+2.000 [+2.000, +2.000]", "2 of 2", "+2.000 [+2.000, +2.000] |"],
+        ["24", "-1.000", "1.000", "+2.000 [+2.000, +2.000]", "2 of 2", "+2.000 [+2.000, +2.000] |"],
+    ]
+    entry = curve["naturalness"]
+    assert (entry["metric"], entry["reading"], entry["rows"]) == ("naturalness", "yes_no", 36)
+    assert entry["sizes"]["15"]["gain_tuned"] == {"mean": 2.0, "low": 2.0, "high": 2.0}
+    path = tmp_path / "ratings_curve.json"
+    bench.write_curve(path, "topicalchat", curve)
+    bench.write_curve(path, "other", {})  # a second source merges beside the first
+    read = load_curve(path, RATINGS_FORMAT)
+    assert read is not None and sorted(read[0]["sets"]) == ["other", "topicalchat"]
+    assert load_curve(path) is None  # not a claims curve
+    said = ratings_bought(read[0], 20, "f")
+    assert said == (
+        "what 20 ratings bought elsewhere (f): with 15 rated samples of their own, the 1 rated "
+        "criteria measured gained +2.000 Spearman on average on the rest of their samples as "
+        "tune decides (+2.000 had every head been kept); by criterion from +2.000 (topicalchat "
+        "naturalness) to +2.000 (topicalchat naturalness)"
+    )
+    # a built-in metric is learned through the prompt whose verdicts' mean is its value
+    from ragmeter.claims import SUPPORTED
+
+    assert bench.verdicts_prompt(metric_by_name("faithfulness")) is SUPPORTED
+    assert bench.verdicts_prompt(metric_by_name("faithfulness", soft=False)) is None
+    # tune on the run's 36 ratings says what as many bought: the largest size measured, 24
+    labels = tmp_path / "ratings.csv"
+    labels.write_text("\n".join(ratings) + "\n")
+    tune = [
+        "tune",
+        str(run),
+        str(labels),
+        "--scale",
+        "naturalness_yes_no=1-3",
+        "--curve",
+        str(path),
+    ]
+    told = CliRunner().invoke(app, [*tune, "--out", str(tmp_path / "heads.json")])
+    assert told.exit_code == 0, told.output
+    assert "naturalness_yes_no: what 36 ratings bought elsewhere" in told.output
+    assert "with 24 rated samples of their own" in " ".join(told.output.split())
 
 
 def test_people_label_a_criterion_on_its_own_scale(tmp_path: Path):

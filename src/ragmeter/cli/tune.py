@@ -20,7 +20,7 @@ from rich.text import Text
 from ragmeter.claims import SUPPORTED
 from ragmeter.cli.calibrate import evaluation
 from ragmeter.cli.common import LabelScales, print_warning, user_errors, wide_console
-from ragmeter.heads.curve import bought, load_curve
+from ragmeter.heads.curve import RATINGS_FORMAT, bought, load_curve, ratings_bought
 from ragmeter.heads.ratings import Scale, parse_scales
 from ragmeter.heads.tuning import (
     DEFAULT_STATES,
@@ -77,9 +77,10 @@ def tune_command(
     curve: Annotated[
         Path | None,
         typer.Option(
-            help="A learning curve (bench/bench_learning_curve.py's curve.json): with claims in "
-            "AttributionBench's format, say what as many labels bought on the sources it "
-            "measured. \\[default: the curve shipped beside the verifier's head, if any]"
+            help="A learning curve: with claims in AttributionBench's format, "
+            "bench/bench_learning_curve.py's curve.json; with ratings, bench/bench_criteria.py's "
+            "--curve file. Say what as many labels bought on what it measured. \\[default: the "
+            "curves shipped beside the verifier's head, if any]"
         ),
     ] = None,
 ) -> None:
@@ -101,6 +102,7 @@ def tune_command(
                 result, labels, scales=parse_scales(scale), states=read, folds=folds, seed=seed
             )
     print_tuning(console, report)
+    _say_ratings_bought(console, report, curve)
     if not report.heads:
         console.print("no head could be fitted from these labels (see above)", highlight=False)
         raise typer.Exit(2)
@@ -121,6 +123,20 @@ def tune_command(
         soft_wrap=True,
         highlight=False,
     )
+
+
+def _say_ratings_bought(console: Console, report: TuneReport, curve: Path | None) -> None:
+    """For each head fitted on ratings, what as many ratings bought on the rated sets the
+    ratings curve measured."""
+    rated = [h for h in report.heads if h.labels == "ratings"]
+    if not rated:
+        return
+    with user_errors(console):
+        measured = load_curve(curve, RATINGS_FORMAT)
+    for head in rated:
+        said = None if measured is None else ratings_bought(measured[0], head.rows, measured[1])
+        if said:
+            console.print(f"{head.metric}: {said}", highlight=False, soft_wrap=True)
 
 
 def _tune_run_labels(

@@ -1,12 +1,21 @@
-"""What N labels of a team's own claims bought elsewhere: the learning curve of the verifier's
-refit, as ``bench/bench_learning_curve.py curve`` measures it (each source with enough claims
-read playing a team in turn), read back for ``ragmeter tune``.
+"""What N labels of a team's own bought elsewhere, read back for ``ragmeter tune``: two learning
+curves, one per kind of label.
 
-The file (``curve.json``) holds, under ``mean``, for each N measured: the sources it was measured
-on, how many draws ``tune`` would have written the head in, and the mean gains over the zero-shot
-read on the rest of each source (ROC AUC and balanced accuracy; ``_tuned``: a head ``tune`` would
-not write counts as no gain), each ``{"mean", "low", "high"}`` with its 95 % interval over the
-sources; ``worst`` and ``best`` name the sources at either end.
+**Claims** (``bench/bench_learning_curve.py curve``, each source with enough claims read playing a
+team in turn, the verifier refitted). The file (``curve.json``) holds, under ``mean``, for each N
+measured: the sources it was measured on, how many draws ``tune`` would have written the head in,
+and the mean gains over the zero-shot read on the rest of each source (ROC AUC and balanced
+accuracy; ``_tuned``: a head ``tune`` would not write counts as no gain), each ``{"mean", "low",
+"high"}`` with its 95 % interval over the sources; ``worst`` and ``best`` name the sources at either
+end.
+
+**Ratings** (``bench/bench_criteria.py --learn --curve``, a head fitted through a metric's or a
+criterion's mean on N rated samples of a rated set, as ``tune`` fits it, and read on the rest).
+The file holds, under ``sets``, for each set and each of its ratings: the metric or criterion
+that answers it, its reading, the rows rated, and for each N the Spearman of the rest zero-shot
+and with the head and the gains (``gain_tuned``: a head ``tune`` would not write counts as no
+gain), each ``{"mean", "low", "high"}`` over the draws (``low`` and ``high`` the 2.5 and 97.5
+percentiles of the draws), with how many draws ``tune`` wrote the head in.
 """
 
 from __future__ import annotations
@@ -14,22 +23,28 @@ from __future__ import annotations
 import json
 from importlib import resources
 from pathlib import Path
+from statistics import fmean
 from typing import Any
 
+import numpy as np
+
 FORMAT = "ragmeter-learning-curve/1"
+RATINGS_FORMAT = "ragmeter-ratings-curve/1"
 CURVE_FILE = "learning_curve.json"
-"""A measured curve ships here, beside the verifier's head (``ragmeter.judges``)."""
+RATINGS_CURVE_FILE = "ratings_curve.json"
+"""Measured curves ship beside the verifier's head (``ragmeter.judges``), a file per format."""
+SHIPPED = {FORMAT: CURVE_FILE, RATINGS_FORMAT: RATINGS_CURVE_FILE}
 
 
 class CurveError(ValueError):
     """A curve file that cannot be read."""
 
 
-def load_curve(path: Path | None) -> tuple[dict[str, Any], str] | None:
-    """The curve in ``path``, else the one shipped beside the verifier's head, with where it came
-    from; None where there is none."""
+def load_curve(path: Path | None, kind: str = FORMAT) -> tuple[dict[str, Any], str] | None:
+    """The curve of ``kind`` (a format) in ``path``, else the one shipped with ragmeter, with
+    where it came from; None where none ships, or where ``path`` holds the other kind."""
     if path is None:
-        resource = resources.files("ragmeter.judges").joinpath(CURVE_FILE)
+        resource = resources.files("ragmeter.judges").joinpath(SHIPPED[kind])
         if not resource.is_file():
             return None
         text, source = resource.read_text(), "the curve shipped with ragmeter"
@@ -42,9 +57,12 @@ def load_curve(path: Path | None) -> tuple[dict[str, Any], str] | None:
         curve = json.loads(text)
     except json.JSONDecodeError as exc:
         raise CurveError(f"{source}: not JSON: {exc}") from None
-    if not isinstance(curve, dict) or curve.get("format") != FORMAT:
-        raise CurveError(f"{source}: not a learning curve (its 'format' is not {FORMAT!r})")
-    return curve, source
+    found = curve.get("format") if isinstance(curve, dict) else None
+    if found not in SHIPPED:
+        raise CurveError(
+            f"{source}: not a learning curve (its 'format' is not {FORMAT!r} or {RATINGS_FORMAT!r})"
+        )
+    return (curve, source) if found == kind else None
 
 
 def bought(curve: dict[str, Any], labels: int, source: str) -> str | None:
@@ -70,4 +88,32 @@ def bought(curve: dict[str, Any], labels: int, source: str) -> str | None:
         f"head it refused counts as no gain); by source from "
         f"{worst['auc_gain_tuned']:+.3f} ({worst['source']}) to {best['auc_gain_tuned']:+.3f} "
         f"({best['source']})"
+    )
+
+
+def ratings_bought(curve: dict[str, Any], ratings: int, source: str) -> str | None:
+    """What ``ratings`` rated samples bought on the rated sets measured: for each set's rating,
+    the figures of the largest N measured not above ``ratings`` (the smallest where all are),
+    averaged over them; None where nothing was measured."""
+    found: list[tuple[str, int, dict[str, Any]]] = []
+    for name, measured in sorted(curve.get("sets", {}).items()):
+        for rating, entry in sorted(measured.items()):
+            sizes = sorted((int(n), figures) for n, figures in entry.get("sizes", {}).items())
+            if sizes:
+                below = [item for item in sizes if item[0] <= ratings]
+                n, figures = below[-1] if below else sizes[0]
+                found.append((f"{name} {rating}", n, figures))
+    if not found:
+        return None
+    tuned = [figures["gain_tuned"]["mean"] for _, _, figures in found]
+    heads = [figures["gain"]["mean"] for _, _, figures in found]
+    worst, best = (found[int(i)] for i in (np.argmin(tuned), np.argmax(tuned)))
+    counts = sorted({n for _, n, _ in found})
+    return (
+        f"what {ratings} ratings bought elsewhere ({source}): with "
+        f"{' to '.join(map(str, counts[:: max(1, len(counts) - 1)]))} rated samples of their "
+        f"own, the {len(found)} rated criteria measured gained {fmean(tuned):+.3f} Spearman on "
+        f"average on the rest of their samples as tune decides ({fmean(heads):+.3f} had every "
+        f"head been kept); by criterion from {worst[2]['gain_tuned']['mean']:+.3f} ({worst[0]}) "
+        f"to {best[2]['gain_tuned']['mean']:+.3f} ({best[0]})"
     )

@@ -33,7 +33,15 @@ import numpy as np
 
 from ragmeter.claims import SUPPORTED
 from ragmeter.criteria import Criterion, CriterionMetric
-from ragmeter.heads.fitting import Design, Fitter, folds_of, gather, means_by_group, predict
+from ragmeter.heads.fitting import (
+    Design,
+    Fitter,
+    Verdicts,
+    folds_of,
+    gather,
+    means_by_group,
+    predict,
+)
 from ragmeter.heads.ratings import ID_FIELD, Labels, LabelsError, Scale, read_labels, read_rows
 from ragmeter.heads.verifier import (
     LabelledClaims,
@@ -363,17 +371,44 @@ def tune_ratings(
             f"verdicts; {2 * folds} are needed for {folds} folds",
         ]
     targets = {key: (ratings[key] - scale.low) / (scale.high - scale.low) for key in ratings}
+    tuned = rating_head(
+        metric,
+        aggregation.prompt,
+        verdicts,
+        targets,
+        states,
+        folds=folds,
+        seed=seed,
+        learned_from=f"{metric} ratings of {len(set(material.samples))} samples ({source})",
+    )
+    return tuned, notes
+
+
+def rating_head(
+    metric: str,
+    prompt: YesNoPrompt,
+    verdicts: Verdicts,
+    targets: Mapping[str, float],
+    states: Sequence[str],
+    *,
+    folds: int,
+    seed: int,
+    learned_from: str,
+) -> TunedHead:
+    """A head of ``prompt`` fitted through the per-sample mean of ``verdicts`` to ``targets``
+    (ratings on 0-1, by sample), measured out of fold beside the zero-shot read, with its
+    gain's interval: what ``tune`` decides on, given the verdicts of the rated samples."""
     groups = verdicts.groups
     assert groups is not None
     agreement = rating_agreement(groups, targets)
-    design = Design(
-        aggregation.prompt.name,
-        aggregation.prompt.version,
-        tuple(states),
-        f"{metric} ratings of {len(set(material.samples))} samples ({source})",
-    )
+    design = Design(prompt.name, prompt.version, tuple(states), learned_from)
     fitter = Fitter(
-        design, verdicts, targets=targets, score=penalty_score(agreement), folds=folds, seed=seed
+        design,
+        verdicts,
+        targets=dict(targets),
+        score=penalty_score(agreement),
+        folds=folds,
+        seed=seed,
     )
     everything = np.arange(len(verdicts))
     out_of_fold = fitter.out_of_fold()
@@ -393,17 +428,17 @@ def tune_ratings(
         interval = _gain_interval(gains, len(keys), len(keys), seed)
     return TunedHead(
         metric=metric,
-        prompt=aggregation.prompt.name,
+        prompt=prompt.name,
         labels="ratings",
         figure="Spearman",
-        rows=len(set(material.samples)),
+        rows=len(keys),
         verdicts=len(verdicts),
         zero_shot=zero_shot,
         head=head,
         penalty=fitted.penalty,
         fitted=fitted.head,
         interval=interval,
-    ), notes
+    )
 
 
 def read_claim_labels(path: Path, result: Result) -> dict[tuple[str, str], bool]:
