@@ -585,6 +585,76 @@ def grid(judged: list[Judged], args: argparse.Namespace) -> None:
     print("  " + "  ".join(cells))
 
 
+def sentence_features(item: Judged) -> np.ndarray:
+    """What a cheap screen could know of each sentence without the judge: its cosine with the
+    question, the question's words it holds (weighted by their rarity in the context, as a
+    share of the question's), both as ranks in the context too, its place in the context and
+    the context's length."""
+    question = _words(item.sample.question)
+    words = [_words(s) for s in item.sentences]
+    n = len(words)
+    rarity = {w: np.log1p(n / sum(w in ws for ws in words)) for ws in words for w in ws}
+    mass = sum(rarity.get(w, np.log1p(n)) for w in question) or 1.0
+    overlap = np.array([sum(rarity[w] for w in ws & question) for ws in words]) / mass
+    cosine = item.similarity["metric"]
+
+    def rank(values: np.ndarray) -> np.ndarray:
+        return np.argsort(np.argsort(-values, kind="stable"), kind="stable").astype(float)
+
+    place = np.arange(n) / max(1, n - 1)
+    return np.c_[
+        cosine,
+        overlap,
+        np.log1p(rank(cosine)),
+        np.log1p(rank(overlap)),
+        place,
+        np.full(n, np.log(n)),
+    ]
+
+
+def _logistic(z: np.ndarray, y: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Weighted logistic regression of ``y`` on ``z`` (its last column the intercept), with an
+    L2 penalty of 1 on the other coefficients."""
+    from scipy.optimize import minimize
+
+    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        margin = z @ theta
+        value = np.sum(weight * (np.logaddexp(0, margin) - y * margin))
+        gradient = z.T @ (weight * (1 / (1 + np.exp(-margin)) - y))
+        return value + 0.5 * theta[:-1] @ theta[:-1], gradient + np.r_[theta[:-1], 0.0]
+
+    return minimize(loss, np.zeros(z.shape[1]), jac=True, method="L-BFGS-B").x
+
+
+def learned_screen(judged: list[Judged], keep: float = 0.98, top: int = 2) -> Screen:
+    """A logistic screen over ``sentence_features``, fitted for each source on the other
+    sources' extracted sentences (each kind weighted equally, a small L2 penalty), its bound
+    the score that keeps ``keep`` of their extracted sentences; each context's ``top`` best
+    scored are kept as well. Each source is screened by the model it was left out of."""
+    features = {item.id: sentence_features(item) for item in judged}
+    labels = {item.id: np.isin(np.arange(len(item.sentences)), item.needed) for item in judged}
+    models: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, float]] = {}
+    for source in {item.source for item in judged}:
+        train = [item.id for item in judged if item.source != source]
+        x = np.concatenate([features[i] for i in train])
+        y = np.concatenate([labels[i] for i in train]).astype(float)
+        centre, scale = x.mean(axis=0), x.std(axis=0) + 1e-9
+        z = np.c_[(x - centre) / scale, np.ones(len(x))]
+        weight = np.where(y == 1, 0.5 / y.mean(), 0.5 / (1 - y.mean()))
+        theta = _logistic(z, y, weight)
+        positives = np.sort(z[y == 1] @ theta)
+        bound = float(positives[int(np.floor((1 - keep) * len(positives)))])
+        models[source] = (centre, scale, theta, bound)
+
+    def screen(item: Judged) -> set[int]:
+        centre, scale, theta, bound = models[item.source]
+        scores = np.c_[(features[item.id] - centre) / scale, np.ones(len(item.sentences))] @ theta
+        best = np.argsort(-scores, kind="stable")[:top]
+        return {int(i) for i in np.flatnonzero(scores >= bound)} | {int(i) for i in best}
+
+    return screen
+
+
 def windows(judged: list[Judged], width: int, per_char: float, per_question: float) -> float:
     """The prompt tokens a screen by windows would read, as a share of the full layout's: one
     question per ``width`` consecutive sentences, then each sentence of a window that passes
@@ -676,6 +746,8 @@ def screens(args: argparse.Namespace) -> None:
     table(judged, {f"embedding >= {args.keep_similarity} or top {args.keep_top}": chosen})
     if args.grid:
         grid(judged, args)
+        print("\nlogistic over cheap features (cosine, the question's words, their ranks, place):")
+        table(judged, {"learned, its source left out": learned_screen(judged)})
     print("\nneeded sentences the chosen screen skips:")
     for item in judged:
         kept = chosen(item)
