@@ -450,15 +450,17 @@ def measure(
             bought = learned(source, result, metric.name, prompt, rows, rating, learn, draws)
             if isinstance(bought, str):
                 learning.append(f"| {rating} | {name} | {reading} | {bought} |")
-                continue
-            learning += [f"| {rating} | {name} | {reading} | {b.line()} |" for b in bought]
-            if rating not in curve:  # the first reading measured is the one asked for first
-                curve[rating] = {
-                    "metric": name,
-                    "reading": reading,
-                    "rows": len(scored),
-                    "sizes": {str(b.size): b.record() for b in bought},
-                }
+            else:
+                learning += [f"| {rating} | {name} | {reading} | {b.line()} |" for b in bought]
+                # The curve keeps the criterion's default reading where it was learned, else
+                # the first reading that was.
+                if rating not in curve or reading == default_reading(name):
+                    curve[rating] = {
+                        "metric": name,
+                        "reading": reading,
+                        "rows": len(scored),
+                        "sizes": {str(b.size): b.record() for b in bought},
+                    }
         written += [
             {
                 "id": r.sample.key,
@@ -475,6 +477,11 @@ def measure(
     print("|---|---|---|---|---|")
     print("\n".join(cost(result, measured)))
     return table, learning, written, curve
+
+
+def default_reading(name: str) -> str:
+    """How a ready criterion is read unless told otherwise ("default" for a built-in metric)."""
+    return CriterionMetric(LIBRARY[name]).reading if name in LIBRARY else "default"
 
 
 def verdicts_prompt(metric: Metric) -> YesNoPrompt | None:
