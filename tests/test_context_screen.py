@@ -390,3 +390,26 @@ def test_a_perfect_window_screen_reads_each_window_once_and_a_passing_one_again(
     assert screen_bench.windows([item], 2, 2.0, 2.0) == pytest.approx(14 / 12)
     # one window of all four, asked again: (4 + 2) + 12
     assert screen_bench.windows([item], 4, 2.0, 2.0) == pytest.approx(18 / 12)
+
+
+def test_a_learned_screen_is_fitted_without_the_source_it_screens(screen_bench):
+    # In source a the needed sentence is the one nearest the question (cosine 0.9 among 0.1s).
+    # Source a is screened by a model fitted on source b alone: where b's needed sentences are
+    # near the question too, a's are kept; where b's are the farthest (0.1 among 0.9s), a's
+    # are skipped, though a's own contexts are the same in both.
+    def context(source, name, at, near):
+        cosines = [0.1 if near else 0.9] * 6
+        cosines[at] = 0.9 if near else 0.1
+        needed = [0.1] * 6
+        needed[at] = 0.9
+        item = judged(screen_bench, needed, {}, cosines)
+        item.source, item.id = source, name
+        return item
+
+    ours = [context("a", "a1", 0, near=True), context("a", "a2", 3, near=True)]
+    for near in (True, False):
+        theirs = [context("b", "b1", 2, near=near), context("b", "b2", 5, near=near)]
+        screen = screen_bench.learned_screen(ours + theirs)
+        for item in ours:
+            (needed,) = item.needed
+            assert (needed in screen(item)) is near, (item.id, near)

@@ -109,9 +109,9 @@ def ratings_bought(curve: dict[str, Any], ratings: int, source: str) -> str | No
     heads = [figures["gain"]["mean"] for _, _, figures in found]
     worst, best = (found[int(i)] for i in (np.argmin(tuned), np.argmax(tuned)))
     counts = sorted({n for _, n, _ in found})
+    span = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
     return (
-        f"what {ratings} ratings bought elsewhere ({source}): with "
-        f"{' to '.join(map(str, counts[:: max(1, len(counts) - 1)]))} rated samples of their "
+        f"what {ratings} ratings bought elsewhere ({source}): with {span} rated samples of their "
         f"own, the {len(found)} rated criteria measured gained {fmean(tuned):+.3f} Spearman on "
         f"average on the rest of their samples as tune decides ({fmean(heads):+.3f} had every "
         f"head been kept); by criterion from {worst[2]['gain_tuned']['mean']:+.3f} ({worst[0]}) "
