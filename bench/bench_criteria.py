@@ -57,7 +57,7 @@ from ragmeter import evaluate
 from ragmeter.criteria import LIBRARY, Criterion, CriterionMetric
 from ragmeter.heads.curve import RATINGS_FORMAT
 from ragmeter.heads.fitting import gather, means_by_group, predict
-from ragmeter.heads.tuning import AGGREGATIONS, DEFAULT_STATES, rating_head
+from ragmeter.heads.tuning import DEFAULT_STATES, aggregation_of, rating_head
 from ragmeter.judges.serve import served
 from ragmeter.meta.mtrag import load_mtrag
 from ragmeter.metrics import metric_by_name
@@ -486,13 +486,9 @@ def default_reading(name: str) -> str:
 
 def verdicts_prompt(metric: Metric) -> YesNoPrompt | None:
     """The one prompt whose verdicts' mean is the metric's value (what a head is fitted
-    through), or None."""
-    if isinstance(metric, CriterionMetric):
-        return metric.verdicts_prompt()
-    aggregation = AGGREGATIONS.get(metric.name)
-    if aggregation is None or aggregation.usable(metric.config()):
-        return None
-    return aggregation.prompt
+    through, as ``tune`` finds it), or None."""
+    found = aggregation_of(metric.name, metric.config())
+    return None if isinstance(found, str) else found.prompt
 
 
 def main() -> None:

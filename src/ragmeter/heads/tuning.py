@@ -84,17 +84,17 @@ class Aggregation:
     """How a metric's value is made of one prompt's verdicts, for fitting through it."""
 
     prompt: YesNoPrompt
-    usable: Callable[[dict[str, Any]], str | None]
+    usable: Callable[[Mapping[str, Any]], str | None]
     """Given the metric's config: why its value is not the mean of the verdicts, or None."""
 
 
-def _faithfulness(config: dict[str, Any]) -> str | None:
+def _faithfulness(config: Mapping[str, Any]) -> str | None:
     if config.get("verdicts", "logprob") != "logprob" or not config.get("soft", True):
         return "its value is the mean P(supported) only with verdicts=logprob and soft=true"
     return None
 
 
-def _answer_relevance(config: dict[str, Any]) -> str | None:
+def _answer_relevance(config: Mapping[str, Any]) -> str | None:
     if config.get("score", "completeness") != "completeness":
         return "its value is P(addresses the question) only with score=completeness"
     if config.get("against", "question") != "question":
@@ -109,7 +109,7 @@ AGGREGATIONS: dict[str, Aggregation] = {
 """The metrics whose ratings can teach a head through their aggregation."""
 
 
-def _criterion_aggregation(config: dict[str, Any]) -> Aggregation | None:
+def _criterion_aggregation(config: Mapping[str, Any]) -> Aggregation | None:
     """A criterion whose value is the mean of one prompt's verdicts, from its run record."""
     if "criterion" not in config:
         return None
@@ -119,6 +119,20 @@ def _criterion_aggregation(config: dict[str, Any]) -> Aggregation | None:
         return None
     prompt = metric.verdicts_prompt()
     return None if prompt is None else Aggregation(prompt, lambda _: None)
+
+
+def aggregation_of(metric: str, config: Mapping[str, Any]) -> Aggregation | str:
+    """How ``metric``'s value (under its run ``config``) is made of one prompt's verdicts, for
+    a head fitted through it; or why it is not."""
+    aggregation = AGGREGATIONS.get(metric) or _criterion_aggregation(config)
+    if aggregation is None:
+        fittable = ", ".join(sorted(AGGREGATIONS))
+        return (
+            f"heads are fitted through the mean of a metric's verdicts, which {fittable} and "
+            "yes/no criteria have; rate one of those or give claim labels"
+        )
+    reason = aggregation.usable(config)
+    return f"cannot be fitted through its value: {reason}" if reason else aggregation
 
 
 def _statements(score: Score) -> list[str] | None:
@@ -350,17 +364,9 @@ def tune_ratings(
 ) -> tuple[TunedHead | None, list[str]]:
     """The head of ``metric``'s prompt fitted through its mean to ``ratings``."""
     config = result.run.metrics[metric].config if metric in result.run.metrics else {}
-    aggregation = AGGREGATIONS.get(metric) or _criterion_aggregation(config)
-    if aggregation is None:
-        fittable = ", ".join(sorted(AGGREGATIONS))
-        return None, [
-            f"{metric}: heads are fitted through the mean of a metric's verdicts, "
-            f"which {fittable} and yes/no criteria have; rate one of those or give claim "
-            "labels"
-        ]
-    reason = aggregation.usable(config)
-    if reason:
-        return None, [f"{metric}: cannot be fitted through its value: {reason}"]
+    aggregation = aggregation_of(metric, config)
+    if isinstance(aggregation, str):
+        return None, [f"{metric}: {aggregation}"]
     scores = [s for s in result.scores_for(metric) if s.scored and s.sample_id in ratings]
     material, notes = gather(scores, aggregation.prompt, states, lambda _: None)
     verdicts = material.verdicts
