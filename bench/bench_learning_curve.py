@@ -49,6 +49,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import multiprocessing
 import os
 import random
 import sys
@@ -100,7 +101,7 @@ WHOLE = 1 << 30
 """No cap on a group's claims (``verifier_sample`` caps them for its small sample)."""
 FOLDS = 5
 """``tune``'s folds (its default)."""
-METHOD = 1
+METHOD = 2
 """Part of every draw's key in ``draws.jsonl``: raised when how a draw is worked out changes."""
 DEFAULT_RULE = (0.03, -0.02)
 """What a head must gain out of source to become the verifier's default: this mean ROC AUC gain
@@ -372,6 +373,18 @@ class DrawStore:
             handle.write(json.dumps({"key": key, "draw": asdict(draw)}) + "\n")
 
 
+_SHARED: tuple[TrainingSet, LabelledClaims, LabelledClaims, int] | None = None
+"""One source's training set, claims (projected and raw) and seed, for the draws' workers:
+set before they are forked, so each draw sends only its rows."""
+
+
+def _drawn(rows: tuple[np.ndarray, np.ndarray]) -> Draw:
+    assert _SHARED is not None
+    base, projected, own, seed = _SHARED
+    labels, rest = rows
+    return one_draw(base, projected.rows(labels), own.rows(rest), seed)
+
+
 def source_draws(
     kept: LabelledClaims,
     source: str,
@@ -381,34 +394,45 @@ def source_draws(
     seed: int,
     store: DrawStore,
     trained: str,
+    workers: int = 1,
 ) -> Iterator[tuple[int, list[Draw]]]:
     """For each N: the draws on ``source`` (a draw whose rest holds one kind of claim only
-    is left out)."""
+    is left out), those not in ``store`` worked out by ``workers`` processes."""
+    global _SHARED
     rows = np.flatnonzero(kept.sources == source)
     own = kept.rows(rows)
     base = replace(
         training, claims=training.claims.rows(np.flatnonzero(training.claims.sources != source))
     )
-    projected = training.project(own)
     read_digest = digest("|".join(sorted(own.ids)))
-    found: dict[int, list[Draw]] = {n: [] for n in sizes}
+    planned: list[tuple[int, str, np.ndarray, np.ndarray]] = []
     for number in range(draws):
         rng = np.random.default_rng([seed, number, zlib.crc32(source.encode())])
         order = draw_order(own.groups, rng)
         for n in sizes:
+            labels = order[:n]
+            touched = set(own.groups[labels].tolist())
+            rest = np.array([i for i in range(len(own)) if own.groups[i] not in touched], dtype=int)
+            if not len(rest) or own.truth[rest].all() or not own.truth[rest].any():
+                continue
             key = digest(METHOD, source, n, number, seed, read_digest, trained, FOLDS)
-            done = store.get(key)
-            if done is None:
-                labels = order[:n]
-                touched = set(own.groups[labels].tolist())
-                rest = np.array(
-                    [i for i in range(len(own)) if own.groups[i] not in touched], dtype=int
-                )
-                if not len(rest) or own.truth[rest].all() or not own.truth[rest].any():
-                    continue
-                done = one_draw(base, projected.rows(labels), own.rows(rest), seed)
-                store.put(key, done)
-            found[n].append(done)
+            planned.append((n, key, labels, rest))
+    missing = [(key, (labels, rest)) for _, key, labels, rest in planned if store.get(key) is None]
+    if missing:
+        _SHARED = (base, training.project(own), own, seed)
+        jobs = [job for _, job in missing]
+        if workers > 1 and len(jobs) > 1:
+            with multiprocessing.get_context("fork").Pool(workers) as pool:
+                done = pool.map(_drawn, jobs)
+        else:
+            done = [_drawn(job) for job in jobs]
+        for (key, _), draw in zip(missing, done, strict=True):
+            store.put(key, draw)
+    found: dict[int, list[Draw]] = {n: [] for n in sizes}
+    for n, key, _, _ in planned:
+        draw = store.get(key)
+        assert draw is not None
+        found[n].append(draw)
     yield from found.items()
 
 
@@ -515,7 +539,7 @@ def curve(args: argparse.Namespace) -> None:
         wanted = [n for n in sizes if read[source] >= n + args.min_rest]
         points[source] = {}
         for n, draws in source_draws(
-            claims, source, training, wanted, args.draws, args.seed, store, trained
+            claims, source, training, wanted, args.draws, args.seed, store, trained, args.workers
         ):
             if not draws:
                 continue
@@ -683,6 +707,9 @@ def main() -> None:
     curving.add_argument("--min-rest", type=int, default=MIN_REST)
     curving.add_argument("--seed", type=int, default=0)
     curving.add_argument("--chart", type=Path, help="write the curve as an SVG here")
+    curving.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 1, help="processes refitting draws"
+    )
     args = parser.parse_args()
     if args.command == "read":
         try:

@@ -257,6 +257,48 @@ def test_a_head_fitted_through_the_mean_tracks_the_samples_ratings():
     assert np.corrcoef(means, rating)[0, 1] > 0.9
 
 
+def test_anchored_rows_are_always_learned_from_and_never_held_out():
+    rng = np.random.default_rng(2)
+    n, team = 200, 40
+    truth = rng.random(n + team) < 0.5
+    # The anchored rows' label is in dimension 0, the team's in dimension 1.
+    states = rng.normal(0, 1, (n + team, 2))
+    states[:n, 0] += np.where(truth[:n], 2.0, -2.0)
+    states[n:, 1] += np.where(truth[n:], 2.0, -2.0)
+    verdicts = Verdicts(np.full(n + team, 0.5), {"final": states})
+    scored: list[np.ndarray] = []
+
+    def accuracy(rows, predicted):
+        scored.append(rows)
+        return float(((predicted >= 0.5) == truth[rows]).mean())
+
+    def team_accuracy(weights):
+        fitter = Fitter(
+            Design("p", "v", ("final",), "synthetic"),
+            verdicts,
+            labels=truth.astype(float),
+            weights=weights,
+            score=accuracy,
+            penalties=(0.01, 1.0),
+            anchored=np.arange(n),
+        )
+        predicted = fitter.out_of_fold()
+        assert len(predicted) == team  # one prediction a team row
+        return float(((predicted >= 0.5) == truth[n:]).mean())
+
+    # Outnumbered five to one, the team's rows are read partly by the anchored rows' direction;
+    # weighing as much as them, by their own.
+    outnumbered = team_accuracy(None)
+    equal = team_accuracy(np.concatenate([np.full(n, 0.5 / n), np.full(team, 0.5 / team)]))
+    assert outnumbered <= 0.85 and equal >= 0.9  # 32 and 37 of the 40 here
+    # The penalty was only ever chosen on team rows: 5 outer folds, 2 penalties each; the
+    # first outer fold's inner choice scored the team rows outside it.
+    assert len(scored) == 20 and all(rows.min() >= n for rows in scored)
+    rows = np.arange(n, n + team)
+    outside = rows[folds_of(list(rows), 5, 0) != 0]
+    assert [r.tolist() for r in scored[:2]] == [outside.tolist()] * 2
+
+
 def test_folds_keep_a_samples_verdicts_together():
     folds = folds_of(["a", "a", "b", "c", "c", "d"], 2, seed=0)
     assert folds[0] == folds[1] and folds[3] == folds[4]

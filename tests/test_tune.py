@@ -17,7 +17,7 @@ from ragmeter.claims import SUPPORTED
 from ragmeter.cli.main import app
 from ragmeter.cli.tune import _short_of
 from ragmeter.heads.fitting import Design, Verdicts
-from ragmeter.heads.tuning import GainInterval
+from ragmeter.heads.tuning import GainInterval, team_weights
 from ragmeter.heads.verifier import LabelledClaims, Recipe, TrainingSet
 from ragmeter.judges.fake import FakeJudge
 from ragmeter.judges.heads import Heads
@@ -176,11 +176,22 @@ def test_the_labels_needed_are_where_the_fitted_half_width_meets_the_gain():
 
 def test_a_gain_no_resample_defined_is_said_without_an_interval():
     # Every resample left the figure undefined (one class, or one value, in each draw).
-    undefined = GainInterval(math.nan, math.nan, units=2, rows=2, half_widths={2: math.nan})
+    undefined = GainInterval(math.nan, math.nan, units=6, rows=6, half_widths={6: math.nan})
     assert undefined.labels_needed(0.2) is None and not undefined.clear
     assert _short_of("faithfulness", 0.2, undefined, "ratings") == (
-        "faithfulness: gain +0.200 over the zero-shot read out of fold; no resample of the 2 "
+        "faithfulness: gain +0.200 over the zero-shot read out of fold; no resample of the 6 "
         "ratings defined its interval, so it is not clearly above zero; not written."
+    )
+
+
+def test_a_gain_from_fewer_than_five_groups_is_never_clear():
+    # 25 claims of two documents: every resample draws from the same two, so the interval
+    # lies above zero without saying anything of a third.
+    two = GainInterval(0.05, 0.2, units=2, rows=25, half_widths={2: 0.075})
+    assert not two.clear and GainInterval(0.05, 0.2, units=5, rows=25).clear
+    assert _short_of("ours", 0.1, two, "labelled claims") == (
+        "ours: gain +0.100 over the zero-shot read out of fold, from 25 labelled claims of 2 "
+        "samples: fewer than 5 samples, too few to tell whether it holds; not written."
     )
 
 
@@ -334,6 +345,26 @@ def test_tune_refits_the_verifier_on_the_shipped_claims_and_a_teams_own(tmp_path
     states = {"l_out-16": np.array([1.05, 0.3])}, {"l_out-16": np.array([0.05, 0.3])}
     right, wrong = (head.logit(0.0, head.features(s)) for s in states)
     assert right > 1 and wrong < -1
+
+
+def test_a_teams_claims_weigh_as_much_as_the_shipped_ones():
+    def claims(sources: list[str], truth: list[bool]) -> LabelledClaims:
+        n = len(truth)
+        return LabelledClaims(
+            Verdicts(np.full(n, 0.5), {}),
+            np.array(truth),
+            np.array(sources, dtype=object),
+            np.array([f"g{i}" for i in range(n)], dtype=object),
+            [f"c{i}" for i in range(n)],
+        )
+
+    shipped = claims(["s1"] * 4 + ["s2"] * 4, [True, True, False, False, True, False, False, False])
+    mine = claims(["ours"] * 4, [True, False, False, False])
+    # Shipped, each (source, label) cell weighs the same: s1's rows 1 each, s2's Yes 2 and its
+    # Noes 2/3. The team's Yes weighs as much as its three Noes. Then the team's 4 rows weigh
+    # as much as the shipped 8: 6 each side of 12, averaging 1.
+    weights = team_weights(shipped, mine, "both")
+    assert weights.tolist() == pytest.approx([0.75] * 4 + [1.5, 0.5, 0.5, 0.5, 3.0, 1.0, 1.0, 1.0])
 
 
 def test_tune_on_claims_says_what_is_missing(tmp_path, monkeypatch):

@@ -24,6 +24,7 @@ from ragmeter.heads.curve import RATINGS_FORMAT, bought, load_curve, ratings_bou
 from ragmeter.heads.ratings import Scale, parse_scales
 from ragmeter.heads.tuning import (
     DEFAULT_STATES,
+    MIN_UNITS,
     GainInterval,
     TunedHead,
     TuneReport,
@@ -316,6 +317,12 @@ def _short_of(
     rows = f"{interval.rows} {what}" + (
         f" of {interval.units} samples" if interval.rows != interval.units else ""
     )
+    if interval.units < MIN_UNITS:
+        return (
+            f"{name}: gain {gain:+.3f} over the zero-shot read out of fold{measured}, from "
+            f"{rows}: fewer than {MIN_UNITS} samples, too few to tell whether it holds; not "
+            "written."
+        )
     if math.isnan(interval.low):  # every resample left the figure undefined (one class)
         return (
             f"{name}: gain {gain:+.3f} over the zero-shot read out of fold{measured}; no "

@@ -238,13 +238,16 @@ class Fitter:
         folds: int = 5,
         seed: int = 0,
         together: Sequence[Any] | None = None,
+        anchored: np.ndarray | None = None,
     ) -> None:
         """Per-verdict ``labels`` (0/1, one per verdict), or per-group ``targets`` (0-1 by
         group, with ``verdicts.groups``); ``weights`` counts each labelled verdict that many
         times (to balance sources and labels); ``score(rows, predicted)`` says how good predictions
         are (higher is better) for the inner choice of penalty. ``together`` gives each
         verdict a key; verdicts that share one share a fold (claims about the same references:
-        a head that saw one of them would be read on text it has learned)."""
+        a head that saw one of them would be read on text it has learned). ``anchored`` rows
+        are always trained on and never held out: a shipped set a team's labels add to, so
+        that the penalty is the one that reads the team's own rows best."""
         if (labels is None) == (targets is None):
             raise ValueError("give labels for the verdicts or targets for their groups")
         if targets is not None and verdicts.groups is None:
@@ -259,6 +262,7 @@ class Fitter:
         self.folds = folds
         self.seed = seed
         self.together = None if together is None else np.asarray(together, dtype=object)
+        self.anchored = np.empty(0, dtype=int) if anchored is None else np.asarray(anchored)
 
     def _keys(self, rows: np.ndarray) -> list[Any]:
         if self.together is not None:
@@ -280,32 +284,37 @@ class Fitter:
 
     def fitted(self, rows: np.ndarray | None = None) -> Fitted:
         """The head fitted on ``rows`` (all by default), its penalty chosen by an inner
-        cross-validation on the same rows."""
+        cross-validation on the same rows (those not anchored)."""
         rows = np.arange(len(self.verdicts)) if rows is None else rows
         if len(self.penalties) == 1:
             return Fitted(self._fit(rows, self.penalties[0]), self.penalties[0])
-        inner = folds_of(self._keys(rows), self.folds, self.seed + 1)
+        kept = np.intersect1d(rows, self.anchored)
+        scored = np.setdiff1d(rows, self.anchored) if len(kept) else rows
+        inner = folds_of(self._keys(scored), self.folds, self.seed + 1)
         best, best_score = self.penalties[0], -np.inf
         for penalty in self.penalties:
-            predicted = np.empty(len(rows))
+            predicted = np.empty(len(scored))
             for fold in range(self.folds):
                 held = inner == fold
-                head = self._fit(rows[~held], penalty)
-                predicted[held] = predict(head, self.verdicts.rows(rows[held]))
-            value = self.score(rows, predicted)
+                if held.any():
+                    head = self._fit(np.concatenate([kept, scored[~held]]), penalty)
+                    predicted[held] = predict(head, self.verdicts.rows(scored[held]))
+            value = self.score(scored, predicted)
             if value > best_score:
                 best, best_score = penalty, value
         return Fitted(self._fit(rows, best), best)
 
     def out_of_fold(self) -> np.ndarray:
-        """Every verdict's P(Yes) from a head fitted without its fold (penalty chosen inside)."""
-        rows = np.arange(len(self.verdicts))
+        """Every verdict's P(Yes) from a head fitted without its fold (penalty chosen inside),
+        in the order of the verdicts; with ``anchored`` rows, of the others only."""
+        rows = np.setdiff1d(np.arange(len(self.verdicts)), self.anchored)
         outer = folds_of(self._keys(rows), self.folds, self.seed)
         predicted = np.empty(len(rows))
         for fold in range(self.folds):
             held = outer == fold
-            head = self.fitted(rows[~held]).head
-            predicted[held] = predict(head, self.verdicts.rows(rows[held]))
+            if held.any():
+                head = self.fitted(np.concatenate([self.anchored, rows[~held]])).head
+                predicted[held] = predict(head, self.verdicts.rows(rows[held]))
         return predicted
 
 

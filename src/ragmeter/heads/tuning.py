@@ -37,19 +37,18 @@ from ragmeter.heads.fitting import (
     Design,
     Fitter,
     Verdicts,
-    folds_of,
     gather,
     means_by_group,
-    predict,
 )
 from ragmeter.heads.ratings import ID_FIELD, Labels, LabelsError, Scale, read_labels, read_rows
 from ragmeter.heads.verifier import (
     LabelledClaims,
     LeftOut,
     TrainingSet,
-    fit_head,
+    balancing,
     leave_one_source_out,
     load_claims,
+    mean_source_auc,
     read_run,
 )
 from ragmeter.judges.heads import Head, Heads
@@ -74,6 +73,9 @@ SUPPORTED_FIELD = "supported"
 ROUNDS = 2000
 """Bootstrap resamples of the out-of-fold predictions behind a gain's interval."""
 CONFIDENCE = 0.95
+MIN_UNITS = 5
+"""Fewest samples (or groups of claims) whose resamples can say a gain is clear: resampling one
+document's claims, or two, says nothing of how the gain varies from one to the next."""
 CURVE = (0.5, 0.75, 1.0)
 """The shares of the samples resampled to see how the gain's interval narrows with more of
 them (the m-out-of-n bootstrap), for the estimate of the labels a gain would need."""
@@ -158,8 +160,8 @@ class GainInterval:
 
     @property
     def clear(self) -> bool:
-        """Whether the whole interval lies above zero."""
-        return self.low > 0
+        """Whether the whole interval lies above zero, from at least ``MIN_UNITS`` samples."""
+        return self.units >= MIN_UNITS and self.low > 0
 
     @property
     def spread(self) -> float | None:
@@ -674,36 +676,63 @@ class Refit:
         return found is not None and self.gain(source) is not None and found.clear
 
 
+def team_weights(shipped: LabelledClaims, mine: LabelledClaims, balance: str) -> np.ndarray:
+    """Row weights for the shipped claims followed by a team's: the shipped ones balanced as
+    the shipped head was, the team's by (source, label) among themselves, and the team's
+    together weighing as much as all the shipped ones. Added at the weight of their number,
+    a team's hundred claims would be a tenth of the verifier's lesson; here they are half of
+    it, and the shipped claims keep it from learning what a hundred claims cannot tell apart.
+    Weights average 1."""
+    base = balancing(shipped.sources, shipped.truth, balance)
+    base = np.ones(len(shipped)) if base is None else base
+    own = balancing(mine.sources, mine.truth, "both")
+    own = np.ones(len(mine)) if own is None else own
+    weights = np.concatenate([base / base.sum(), own / own.sum()])
+    return weights * len(weights) / weights.sum()
+
+
 def refit_verifier(
     training: TrainingSet, mine: LabelledClaims, *, folds: int = 5, seed: int = 0
 ) -> Refit:
     """The verifier's head refitted on ``training``'s claims and ``mine`` (a team's claims,
     already in ``training``'s projection), as ``tune`` refits it, and what ``tune`` decides
-    on: what the team's labels add on each of its sources, out of fold."""
+    on: what the team's labels add on each of its sources, out of fold.
+
+    The team's claims weigh as much as the shipped ones (``team_weights``), and the penalty is
+    the one that reads the team's held-out claims best: the shipped claims are always trained
+    on and never scored. Out of fold, the team's groups are held out in turn (``folds``) and
+    the penalty is chosen again inside each fold, so no figure saw its own claims."""
     joined = LabelledClaims.join([training.claims, mine])
+    shipped = np.arange(len(training.claims))
     recipe = training.recipe()
+    truth, sources = joined.truth, joined.sources
+    fitter = Fitter(
+        recipe.design,
+        joined.verdicts,
+        labels=truth.astype(float),
+        weights=team_weights(training.claims, mine, recipe.balance),
+        score=lambda rows, predicted: mean_source_auc(truth[rows], sources[rows], predicted),
+        penalties=recipe.penalties,
+        folds=folds,
+        seed=seed,
+        together=list(joined.groups),
+        anchored=shipped,
+    )
+    predicted = fitter.out_of_fold()
     with_yours: dict[str, float | None] = {}
     zero_shot: dict[str, float | None] = {}
     intervals: dict[str, GainInterval] = {}
     for source in sorted(set(mine.sources.tolist())):
-        rows = np.flatnonzero(joined.sources == source)
-        fold = folds_of(list(joined.groups[rows]), folds, seed)
-        predicted = np.empty(len(rows))
-        for number in range(folds):
-            held = rows[fold == number]
-            if not len(held):
-                continue
-            train = joined.rows(np.setdiff1d(np.arange(len(joined)), held))
-            head, _ = fit_head(train, recipe)
-            predicted[fold == number] = predict(head, joined.verdicts.rows(held))
-        truth = joined.truth[rows]
-        zero = joined.verdicts.zero_shot[rows]
-        with_yours[source] = roc_auc(truth, predicted)
-        zero_shot[source] = roc_auc(truth, zero)
-        gains, units = _auc_gains(truth, predicted, zero, list(joined.groups[rows]))
+        rows = np.flatnonzero(mine.sources == source)
+        zero = mine.verdicts.zero_shot[rows]
+        with_yours[source] = roc_auc(mine.truth[rows], predicted[rows])
+        zero_shot[source] = roc_auc(mine.truth[rows], zero)
+        gains, units = _auc_gains(mine.truth[rows], predicted[rows], zero, list(mine.groups[rows]))
         intervals[source] = _gain_interval(gains, units, len(rows), seed)
-    head, penalty = training.fit(mine)
-    return Refit(head, penalty, with_yours, zero_shot, intervals)
+    fitted = fitter.fitted()
+    return Refit(
+        training.head_over_states(fitted.head), fitted.penalty, with_yours, zero_shot, intervals
+    )
 
 
 def tune_verifier(
@@ -740,8 +769,8 @@ def tune_verifier(
     left_out = leave_one_source_out(joined, training.recipe())
     refit = refit_verifier(training, mine, folds=folds, seed=seed)
     learned = (
-        f"the shipped training claims ({len(training.claims)}) and {len(mine)} of "
-        f"{labels.name}, balanced by {training.balance}; penalty {refit.penalty:g}"
+        f"the shipped training claims ({len(training.claims)}, balanced by {training.balance}) "
+        f"and {len(mine)} of {labels.name}, weighing as much; penalty {refit.penalty:g}"
     )
     final = replace(refit.head, learned_from=learned)
     yours = sorted(refit.out_of_fold)
