@@ -180,6 +180,21 @@ def write_shard(out: Path, number: int, claims: Sequence[Claim], scores: list[An
     return len(kept)
 
 
+def up_to(todo: Sequence[Claim], read: Counter[str], most: int) -> list[Claim]:
+    """``todo`` without the claims that would take a source beyond ``most`` read (``read``
+    counts each source's claims already read; a group begun is read whole)."""
+    counts = Counter(read)
+    begun: set[tuple[str, str]] = set()
+    kept = []
+    for claim in todo:
+        group = (claim.source, claim.group)
+        if counts[claim.source] < most or group in begun:
+            kept.append(claim)
+            counts[claim.source] += 1
+            begun.add(group)
+    return kept
+
+
 def read(args: argparse.Namespace) -> None:
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -217,6 +232,8 @@ def read(args: argparse.Namespace) -> None:
     claims = claims_in(args.data)
     done = read_ids(out)
     todo = [claims[key] for key in planned["ids"] if key not in done]
+    if args.up_to is not None:
+        todo = up_to(todo, Counter(claims[key].source for key in done), args.up_to)
     if args.limit is not None:
         todo = todo[: args.limit]
     print(
@@ -698,6 +715,11 @@ def main() -> None:
     reading.add_argument("--block", type=int, default=BLOCK)
     reading.add_argument("--seed", type=int, default=0)
     reading.add_argument("--limit", type=int, help="read at most this many claims, then stop")
+    reading.add_argument(
+        "--up-to",
+        type=int,
+        help="read no source beyond this many claims (whole groups): every source to it first",
+    )
     curving = commands.add_parser("curve", help="the curve from what was read (no judge)")
     curving.add_argument("--out", type=Path, required=True)
     curving.add_argument("--training", type=Path, help="a verifier_training.npz (default: shipped)")

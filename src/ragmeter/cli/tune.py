@@ -235,9 +235,9 @@ def print_verifier_tuning(console: Console, tuned: VerifierTuning) -> None:
         )
     console.print(table)
     console.print(
-        f"'with its own labels': heads fitted on the shipped claims and the rest of your "
-        f"source's, {tuned.folds} folds with a group's claims in one fold; the gain's interval "
-        "from resampling your groups",
+        f"'with its own labels': heads fitted on the shipped claims and the rest of yours, "
+        f"which weigh as much as the shipped ones together, {tuned.folds} folds with a group's "
+        "claims in one fold; the gain's interval from resampling your groups",
         highlight=False,
     )
     for note in tuned.notes:

@@ -630,7 +630,7 @@ class VerifierTuning:
     """The team's sources."""
     with_yours: dict[str, float | None]
     """Each of the team's sources read by heads fitted on the shipped claims and the rest of
-    its own (``folds`` folds, a group per fold): what its labels add."""
+    the team's (``folds`` folds, a group per fold; ``refit_verifier``): what its labels add."""
     head: Head
     notes: list[str]
     folds: int
