@@ -36,6 +36,7 @@ import runpy
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -889,8 +890,8 @@ def test_bench_learning_curve_reads_resumably_and_says_what_n_labels_buy(
         bench("bench_learning_curve", *reading)
     assert len(list((out / "shards").glob("*.npz"))) == 2
     training = uninformative_training(tmp_path / "t.npz")
-    curving = ("curve", "--out", out, "--training", training, "--sizes", "4,12", "--draws", "3",
-               "--min-read", "30", "--min-rest", "20")  # fmt: skip
+    curving = ("curve", "--out", out, "--training", training, "--sizes", "4,20", "--draws", "3",
+               "--min-read", "30", "--min-rest", "12")  # fmt: skip
     early = bench("bench_learning_curve", *curving)
     # Rounds of four claims (one group) of each source, AB-Gamma first: 12 + 8 read; neither
     # source has 30 yet. Beta (20) and AB-Tiny (6) are never read.
@@ -917,22 +918,23 @@ def test_bench_learning_curve_reads_resumably_and_says_what_n_labels_buy(
     # P(Yes) is 0.5 for every claim: the zero-shot read ranks nothing (ROC AUC 0.5) and says
     # Yes to all (balanced accuracy 0.5). The shipped-like claims teach nothing, the team's
     # state says the label: a head fitted on any of them ranks the rest right and cuts it at
-    # 0.5 right, a gain of +0.5 in both, every draw. tune writes it only from ten claims up
-    # (five folds), so with 4 labels every draw is refused and the team keeps the zero-shot
-    # read (no gain); with 12 (three groups) the out-of-fold gain is +0.5 in every resample.
+    # 0.5 right, a gain of +0.5 in both, every draw. tune writes it only from ten claims of
+    # five groups up, so with 4 labels (one group) every draw is refused and the team keeps the
+    # zero-shot read (no gain); with 20 (five groups) the out-of-fold gain is +0.5 in every
+    # resample.
     half = "+0.500 [+0.500, +0.500]"
     none = "+0.000 [+0.000, +0.000]"
     rows = table_rows(out_text, r"^\| (AB-Gamma|Alpha) \| (\d+) \| (\d+) \| ([\d.]+) \| (.*?) \| "
                                 r"(.*?) \| (.*?) \| (.*?) \| (.*?) \|$")  # fmt: skip
     assert rows == [
-        # Gamma: the rest after 4 labels (one question) is 28 claims, after 12 (three) 20.
+        # Gamma: the rest after 4 labels (one question) is 28 claims, after 20 (five) 12.
         ("AB-Gamma", "4", "28", "0.500", half, "0 of 3 (3 refused)", none, half, none),
-        ("AB-Gamma", "12", "20", "0.500", half, "3 of 3", half, half, half),
+        ("AB-Gamma", "20", "12", "0.500", half, "3 of 3", half, half, half),
         ("Alpha", "4", "44", "0.500", half, "0 of 3 (3 refused)", none, half, none),
-        ("Alpha", "12", "36", "0.500", half, "3 of 3", half, half, half),
+        ("Alpha", "20", "28", "0.500", half, "3 of 3", half, half, half),
     ]
     assert table_rows(out_text, r"^\| (\d+) \| 2 \| (\d+ of \d+) \| (.*?) \| (.*?) \|") == [
-        ("4", "0 of 6", half, none), ("12", "6 of 6", half, half)
+        ("4", "0 of 6", half, none), ("20", "6 of 6", half, half)
     ]  # fmt: skip
     # Each source left out, a head fitted on the other's claims (their states say the label)
     # ranks it right: +0.5 on both, which meets the rule for a default head.
@@ -944,17 +946,17 @@ def test_bench_learning_curve_reads_resumably_and_says_what_n_labels_buy(
     written = json.loads((out / "curve.json").read_text())
     assert written["out_of_source"]["meets_default_rule"] is True
     assert set(written["sources"]) == {"AB-Gamma", "Alpha"} and written["not_measured"] == {}
-    assert written["mean"]["12"]["auc_gain_tuned"] == {"mean": 0.5, "low": 0.5, "high": 0.5}
+    assert written["mean"]["20"]["auc_gain_tuned"] == {"mean": 0.5, "low": 0.5, "high": 0.5}
     # Every draw is kept: a rerun on what was read refits nothing.
     kept = (out / "draws.jsonl").read_text()
     assert len(kept.splitlines()) == 2 * 2 * 3
     bench("bench_learning_curve", *curving)
     assert (out / "draws.jsonl").read_text() == kept
     # tune, given the curve, says what a team's count of labels bought: its 30 claims, the
-    # figures of the largest N measured not above it (12).
+    # figures of the largest N measured not above it (20).
     said = bought(written, 30, "curve.json")
     assert said is not None and said.startswith(
-        f"what 30 labelled claims bought elsewhere (curve.json): with 12 labels of their own, "
+        f"what 30 labelled claims bought elsewhere (curve.json): with 20 labels of their own, "
         f"the 2 sources measured gained {half} ROC AUC and {half} balanced accuracy on the rest "
         "of their claims, as tune decides (it wrote the head in 6 of 6 draws"
     )
@@ -977,6 +979,21 @@ def test_bench_learning_curve_reads_resumably_and_says_what_n_labels_buy(
     monkeypatch.setitem(curve_module.SHIPPED, curve_module.FORMAT, "no_curve_shipped.json")
     plain = CliRunner().invoke(app, tune)
     assert plain.exit_code == 0 and "bought elsewhere" not in plain.output
+
+
+def test_a_read_up_to_n_takes_every_source_to_n_whole_groups_first(bench):
+    from ragmeter.meta.attribution import Claim
+
+    def claim(number: int, source: str, group: str) -> Claim:
+        return Claim(id=str(number), question="", claim="c", references=["r"], label=True,
+                     source=source, group=group)  # fmt: skip
+
+    todo = [claim(1, "a", "a1"), claim(2, "a", "a1"), claim(3, "b", "b1"), claim(4, "a", "a2"),
+            claim(5, "b", "b2"), claim(6, "b", "b2"), claim(7, "b", "b3")]  # fmt: skip
+    # "a" has 2 read, "b" none: to 3, "a" takes a1 (to 4: a group begun is read whole) and
+    # nothing of a2; "b" takes b1 and b2 (to 3), and not b3.
+    kept = module("bench_learning_curve").up_to(todo, Counter({"a": 2}), 3)
+    assert [c.id for c in kept] == ["1", "2", "3", "5", "6"]
 
 
 def test_the_shipped_learning_curve_is_read_when_none_is_given():

@@ -307,11 +307,10 @@ class TrainingSet:
         design = Design(SUPPORTED.name, self.prompt_version, (self.PROJECTED,), "")
         return Recipe(design, self.balance, self.penalties)
 
-    def fit(self, extra: LabelledClaims | None = None) -> tuple[Head, float]:
-        """A head fitted on these claims (and ``extra``, projected), written over the states,
-        and its penalty."""
-        claims = self.claims if extra is None else LabelledClaims.join([self.claims, extra])
-        head, penalty = fit_head(claims, self.recipe())
+    def fit(self) -> tuple[Head, float]:
+        """A head fitted on these claims, written over the states, and its penalty (a team's
+        claims join them in ``heads.tuning.refit_verifier``)."""
+        head, penalty = fit_head(self.claims, self.recipe())
         return self.head_over_states(head), penalty
 
     def project(self, data: LabelledClaims) -> LabelledClaims:
