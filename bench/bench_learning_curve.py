@@ -15,7 +15,8 @@ once, in ``OUT/plan.json``: rounds that take whole groups of every source, so a 
 any point has every source in it, and a group's claims back to back, so the judge reads their
 evidence once (it is the prompt's prefix). Killed, it resumes where it stopped: a claim in a
 shard is never read again (the call cache, on by default, replays the claims of the shard that
-was being written). Sources with fewer claims in all than ``--min-read`` are not read.
+was being written). Sources with fewer claims in all than ``--min-read`` are not read;
+``--up-to N`` reads no source beyond N claims, so that every source reaches N first.
 
 **curve** reads the shards, nothing else. Each source with at least ``--min-read`` claims read
 plays a team in turn: N of its claims are drawn by group (the groups in a seeded order, a
@@ -41,7 +42,7 @@ rule for becoming the verifier's default (``DEFAULT_RULE``). Every draw's figure
 ``OUT/draws.jsonl`` under a key of what decides them (the source's claims read, the training
 set, the draw), so a rerun refits only what more reading changed. The curve is written to
 ``OUT/curve.json``, which ``ragmeter tune --curve`` reads to say what a team's own label count
-bought here.
+bought here. ``--workers`` processes refit the draws (as many as the machine has cores).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ import time
 import zlib
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -438,13 +440,12 @@ def source_draws(
     if missing:
         _SHARED = (base, training.project(own), own, seed)
         jobs = [job for _, job in missing]
-        if workers > 1 and len(jobs) > 1:
-            with multiprocessing.get_context("fork").Pool(workers) as pool:
-                done = pool.map(_drawn, jobs)
-        else:
-            done = [_drawn(job) for job in jobs]
-        for (key, _), draw in zip(missing, done, strict=True):
-            store.put(key, draw)
+        forked = multiprocessing.get_context("fork")
+        with forked.Pool(workers) if workers > 1 and len(jobs) > 1 else nullcontext() as pool:
+            # Each draw is kept as it comes: a killed curve loses no draw worked out.
+            done = pool.imap(_drawn, jobs) if pool else map(_drawn, jobs)
+            for (key, _), draw in zip(missing, done, strict=True):
+                store.put(key, draw)
     found: dict[int, list[Draw]] = {n: [] for n in sizes}
     for n, key, _, _ in planned:
         draw = store.get(key)
