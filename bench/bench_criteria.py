@@ -358,10 +358,10 @@ def learned(
 
 
 def write_curve(path: Path, source: str, measured: dict[str, dict[str, Any]]) -> None:
-    """Merge this source's ratings curve into ``path`` (``heads.curve``'s ratings format), so
-    that each source's bench adds its own part."""
+    """Merge the ratings of this source measured here into ``path`` (``heads.curve``'s ratings
+    format): each run adds, or measures again, its own ratings and keeps the others'."""
     curve = json.loads(path.read_text()) if path.exists() else {"format": RATINGS_FORMAT}
-    curve.setdefault("sets", {})[source] = measured
+    curve.setdefault("sets", {}).setdefault(source, {}).update(measured)
     path.write_text(json.dumps(curve, indent=1) + "\n")
 
 

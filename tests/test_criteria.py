@@ -675,8 +675,13 @@ def test_what_ratings_bought_is_measured_as_tune_decides_and_tune_says_it(tmp_pa
     path = tmp_path / "ratings_curve.json"
     bench.write_curve(path, "topicalchat", curve)
     bench.write_curve(path, "other", {})  # a second source merges beside the first
+    # A run of another rating of the same source adds it; measured again, a rating is replaced.
+    bench.write_curve(path, "topicalchat", {"engagingness": {"rows": 1}})
     read = load_curve(path, RATINGS_FORMAT)
     assert read is not None and sorted(read[0]["sets"]) == ["other", "topicalchat"]
+    assert read[0]["sets"]["topicalchat"] == {**curve, "engagingness": {"rows": 1}}
+    bench.write_curve(path, "topicalchat", curve)
+    read = load_curve(path, RATINGS_FORMAT)
     assert load_curve(path) is None  # not a claims curve
     said = ratings_bought(read[0], 20, "f")
     assert said == (
