@@ -680,13 +680,14 @@ def team_weights(shipped: LabelledClaims, mine: LabelledClaims, balance: str) ->
     """Row weights for the shipped claims followed by a team's: the shipped ones balanced as
     the shipped head was, the team's by (source, label) among themselves, and the team's
     together weighing as much as all the shipped ones. Added at the weight of their number,
-    a team's hundred claims would be a tenth of the verifier's lesson; here they are half of
-    it, and the shipped claims keep it from learning what a hundred claims cannot tell apart.
+    a team's hundred claims would be an eighth of the verifier's lesson (beside 681); here
+    they are half of it, and the shipped claims keep it from learning what a hundred claims
+    cannot tell apart.
     Weights average 1."""
     base = balancing(shipped.sources, shipped.truth, balance)
     base = np.ones(len(shipped)) if base is None else base
     own = balancing(mine.sources, mine.truth, "both")
-    own = np.ones(len(mine)) if own is None else own
+    assert own is not None  # "both" always weighs
     weights = np.concatenate([base / base.sum(), own / own.sum()])
     return weights * len(weights) / weights.sum()
 
