@@ -33,9 +33,9 @@ def samples(ids: Sequence[str] = tuple(QUESTIONS)) -> list[Sample]:
     return [
         Sample(
             id=key,
-            question=QUESTIONS[key][0],
+            question=QUESTIONS.get(key, (f"Question {key}: when was the tower finished?",))[0],
             contexts=["The tower stands in Paris. It was finished in 1889."],
-            answer=QUESTIONS[key][1],
+            answer=QUESTIONS.get(key, ("", "It was finished in 1889."))[1],
         )
         for key in ids
     ]

@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from ragmeter.cli.main import app
+from ragmeter.stats import paired_difference, sign_flip_p_value
 from ragmeter.viewer import compare_runs, open_run
-from ragmeter.viewer.compare import paired_difference, sign_flip_p_value
 
 from .report_runs import faithfulness_run
 
@@ -188,3 +188,46 @@ def test_explanations_with_brackets_are_printed_as_written(tmp_path):
     result = runner.invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b")])
     assert result.exit_code == 0, result.output
     assert "a[/b]" in result.output
+
+
+SEVEN = "abcdefg"
+
+
+def test_three_runs_are_ranked_and_every_pair_decided(tmp_path):
+    # Seven samples, every one a run's level: a at .2, b at .8, c at .5. Each pair differs with
+    # one sign on all seven: p = 2/128, Holm x 3 pairs = 0.0469 < 0.05: all three decided.
+    for name, level in (("a", 0.2), ("b", 0.8), ("c", 0.5)):
+        faithfulness_run(tmp_path / name, dict.fromkeys(SEVEN, level))
+    folders = [str(tmp_path / name) for name in "abc"]
+    result = runner.invoke(app, ["compare", *folders, "--difference", "0.1"])
+    assert result.exit_code == 0, result.output
+    assert "runs ranked" in result.output and "0.0469" in result.output
+    assert "b is better than a" in result.output
+    assert "c is worse than b" in result.output
+    # No spread at all: seven samples tell apart any difference, and 0.1 needs the minimum.
+    assert "0.1 needs 2 samples" in result.output
+    found = json.loads(runner.invoke(app, ["compare", *folders, "--json"]).output)
+    (ranked,) = found["ranking"]["metrics"]
+    assert [s["system"] for s in ranked["ranking"]["systems"]] == ["b", "c", "a"]
+    assert [p["verdict"] for p in ranked["ranking"]["pairs"]] == ["better", "better", "worse"]
+    assert found["comparison"] is None
+
+
+def test_two_runs_keep_their_table_and_add_the_verdict(two_runs):
+    result = runner.invoke(app, ["compare", str(two_runs[0]), str(two_runs[1])])
+    assert result.exit_code == 0, result.output
+    assert "unscored A/B" in result.output  # today's table
+    # Three pairs (.2, 0, -.3): p = 1, so nobody can tell.
+    assert "faithfulness, b vs a: cannot tell with 3 samples" in result.output
+
+
+def test_bad_input_names_the_run_and_the_metric(tmp_path):
+    faithfulness_run(tmp_path / "a", {"a": 0.2, "b": 0.5})
+    faithfulness_run(tmp_path / "b", {"a": 0.4, "b": 0.5})
+    one = runner.invoke(app, ["compare", str(tmp_path / "a")])
+    assert one.exit_code == 2 and "needs two runs or more, got 1" in one.output
+    missing = runner.invoke(
+        app, ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--metric", "answer_relevance"]
+    )
+    assert missing.exit_code == 2
+    assert "a has no answer_relevance" in missing.output

@@ -789,3 +789,24 @@ def test_the_ragas_rubric_peer_is_asked_each_criterion_in_its_own_words_and_resu
     again = bench.ragas_rubric_scores(rows, wanted, sys.executable, tmp_path / "out")
     assert again == found
     assert (tmp_path / "out" / "ragas-asked.jsonl.calls").read_text() == "3\n"
+
+
+def test_a_reply_that_states_nothing_draws_on_no_fact():
+    # "Do you like it?" is a question: no statement to check against the context. Groundedness
+    # asks whether the reply uses the knowledge: plainly no, 0, said so; no judge call made.
+    asking = Sample(
+        id="q", question="I love jazz.", contexts=["Jazz began in New Orleans."],
+        answer="Do you like it?",
+    )  # fmt: skip
+    judge = FakeJudge([])
+    (score,) = evaluate([asking], ["groundedness"], judge=judge, cache=False).scores
+    assert score.value == 0.0
+    assert score.explanation["nothing_to_check"] == "the answer yields no statements to verify"
+    assert judge.history == []
+    # consistency reads claims too, but an answer with nothing in it is neither consistent nor
+    # not: left unscored, with the reason.
+    (score,) = evaluate(
+        [asking], [CriterionMetric(LIBRARY["consistency"])], judge=FakeJudge([]), cache=False
+    ).scores
+    assert score.value is None
+    assert "no statements to verify" in score.unscored_reason

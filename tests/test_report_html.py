@@ -389,3 +389,22 @@ def test_evaluate_says_what_to_install_before_judging(tmp_path, monkeypatch):
     assert result.exit_code == 2
     assert "pip install 'ragmeter[report]'" in result.output
     assert not (tmp_path / "out").exists()  # nothing was judged
+
+
+def test_three_runs_are_ranked_in_the_report(browser, tmp_path):
+    # Seven samples at one level a run (a .2, b .8, c .5): every pair told apart (Holm 0.0469).
+    for name, level in (("a", 0.2), ("b", 0.8), ("c", 0.5)):
+        faithfulness_run(tmp_path / name, dict.fromkeys("abcdefg", level))
+    report = tmp_path / "ranked.html"
+    folders = [str(tmp_path / name) for name in "abc"]
+    result = runner.invoke(app, ["report", *folders, "--html", str(report)])
+    assert result.exit_code == 0, result.output
+    page = open_page(browser, report)
+    pairs = page.locator("[data-table=pairs-faithfulness] tbody tr.row")
+    assert pairs.count() == 3
+    verdicts = [pairs.nth(i).locator("td").nth(4).inner_text() for i in range(3)]
+    assert verdicts == ["B better", "B better", "B worse"]
+    assert page.locator("svg .mark-rule line").count() >= 3  # a whisker per run
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "report-ranking.png"), full_page=True)
+    assert page.errors == [] and page.requests == []

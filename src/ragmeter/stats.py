@@ -1,7 +1,11 @@
-"""Uncertainty for reported means, agreement coefficients and rates."""
+"""Uncertainty for reported means, agreement coefficients and rates, and the one paired test
+every comparison of systems makes (runs, retrievers, and people's ratings in the decision
+curves): a paired bootstrap interval, a sign-flip permutation p-value, Holm's adjustment over
+the pairs, a verdict, and what the pairs' spread can tell apart."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from statistics import NormalDist
 from typing import Literal
@@ -235,3 +239,150 @@ def weighted_roc_auc(truth: np.ndarray, scores: np.ndarray, weights: np.ndarray)
                 pairs > 0, (on_positive * beaten).sum(axis=1) / pairs, np.nan
             )
     return found
+
+
+EXACT_UP_TO = 12
+"""Up to this many pairs the permutation test enumerates every sign pattern (4,096 at most)."""
+CHUNK = 256
+"""Permutation rounds drawn at once: memory stays at a few rows of the samples."""
+
+
+def paired_difference(
+    a: Sequence[float], b: Sequence[float], *, rounds: int = 2000, seed: int = 0
+) -> tuple[float, float, float]:
+    """Mean of ``b - a`` with a paired-bootstrap 95% interval (pairs resampled together)."""
+    differences = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    found = bootstrap_mean_ci(differences, rounds=rounds, seed=seed)
+    if found is None:
+        raise ValueError("no pairs to compare")
+    return found
+
+
+def sign_flip_p_value(differences: Sequence[float], *, rounds: int = 2000, seed: int = 0) -> float:
+    """Two-sided p-value of a paired sign-flip permutation test of mean difference zero.
+
+    Exact (the share of all 2^n sign patterns whose mean is at least as far from zero) up to
+    ``EXACT_UP_TO`` pairs; beyond, ``rounds`` seeded random patterns, counted as
+    ``(1 + hits) / (1 + rounds)`` so that the p-value is never 0.
+    """
+    d = np.asarray(differences, dtype=float)
+    observed = abs(d.sum())
+    if d.size == 0 or observed == 0:
+        return 1.0
+    slack = 1e-9 * float(np.abs(d).sum())  # sums equal up to rounding count as "as far"
+    if d.size <= EXACT_UP_TO:
+        patterns = (np.arange(2**d.size)[:, None] >> np.arange(d.size)) & 1
+        sums = np.abs((1 - 2 * patterns) @ d)
+        return float(np.mean(sums >= observed - slack))
+    rng = np.random.default_rng(seed)
+    total, hits = d.sum(), 0
+    for start in range(0, rounds, CHUNK):
+        flipped = rng.random((min(CHUNK, rounds - start), d.size)) < 0.5
+        hits += int(np.count_nonzero(np.abs(total - 2 * (flipped @ d)) >= observed - slack))
+    return (1 + hits) / (1 + rounds)
+
+
+P_VALUE_METHOD = (
+    "paired sign-flip permutation test, two-sided "
+    f"(exact up to {EXACT_UP_TO} pairs, else seeded random sign patterns)"
+)
+
+
+class PairedTest(BaseModel):
+    """B - A over paired samples: the mean difference with its paired-bootstrap 95 % interval,
+    the sign-flip p-value (unadjusted), and the spread of the differences, from which what the
+    pairs can tell apart follows."""
+
+    pairs: int
+    difference: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    spread: float
+    """The differences' standard deviation (n - 1 in the denominator; 0 for one pair)."""
+
+
+def paired_test(
+    a: Sequence[float], b: Sequence[float], *, rounds: int = 2000, seed: int = 0
+) -> PairedTest:
+    """:func:`paired_difference` and :func:`sign_flip_p_value` of ``b - a`` in one result."""
+    differences = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    mean, low, high = paired_difference(a, b, rounds=rounds, seed=seed)
+    return PairedTest(
+        pairs=len(differences),
+        difference=mean,
+        ci_low=low,
+        ci_high=high,
+        p_value=sign_flip_p_value(differences, rounds=rounds, seed=seed),
+        spread=float(differences.std(ddof=1)) if len(differences) > 1 else 0.0,
+    )
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment of p-values for the number of comparisons made: the k-th
+    smallest is multiplied by (m - k + 1), kept at least as large as the one before it, and
+    capped at 1. The family-wise error stays at most alpha, as with Bonferroni, but fewer real
+    differences are lost."""
+    m = len(p_values)
+    adjusted = [0.0] * m
+    running = 0.0
+    for step, index in enumerate(sorted(range(m), key=lambda i: p_values[i])):
+        running = max(running, min(1.0, (m - step) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+ALPHA = 0.05
+"""The error rate every verdict is decided at (after Holm's adjustment)."""
+POWER = 0.8
+"""The chance of telling a real difference apart that sample sizes are planned for."""
+
+Verdict = Literal["better", "worse", "cannot tell"]
+
+
+def verdict(
+    difference: float, adjusted_p: float, *, higher_is_better: bool = True, alpha: float = ALPHA
+) -> Verdict:
+    """B against A: "better" or "worse" where the adjusted p-value is below ``alpha`` (the
+    direction read from the difference and whether higher is better), else "cannot tell"."""
+    if adjusted_p >= alpha or difference == 0:
+        return "cannot tell"
+    return "better" if (difference > 0) == higher_is_better else "worse"
+
+
+def _z_sum(alpha: float, power: float, comparisons: int) -> float:
+    """z of the two-sided test at alpha / comparisons (Holm's strictest step) plus z of the
+    power: the normal approximation of a paired test's power."""
+    normal = NormalDist()
+    return normal.inv_cdf(1 - alpha / comparisons / 2) + normal.inv_cdf(power)
+
+
+def detectable_difference(
+    spread: float,
+    pairs: int,
+    *,
+    comparisons: int = 1,
+    alpha: float = ALPHA,
+    power: float = POWER,
+) -> float | None:
+    """The smallest mean difference ``pairs`` pairs with this spread tell apart with the given
+    power (a paired test at alpha over ``comparisons``, normal approximation); None with fewer
+    than two pairs, where the spread is unknown."""
+    if pairs < 2:
+        return None
+    return _z_sum(alpha, power, comparisons) * spread / math.sqrt(pairs)
+
+
+def samples_needed(
+    spread: float,
+    difference: float,
+    *,
+    comparisons: int = 1,
+    alpha: float = ALPHA,
+    power: float = POWER,
+) -> int | None:
+    """Pairs needed to tell a mean difference of ``difference`` apart with the given power, at
+    this spread of the differences; None for a zero difference, which no number tells apart."""
+    if difference == 0:
+        return None
+    return max(2, math.ceil((_z_sum(alpha, power, comparisons) * spread / abs(difference)) ** 2))

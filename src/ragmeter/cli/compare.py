@@ -1,13 +1,16 @@
-"""``ragmeter compare RUN_A RUN_B``: did the scores change from run A to run B, and by more than
-noise? Exit status: 0 compared, 2 bad input, 4 the runs' scores are not comparable (another
-judge, embedder or metric version; ``--force`` compares them anyway)."""
+"""``ragmeter compare RUN_A RUN_B [RUN ...]``: did the scores change from run A to run B, and by
+more than noise? With more runs, which is best, every pair decided. Exit status: 0 compared,
+2 bad input, 4 the runs' scores are not comparable (another judge, embedder or metric version;
+``--force`` compares them anyway)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -16,8 +19,9 @@ from ragmeter.cli.calibrate import evaluation, print_differences
 from ragmeter.cli.common import LabelScales, LabelsFiles, print_warning, user_errors, wide_console
 from ragmeter.heads.ppi import DifferenceCalibration, calibrate_difference
 from ragmeter.heads.ratings import parse_scales, ratings_for_runs
+from ragmeter.stats import P_VALUE_METHOD
 from ragmeter.viewer import Comparison, compare_runs, open_run
-from ragmeter.viewer.compare import MetricComparison
+from ragmeter.viewer.compare import MetricComparison, RankedMetric, rank_runs
 from ragmeter.viewer.folders import OpenedRun
 from ragmeter.viewer.views import fmt, interval
 
@@ -25,11 +29,22 @@ EXIT_NOT_COMPARABLE = 4
 
 
 def compare_command(
-    run_a: Annotated[Path, typer.Argument(help="The baseline run's folder.")],
-    run_b: Annotated[Path, typer.Argument(help="The run compared with it.")],
+    runs: Annotated[
+        list[Path],
+        typer.Argument(help="Run folders: the baseline first, then those compared with it."),
+    ],
     force: Annotated[
         bool, typer.Option(help="Compare even when judges or metric versions differ.")
     ] = False,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(help="A metric to compare (repeat for more); default: every shared one."),
+    ] = None,
+    difference: Annotated[
+        float | None,
+        typer.Option(help="Say how many samples would tell a difference this large apart."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
     rounds: Annotated[int, typer.Option(help="Bootstrap and permutation rounds.")] = 2000,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap and permutations.")] = 0,
     top: Annotated[int, typer.Option(help="Changed samples shown per metric.")] = 5,
@@ -39,42 +54,160 @@ def compare_command(
     labels: LabelsFiles = None,
     scale: LabelScales = None,
 ) -> None:
-    """Per metric: the paired difference of means (B - A) with a bootstrap 95% CI and a
-    permutation p-value, how many samples got better, worse or stayed, and the samples that
-    changed most with both explanations. Arena runs: each system's rating difference."""
+    """Per metric: each run's mean with its 95% CI, every pair's paired difference with a
+    permutation p-value adjusted for the number of pairs (Holm), a verdict (better, worse,
+    cannot tell), the smallest difference the samples tell apart, and how often decisions of
+    that size were the people's on public rated sets. Two runs: also how many samples got
+    better or worse, and those that changed most with both explanations. Arena runs: each
+    system's rating difference."""
     console = wide_console()
     with user_errors(console):
-        a, b = open_run(run_a), open_run(run_b)
-        comparison = compare_runs(a, b, rounds=rounds, seed=seed, top=top, tolerance=tolerance)
-        differences = _on_people_scale(a, b, labels, scale, seed) if labels else None
-    for note in comparison.notes:
-        print_warning(console, note)
-    if comparison.problems:
-        console.rule("[bold red]NOT COMPARABLE[/bold red]", style="red")
-        for problem in comparison.problems:
-            console.print(f"[bold red]{escape(problem)}[/bold red]", highlight=False)
-        console.print(
-            "[red]Their scores differ for reasons other than the system under test.[/red]"
-            + ("" if force else " Pass --force to compare them anyway.")
-        )
-        console.rule(style="red")
-        if not force:
+        opened = [open_run(run) for run in runs]
+        if len(opened) == 2 and opened[0].kind == opened[1].kind == "arena":
+            comparison = compare_runs(*opened, rounds=rounds, seed=seed)
+            ranked = None
+        else:
+            ranked = rank_runs(
+                opened, metrics=metric, difference=difference, rounds=rounds, seed=seed
+            )
+            comparison = None
+            if len(opened) == 2:
+                comparison = compare_runs(
+                    *opened, rounds=rounds, seed=seed, top=top, tolerance=tolerance
+                )
+        differences = None
+        if labels and comparison is not None and comparison.kind == "evaluate":
+            differences = _on_people_scale(*opened, labels, scale, seed)
+    problems = comparison.problems if comparison is not None else ranked.problems  # type: ignore[union-attr]
+    if as_json:
+        found = {
+            "comparison": None if comparison is None else comparison.model_dump(),
+            "ranking": None if ranked is None else ranked.model_dump(),
+        }
+        console.print_json(json.dumps(found))
+        if problems and not force:
             raise typer.Exit(EXIT_NOT_COMPARABLE)
-    if comparison.kind == "arena":
+        return
+    notes = comparison.notes if comparison is not None else ranked.notes  # type: ignore[union-attr]
+    for note in notes:
+        print_warning(console, note)
+    if problems:
+        _refuse(console, problems, force)
+    if comparison is not None and comparison.kind == "arena":
         console.print(_ratings_table(comparison))
         return
-    console.print(_metrics_table(comparison))
-    console.print(
-        f"{comparison.shared_samples} samples in both runs ({comparison.only_a} only in A, "
-        f"{comparison.only_b} only in B); CI: paired bootstrap, {rounds} rounds, seed {seed}; "
-        f"p: {comparison.p_value_method}",
-        highlight=False,
-    )
-    for metric in comparison.metrics:
-        if metric.changed:
-            console.print(_changed_table(metric))
+    assert ranked is not None
+    if comparison is not None:
+        console.print(_metrics_table(comparison))
+        console.print(
+            f"{comparison.shared_samples} samples in both runs ({comparison.only_a} only in A, "
+            f"{comparison.only_b} only in B); CI: paired bootstrap, {rounds} rounds, seed {seed}; "
+            f"p: {comparison.p_value_method}",
+            highlight=False,
+        )
+    else:
+        for found in ranked.metrics:
+            console.print(_ranking_table(found))
+        console.print(
+            f"{ranked.samples} samples in every run ({len(ranked.not_in_every_run)} in some "
+            f"only); CI: paired bootstrap, {rounds} rounds, seed {seed}; p: {P_VALUE_METHOD}, "
+            "adjusted for the number of pairs (Holm)",
+            highlight=False,
+        )
+    for found in ranked.metrics:
+        console.print(_pairs_table(found))
+        _print_decision_notes(console, found, difference)
+    if comparison is not None:
+        for m in comparison.metrics:
+            if m.changed:
+                console.print(_changed_table(m))
     if differences is not None:
         print_differences(console, differences)
+
+
+def _refuse(console: Console, problems: list[str], force: bool) -> None:
+    console.rule("[bold red]NOT COMPARABLE[/bold red]", style="red")
+    for problem in problems:
+        console.print(f"[bold red]{escape(problem)}[/bold red]", highlight=False)
+    console.print(
+        "[red]Their scores differ for reasons other than the system under test.[/red]"
+        + ("" if force else " Pass --force to compare them anyway.")
+    )
+    console.rule(style="red")
+    if not force:
+        raise typer.Exit(EXIT_NOT_COMPARABLE)
+
+
+def _ranking_table(found: RankedMetric) -> Table:
+    ranking = found.ranking
+    direction = "higher" if ranking.higher_is_better else "lower"
+    table = Table(title=escape(f"{ranking.metric}: runs ranked, {direction} is better"))
+    for column in ("rank", "run", "mean", "95% CI", "left out"):
+        table.add_column(column, justify="left" if column == "run" else "right")
+    for rank, system in enumerate(ranking.systems, 1):
+        table.add_row(
+            str(rank),
+            Text(system.system),
+            fmt(system.mean),
+            interval(system.ci_low, system.ci_high),
+            str(len(ranking.left_out.get(system.system, []))),
+        )
+    return table
+
+
+def _pairs_table(found: RankedMetric) -> Table:
+    ranking = found.ranking
+    table = Table(title=escape(f"{ranking.metric}: every pair, over {ranking.samples} samples"))
+    columns = ["B vs A", "B - A", "95% CI", "p", "p (Holm)", "verdict", "tells apart"]
+    columns += ["samples needed"] if any(p.needed for p in ranking.pairs) else []
+    for column in [*columns, "decided as people"]:
+        table.add_column(column, justify="left" if column in ("B vs A", "verdict") else "right")
+    for pair, rate in zip(ranking.pairs, found.rates, strict=True):
+        test = pair.test
+        cells = [
+            Text(f"{pair.b} vs {pair.a}"),
+            f"{test.difference:+.3f}",
+            interval(test.ci_low, test.ci_high),
+            fmt(test.p_value, 4),
+            fmt(pair.adjusted_p, 4),
+            Text(pair.verdict if pair.verdict == "cannot tell" else f"B {pair.verdict}"),
+            "—" if pair.detectable is None else f"±{pair.detectable:.3f}",
+        ]
+        if "samples needed" in columns:
+            cells.append("—" if pair.needed is None else str(pair.needed))
+        cells.append(_rate_cell(found, rate))
+        table.add_row(*cells)
+    return table
+
+
+def _rate_cell(found: RankedMetric, rate: object) -> str:
+    if rate is not None:
+        return f"{rate.share:.0%} of {rate.draws}"  # type: ignore[attr-defined]
+    return "not measured" if not found.measured else "no such draw"
+
+
+def _print_decision_notes(console: Console, found: RankedMetric, difference: float | None) -> None:
+    """What each pair's verdict means, in words: cannot tell with N, what N tells apart, and
+    what the decision curve measured."""
+    ranking = found.ranking
+    for pair, rate in zip(ranking.pairs, found.rates, strict=True):
+        words = f"{ranking.metric}, {pair.b} vs {pair.a}: "
+        if pair.verdict == "cannot tell":
+            words += f"cannot tell with {ranking.samples} samples"
+        else:
+            words += f"{pair.b} is {pair.verdict} than {pair.a}"
+        if pair.detectable is not None:
+            words += (
+                f"; {ranking.samples} samples tell apart differences of {pair.detectable:.3f} "
+                f"or more {ranking.power:.0%} of the time"
+            )
+        if difference is not None and pair.needed is not None:
+            words += f"; {difference:g} needs {pair.needed} samples"
+        if rate is not None:
+            words += f"; {rate.sentence()}"
+        elif not found.measured:
+            words += f"; what decisions of {ranking.metric} are worth was never measured"
+        console.print(Text(words), highlight=False, soft_wrap=True)
 
 
 def _on_people_scale(

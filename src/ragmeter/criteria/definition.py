@@ -100,6 +100,11 @@ class Criterion(BaseModel):
     reading: Reading = "auto"
     higher_is_better: bool = True
     """False for a criterion that names a fault ("does it invent a policy?")."""
+    when_nothing_to_check: float | None = Field(default=None, ge=0.0, le=1.0)
+    """The score (0-1) of the ``claims`` reading for an answer that states nothing to check:
+    0 where the criterion asks whether the answer draws on the context (a reply that states
+    nothing uses no knowledge). None leaves such an answer unscored, where the answer is plainly
+    neither yes nor no."""
 
     @field_validator("name")
     @classmethod

@@ -72,6 +72,8 @@ LIBRARY: dict[str, Criterion] = {
             ),
             reads=("contexts", "history", "question", "answer"),
             reading="claims",
+            # A reply that states nothing ("haha, nice") draws on no fact: a plain no.
+            when_nothing_to_check=0.0,
         ),
         Criterion(
             name="completeness",

@@ -13,7 +13,7 @@ from typing import Any
 import ragmeter.criteria.asking as asking
 from ragmeter.criteria.definition import RUBRIC_FIELD, Criterion, Reading, Requirement
 from ragmeter.metrics.base import Metric
-from ragmeter.metrics.faithfulness import Faithfulness
+from ragmeter.metrics.faithfulness import Faithfulness, NothingToVerify
 from ragmeter.prompts import PlannedCalls, rendered_tokens, yes_no_call
 from ragmeter.sample import Sample
 from ragmeter.score import Unscorable
@@ -259,5 +259,14 @@ class CriterionMetric(Metric):
     def _by_claims(
         self, sample: Sample, session: JudgeSession, explanation: dict[str, Any]
     ) -> tuple[float, dict[str, Any]]:
-        value, verified = Faithfulness().measure(sample, session)
-        return value, {**explanation, "verifier": "faithfulness", **verified}
+        explanation = {**explanation, "verifier": "faithfulness"}
+        try:
+            value, verified = Faithfulness().measure(sample, session)
+        except NothingToVerify as nothing:
+            if self.criterion.when_nothing_to_check is None:
+                raise
+            return self.criterion.when_nothing_to_check, {
+                **explanation,
+                "nothing_to_check": nothing.reason,
+            }
+        return value, {**explanation, **verified}

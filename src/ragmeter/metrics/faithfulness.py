@@ -70,6 +70,12 @@ from ragmeter.session import JudgeSession
 from ragmeter.text import split_sentences
 
 
+class NothingToVerify(Unscorable):
+    """An answer that states nothing a context could support: unscored by faithfulness (there
+    is nothing to be faithful or unfaithful about), but a plain "no" to a criterion that asks
+    whether the answer draws on the context (``Criterion.when_nothing_to_check``)."""
+
+
 class Verdict(BaseModel):
     statement: str
     reason: str
@@ -205,7 +211,7 @@ class Faithfulness(Metric):
             ).statements
         statements, no_claims = sort_claims(statements, sample.question)
         if not statements:
-            raise Unscorable("the answer yields no statements to verify")
+            raise NothingToVerify("the answer yields no statements to verify")
         if self.options.verdicts == "logprob":
             value, explanation = self._by_probability(sample, statements, session)
         else:

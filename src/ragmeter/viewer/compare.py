@@ -1,5 +1,7 @@
-"""Two runs of the same samples side by side: did the scores change, by how much, and is the
-change more than noise?
+"""Runs of the same samples side by side: did the scores change, by how much, and is the
+change more than noise? Two runs sample by sample (``compare_runs``); two or more ranked, every
+pair decided (``rank_runs``, through ``ranking.rank_systems``), with what the shipped decision
+curve says such a decision was worth.
 
 Samples are matched by id (``Sample.key``). For each metric, over the samples scored in both
 runs, the change is the mean of the paired differences (B minus A), with a paired-bootstrap 95%
@@ -25,59 +27,15 @@ import numpy as np
 from pydantic import BaseModel
 
 from ragmeter.arena.battles import RUN_FILE as ARENA_RUN_FILE
+from ragmeter.decision_curve import DecisionRate, decision_rate, load_decision_curve
 from ragmeter.explain import explain
 from ragmeter.manifest import RunRecord
 from ragmeter.metrics import higher_is_better
+from ragmeter.ranking import Ranking, rank_systems
 from ragmeter.result import Result
 from ragmeter.score import Score
-from ragmeter.stats import bootstrap_mean_ci
+from ragmeter.stats import P_VALUE_METHOD, paired_difference, sign_flip_p_value
 from ragmeter.viewer.folders import OpenedRun
-
-EXACT_UP_TO = 12
-"""Up to this many pairs the permutation test enumerates every sign pattern (4,096 at most)."""
-CHUNK = 256
-"""Permutation rounds drawn at once: memory stays at a few rows of the samples."""
-
-
-def paired_difference(
-    a: Sequence[float], b: Sequence[float], *, rounds: int = 2000, seed: int = 0
-) -> tuple[float, float, float]:
-    """Mean of ``b - a`` with a paired-bootstrap 95% interval (pairs resampled together)."""
-    differences = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
-    found = bootstrap_mean_ci(differences, rounds=rounds, seed=seed)
-    if found is None:
-        raise ValueError("no pairs to compare")
-    return found
-
-
-def sign_flip_p_value(differences: Sequence[float], *, rounds: int = 2000, seed: int = 0) -> float:
-    """Two-sided p-value of a paired sign-flip permutation test of mean difference zero.
-
-    Exact (the share of all 2^n sign patterns whose mean is at least as far from zero) up to
-    ``EXACT_UP_TO`` pairs; beyond, ``rounds`` seeded random patterns, counted as
-    ``(1 + hits) / (1 + rounds)`` so that the p-value is never 0.
-    """
-    d = np.asarray(differences, dtype=float)
-    observed = abs(d.sum())
-    if d.size == 0 or observed == 0:
-        return 1.0
-    slack = 1e-9 * float(np.abs(d).sum())  # sums equal up to rounding count as "as far"
-    if d.size <= EXACT_UP_TO:
-        patterns = (np.arange(2**d.size)[:, None] >> np.arange(d.size)) & 1
-        sums = np.abs((1 - 2 * patterns) @ d)
-        return float(np.mean(sums >= observed - slack))
-    rng = np.random.default_rng(seed)
-    total, hits = d.sum(), 0
-    for start in range(0, rounds, CHUNK):
-        flipped = rng.random((min(CHUNK, rounds - start), d.size)) < 0.5
-        hits += int(np.count_nonzero(np.abs(total - 2 * (flipped @ d)) >= observed - slack))
-    return (1 + hits) / (1 + rounds)
-
-
-P_VALUE_METHOD = (
-    "paired sign-flip permutation test, two-sided "
-    f"(exact up to {EXACT_UP_TO} pairs, else seeded random sign patterns)"
-)
 
 
 class ChangedSample(BaseModel):
@@ -401,3 +359,114 @@ def _arena_judge(record: dict[str, Any] | None) -> str | None:
         return None
     model = record.get("judge_model") or {}
     return model.get("identity") or record.get("judge")
+
+
+class RankedMetric(BaseModel):
+    ranking: Ranking
+    rates: list[DecisionRate | None]
+    """Per pair (in ``ranking.pairs``' order): how often such decisions were the people's on
+    the public sets measured; None where no decision of this size was measured."""
+    measured: bool
+    """Whether the decision curve measured this metric at all."""
+
+
+class RunsRanking(BaseModel):
+    runs: list[str]
+    problems: list[str]
+    """Why some runs' scores are not comparable with the first's (empty when all are)."""
+    notes: list[str]
+    samples: int
+    """Samples in every run: the rankings are over these (those each run scored)."""
+    not_in_every_run: list[str]
+    metrics: list[RankedMetric]
+    curve: str | None
+    """Where the decision rates came from (None: no decision curve)."""
+
+
+def rank_runs(
+    runs: Sequence[OpenedRun],
+    *,
+    metrics: Sequence[str] | None = None,
+    difference: float | None = None,
+    rounds: int = 2000,
+    seed: int = 0,
+) -> RunsRanking:
+    """Rank two or more ``evaluate`` runs of the same samples on each metric they share (or
+    on ``metrics``, each of which every run must have), every pair decided."""
+    if len(runs) < 2:
+        given = ", ".join(str(r.path) for r in runs) or "none"
+        raise ValueError(f"a comparison needs two runs or more, got {len(runs)} ({given})")
+    for run in runs:
+        if run.kind != "evaluate" or run.result is None:
+            raise ValueError(
+                f"{run.path}: a {run.kind} run; two or more runs are ranked from evaluate runs"
+            )
+    labels = _labels(runs)
+    results = [r.result for r in runs]
+    ids = [{s.sample_id for s in result.scores} for result in results]  # type: ignore[union-attr]
+    shared = set.intersection(*ids)
+    if not shared:
+        raise ValueError(f"{', '.join(labels)} share no sample id: they scored other samples")
+    notes = []
+    for label, run in zip(labels, runs, strict=True):
+        notes += [f"{label}: {n}" for n in run.notes]
+    if metrics:
+        for label, result in zip(labels, results, strict=True):
+            missing = [m for m in metrics if m not in result.metrics]  # type: ignore[union-attr]
+            if missing:
+                raise ValueError(f"{label} has no {', '.join(missing)}: it cannot be ranked there")
+        chosen = list(metrics)
+    else:
+        chosen = [m for m in results[0].metrics if all(m in r.metrics for r in results)]  # type: ignore[union-attr]
+        for label, result in zip(labels, results, strict=True):
+            alone = [m for m in result.metrics if m not in chosen]  # type: ignore[union-attr]
+            if alone:
+                notes.append(f"not in every run, so not ranked: {', '.join(alone)} (in {label})")
+    problems = [
+        f"{label}: {problem}"
+        for label, run in zip(labels[1:], runs[1:], strict=True)
+        for problem in comparability_problems(runs[0], run, chosen)
+    ]
+    found = load_decision_curve()
+    curve, source = found if found is not None else (None, None)
+    ranked = []
+    for metric in chosen:
+        scores = {
+            label: {
+                s.sample_id: s.value for s in result.scores_for(metric) if s.sample_id in shared
+            }  # type: ignore[union-attr]
+            for label, result in zip(labels, results, strict=True)
+        }
+        ranking = rank_systems(
+            scores,
+            metric=metric,
+            higher_is_better=higher_is_better(metric),
+            difference=difference,
+            rounds=rounds,
+            seed=seed,
+        )
+        rates = [
+            None
+            if curve is None
+            else decision_rate(curve, metric, p.test.pairs, p.test.difference, p.test.spread)
+            for p in ranking.pairs
+        ]
+        measured = curve is not None and any(metric in found for found in curve["sets"].values())
+        ranked.append(RankedMetric(ranking=ranking, rates=rates, measured=measured))
+    return RunsRanking(
+        runs=labels,
+        problems=problems,
+        notes=notes,
+        samples=len(shared),
+        not_in_every_run=sorted(set.union(*ids) - shared),
+        metrics=ranked,
+        curve=source,
+    )
+
+
+def _labels(runs: Sequence[OpenedRun]) -> list[str]:
+    """Each run's label, or its path where two runs share a label."""
+    labels = [r.label for r in runs]
+    if len(set(labels)) == len(labels):
+        return labels
+    return [str(r.path) for r in runs]

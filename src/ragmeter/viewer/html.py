@@ -22,26 +22,36 @@ from typing import Any
 from ragmeter.manifest import atomic_write_text
 from ragmeter.version import __version__
 from ragmeter.viewer.charts import javascript
-from ragmeter.viewer.compare import compare_runs
+from ragmeter.viewer.compare import compare_runs, rank_runs
 from ragmeter.viewer.folders import OpenedRun
-from ragmeter.viewer.views import comparison_sections, describe, run_sections
+from ragmeter.viewer.views import comparison_sections, describe, ranking_sections, run_sections
 
 COMPARABLE = ("evaluate", "arena")
 
 
 def build_page(runs: Sequence[OpenedRun], *, rounds: int = 2000, seed: int = 0) -> dict[str, Any]:
-    """The report's data: with two runs of a kind that compares, their comparison first."""
+    """The report's data: with two runs of a kind that compares, their comparison first; with
+    two evaluate runs or more, their ranking on every shared metric."""
     if not runs:
         raise ValueError("no run to report")
     sections: list[dict[str, Any]] = []
     labels = ["A", "B"] if len(runs) == 2 else [str(i + 1) for i in range(len(runs))]
+    runs_ranked = len(runs) >= 2 and all(run.kind == "evaluate" for run in runs)
     if len(runs) == 2 and runs[0].kind == runs[1].kind and runs[0].kind in COMPARABLE:
         try:
             comparison = compare_runs(runs[0], runs[1], rounds=rounds, seed=seed)
         except ValueError as exc:  # two runs of other samples are still shown side by side
             sections.append({"heading": "No comparison", "problems": [str(exc)]})
+            runs_ranked = False
         else:
             sections += comparison_sections(comparison)
+    if runs_ranked:
+        try:
+            ranked = rank_runs(runs, rounds=rounds, seed=seed)
+        except ValueError as exc:
+            sections.append({"heading": "No ranking", "problems": [str(exc)]})
+        else:
+            sections += ranking_sections(ranked)
     for label, run in zip(labels, runs, strict=True):
         prefix = f"{label} · " if len(runs) > 1 else ""
         sections += run_sections(run, prefix)

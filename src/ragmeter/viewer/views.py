@@ -16,7 +16,7 @@ from ragmeter.metrics.diagnosis import DIAGNOSIS, DIAGNOSIS_PARTS
 from ragmeter.sample import Sample
 from ragmeter.score import Exchange, Score
 from ragmeter.viewer.charts import grouped_bars, intervals, score_histogram
-from ragmeter.viewer.compare import Comparison
+from ragmeter.viewer.compare import Comparison, RunsRanking
 from ragmeter.viewer.folders import OpenedRun
 
 Section = dict[str, Any]
@@ -506,6 +506,83 @@ def comparison_sections(comparison: Comparison) -> list[Section]:
         ),
     }
     return [intro, changed]
+
+
+def ranking_sections(ranked: RunsRanking) -> list[Section]:
+    """Two or more runs (or retrievers) ranked per metric: each one's mean with its interval,
+    and every pair's verdict with what its samples tell apart and what such decisions were
+    worth on public rated sets."""
+    intro: Section = {
+        "heading": "Which run is better: " + ", ".join(ranked.runs),
+        "problems": [f"Not comparable: {p}" for p in ranked.problems],
+        "notes": ranked.notes,
+        "text": (
+            f"Over the {ranked.samples} samples every run scored "
+            f"({len(ranked.not_in_every_run)} in some runs only). Each pair: the paired "
+            "difference with its 95% bootstrap interval, a sign-flip permutation p-value "
+            "adjusted for the number of pairs (Holm), the verdict at 0.05, the smallest "
+            "difference the samples tell apart 80% of the time, and how often decisions of "
+            "that size were the people's on public rated sets"
+            + (f" ({ranked.curve})." if ranked.curve else ".")
+        ),
+    }
+    sections = [intro]
+    for found in ranked.metrics:
+        ranking = found.ranking
+        direction = "higher" if ranking.higher_is_better else "lower"
+        rows = []
+        for pair, rate in zip(ranking.pairs, found.rates, strict=True):
+            if rate is not None:
+                worth = f"{rate.share:.0%} of {rate.draws} ({', '.join(rate.sets)})"
+            else:
+                worth = "not measured" if not found.measured else "no decision this size drawn"
+            rows.append(
+                {
+                    "cells": [
+                        f"{pair.b} vs {pair.a}",
+                        pair.test.difference,
+                        interval(pair.test.ci_low, pair.test.ci_high),
+                        pair.adjusted_p,
+                        pair.verdict if pair.verdict == "cannot tell" else f"B {pair.verdict}",
+                        "—" if pair.detectable is None else f"±{pair.detectable:.3f}",
+                        worth,
+                    ],
+                    "flags": [pair.verdict],
+                }
+            )
+        left_out = sum(len(keys) for keys in ranking.left_out.values())
+        sections.append(
+            {
+                "heading": f"{ranking.metric}: ranked, {direction} is better",
+                "text": f"{ranking.samples} samples scored by every run"
+                + (f"; {left_out} left unscored by some run, so left out" if left_out else "")
+                + ".",
+                "charts": [
+                    intervals(
+                        [s.model_dump() for s in ranking.systems],
+                        label="system",
+                        value="mean",
+                        low="ci_low",
+                        high="ci_high",
+                        title=f"{ranking.metric}: mean with 95% CI",
+                    )
+                ],
+                "table": table(
+                    [
+                        "B vs A",
+                        ("B - A", True),
+                        "95% CI",
+                        ("p (Holm)", True),
+                        "verdict",
+                        "tells apart",
+                        "decided as people",
+                    ],
+                    rows,
+                    name=f"pairs-{ranking.metric}",
+                ),
+            }
+        )
+    return sections
 
 
 def _side(run: str, value: float | None, lines: list[str], unscored: str | None) -> dict[str, Any]:

@@ -1,0 +1,208 @@
+"""Do ragmeter's decisions between systems agree with people's? Measured on any rated set where
+several systems answered the same inputs.
+
+Two views of one table (system -> input -> value, ragmeter's and the people's):
+
+- **system level**: Kendall's tau-b and Spearman's rho between the systems' mean scores and
+  their mean ratings, over the inputs every system was scored and rated on, each with a
+  percentile-bootstrap 95 % interval over inputs;
+- **decisions**: every pair of systems decided on each side by the same paired test
+  (``ranking.rank_systems``: Holm over the pairs). The people's verdict on all the inputs is the
+  reference. Over the pairs people tell apart, the share ragmeter decides the same way, and the
+  share it cannot tell; over all pairs, the share of *confident wrong calls* (significant, and
+  opposite to the people's mean difference).
+
+Both as curves over N: N inputs drawn without replacement, ``draws`` times, ragmeter deciding
+on the N against the people's verdict on all. And, for ``ragmeter compare`` to say what a
+difference of a given size at a given N is worth, each drawn decision of a pair people tell
+apart is kept by the size of ragmeter's difference on the N (``decision_curve.effect_bin``: the mean
+difference over the spread of the differences), with whether its sign was the people's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from ragmeter.decision_curve import effect_bin
+from ragmeter.ranking import Ranking, rank_systems
+from ragmeter.stats import Interval, coefficients, percentile_interval
+
+Table = Mapping[str, Mapping[str, float | None]]
+"""system -> input -> value (None: not scored)."""
+
+
+class PairOutcome(BaseModel):
+    a: str
+    b: str
+    people: str
+    """The people's verdict on every input: better, worse (b against a) or cannot tell."""
+    people_difference: float
+    judge: str
+    judge_difference: float
+
+
+class Decisions(BaseModel):
+    inputs: int
+    pairs: int
+    separated: int
+    """Pairs the people tell apart."""
+    same: float | None
+    """Of the pairs the people tell apart, the share ragmeter decides the same way."""
+    cannot_tell: float | None
+    """Of the pairs the people tell apart, the share ragmeter cannot tell."""
+    wrong: float
+    """Of all pairs, the share ragmeter calls significantly the other way round."""
+    outcomes: list[PairOutcome]
+
+
+def complete_inputs(judge: Table, people: Table) -> list[str]:
+    """Inputs every system was both scored and rated on, in sorted order."""
+    systems = list(judge)
+    if sorted(systems) != sorted(people):
+        raise ValueError(f"systems differ: {sorted(systems)} scored, {sorted(people)} rated")
+    found = set.intersection(
+        *(
+            {k for k, v in side[s].items() if v is not None}
+            for side in (judge, people)
+            for s in systems
+        )
+    )
+    return sorted(found)
+
+
+def _on(table: Table, inputs: Sequence[str]) -> dict[str, dict[str, float | None]]:
+    return {s: {k: table[s][k] for k in inputs} for s in table}
+
+
+def system_correlation(
+    judge: Table, people: Table, *, rounds: int = 1000, seed: int = 0
+) -> dict[str, Interval | None]:
+    """Kendall's tau-b and Spearman's rho between system means, with bootstrap intervals over
+    the inputs (resampled with replacement, each resample's means correlated anew)."""
+    from scipy.stats import kendalltau  # the 'tune' extra: measuring, not scoring
+
+    inputs = complete_inputs(judge, people)
+    systems = list(judge)
+    x = np.array([[judge[s][k] for k in inputs] for s in systems], dtype=float)
+    y = np.array([[people[s][k] for k in inputs] for s in systems], dtype=float)
+    drawn = np.random.default_rng(seed).integers(0, len(inputs), (rounds, len(inputs)))
+    means_x, means_y = x[:, drawn].mean(axis=2).T, y[:, drawn].mean(axis=2).T
+    found: dict[str, Interval | None] = {}
+    kendall = np.array([kendalltau(a, b).statistic for a, b in zip(means_x, means_y, strict=True)])
+    spearman = coefficients(means_x, means_y, "spearman")
+    values = {
+        "kendall": float(kendalltau(x.mean(axis=1), y.mean(axis=1)).statistic),
+        "spearman": float(coefficients(x.mean(axis=1)[None], y.mean(axis=1)[None], "spearman")[0]),
+    }
+    for name, draws in (("kendall", kendall), ("spearman", spearman)):
+        if np.isnan(values[name]):
+            found[name] = None
+            continue
+        low, high = percentile_interval(draws[:, None])
+        found[name] = Interval(value=values[name], low=float(low[0]), high=float(high[0]))
+    return found
+
+
+def _rank(table: Table, inputs: Sequence[str], metric: str, rounds: int, seed: int) -> Ranking:
+    return rank_systems(_on(table, inputs), metric=metric, rounds=rounds, seed=seed)
+
+
+def decide(judge: Table, people: Table, *, rounds: int = 1000, seed: int = 0) -> Decisions:
+    """Every pair of systems decided by ragmeter and by the people on all complete inputs."""
+    inputs = complete_inputs(judge, people)
+    return decisions_of(
+        _rank(people, inputs, "people", rounds, seed),
+        _rank(judge, inputs, "ragmeter", rounds, seed),
+    )
+
+
+def decisions_of(reference: Ranking, ours: Ranking) -> Decisions:
+    """ragmeter's verdicts (``ours``) against the people's (``reference``), pair by pair."""
+    outcomes = [
+        PairOutcome(
+            a=theirs.a,
+            b=theirs.b,
+            people=theirs.verdict,
+            people_difference=theirs.test.difference,
+            judge=mine.verdict,
+            judge_difference=mine.test.difference,
+        )
+        for theirs, mine in zip(reference.pairs, ours.pairs, strict=True)
+    ]
+    told = [o for o in outcomes if o.people != "cannot tell"]
+    wrong = [
+        o
+        for o in outcomes
+        if o.judge != "cannot tell" and o.judge_difference * o.people_difference < 0
+    ]
+    return Decisions(
+        inputs=ours.samples,
+        pairs=len(outcomes),
+        separated=len(told),
+        same=sum(o.judge == o.people for o in told) / len(told) if told else None,
+        cannot_tell=sum(o.judge == "cannot tell" for o in told) / len(told) if told else None,
+        wrong=len(wrong) / len(outcomes) if outcomes else 0.0,
+        outcomes=outcomes,
+    )
+
+
+def curve(
+    judge: Table,
+    people: Table,
+    sizes: Sequence[int],
+    *,
+    draws: int = 100,
+    rounds: int = 500,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """For each N in ``sizes`` (those below the number of complete inputs): over ``draws``
+    draws of N inputs without replacement, the mean shares of :class:`Decisions` and the mean
+    system-level Kendall tau; and by the size of ragmeter's difference, how many drawn decisions
+    of pairs the people tell apart had the people's sign (``right``) of how many (``draws``)."""
+    from scipy.stats import kendalltau
+
+    everything = complete_inputs(judge, people)
+    reference = _rank(people, everything, "people", rounds, seed)
+    separated = {
+        (p.a, p.b): p.test.difference for p in reference.pairs if p.verdict != "cannot tell"
+    }
+    people_means = [np.mean([people[s][k] for k in everything]) for s in people]
+    rng = np.random.default_rng(seed)
+    found: dict[str, Any] = {}
+    for size in sizes:
+        if size >= len(everything):
+            continue
+        shares: dict[str, list[float]] = {"same": [], "cannot_tell": [], "wrong": [], "kendall": []}
+        by_effect: dict[str, list[int]] = {}
+        for _ in range(draws):
+            chosen = sorted(rng.choice(everything, size=size, replace=False).tolist())
+            ranking = _rank(judge, chosen, "ragmeter", rounds, seed)
+            decided = decisions_of(reference, ranking)
+            for name in ("same", "cannot_tell"):
+                value = getattr(decided, name)
+                if value is not None:
+                    shares[name].append(value)
+            shares["wrong"].append(decided.wrong)
+            means = [np.mean([judge[s][k] for k in chosen]) for s in judge]
+            shares["kendall"].append(float(kendalltau(means, people_means).statistic))
+            for pair in ranking.pairs:
+                if (pair.a, pair.b) not in separated:
+                    continue
+                counts = by_effect.setdefault(
+                    effect_bin(pair.test.difference, pair.test.spread), [0, 0]
+                )
+                counts[0] += pair.test.difference * separated[(pair.a, pair.b)] > 0
+                counts[1] += 1
+        found[str(size)] = {
+            **{k: round(float(np.nanmean(v)), 4) if v else None for k, v in shares.items()},
+            "draws": draws,
+            "by_effect": {
+                edge: {"right": counts[0], "draws": counts[1]}
+                for edge, counts in sorted(by_effect.items(), key=lambda item: float(item[0]))
+            },
+        }
+    return found
