@@ -97,7 +97,7 @@ def routed_or_floor(request: ChatRequest) -> str | ChatResponse:
 
 LABELS: dict[str, bool] = {}
 """People's label of each claim by its words run together (``_letters``), for the ``labels``
-and ``by-label`` scripts (set by the test that uses them)."""
+and ``learning`` scripts (set by the test that uses them)."""
 STATE_NAMES = ("l_out-8", "l_out-12", "l_out-16", "l_out-20", "l_out-24", "result_norm")
 
 
@@ -119,15 +119,6 @@ def labelled(request: ChatRequest, states: tuple[str, ...] = STATE_NAMES) -> Cha
     return yes_no(0.5, dict.fromkeys(states, state))
 
 
-def by_label(request: ChatRequest) -> str | ChatResponse:
-    """Statements as the answer's sentences; a claim supported with P 0.9 when people said so,
-    else 0.1."""
-    if request.max_tokens == 1:
-        shown = _letters(_statement(request))
-        return yes_no(0.9 if next(LABELS[c] for c in LABELS if c in shown) else 0.1)
-    return answering(request)
-
-
 class Killed(BaseException):
     """The process reading claims killed mid-block: nothing in the bench may catch it."""
 
@@ -143,21 +134,6 @@ def learning(request: ChatRequest) -> ChatResponse:
         raise Killed
     label = LABELS[_letters(_statement(request))]
     return yes_no(0.5, {"l_out-16": [1.0 if label else -1.0, 0.0]})
-
-
-FRESH: set[str] = set()
-"""The sentences of ``repeat_check_cases.CASES`` that add a needed fact (set by its test)."""
-
-
-def fresh_or_not(request: ChatRequest) -> ChatResponse:
-    """P(Yes) 0.9 when the sentence asked about (the last of a list) is a case's new one, else
-    0.3, whichever way the question is put."""
-    text = request.messages[-1].content
-    if "<sentences>" in text:
-        sentence = text.split("<sentences>\n", 1)[1].split("\n</sentences>")[0].split("\n")[-1]
-    else:
-        sentence = text.split("<sentence>\n", 1)[1].split("\n</sentence>")[0]
-    return yes_no(0.9 if sentence in FRESH else 0.3)
 
 
 def _tagged(request: ChatRequest, tag: str) -> str:
@@ -176,8 +152,6 @@ SCRIPTS: dict[str, Callable[[ChatRequest], str | ChatResponse]] = {
     "answering": answering,
     "labels": labelled,
     "learning": learning,
-    "by-label": by_label,
-    "fresh": fresh_or_not,
     "reader": reader,
     "kalma": kalma_reply,
     "longer": longer,
@@ -345,7 +319,7 @@ def test_bench_bradley_terry_recovers_the_generating_order(bench):
                       ("system-03", "940")]  # fmt: skip
 
 
-# --- the reference metrics and the metrics' design choices -------------------------------------
+# --- the reference metrics ---------------------------------------------------------------------
 
 
 def test_bench_reference_asks_no_check_twice(bench):
@@ -361,78 +335,6 @@ def test_bench_reference_asks_no_check_twice(bench):
     assert table_rows(out, r"asked twice (\d+)") == [("0",), ("0",)]
     assert table_rows(out, r"^  unscored (\d+)$") == [("0",), ("0",)]
     assert sum(reached) == len(MADE[-1].history) > 0
-
-
-CLAIMS = [
-    ("Paris is the capital of France.", True),
-    ("Paris lies on the river Thames.", False),
-    ("The Eiffel Tower stands in Paris.", True),
-    ("The Eiffel Tower was built in 1650.", False),
-]
-
-
-def test_faithfulness_statements_ab_ranks_the_claims_both_ways(bench, tmp_path, monkeypatch):
-    labels = {_letters(claim): label for claim, label in CLAIMS}
-    monkeypatch.setattr(sys.modules[__name__], "LABELS", labels)
-    rows = [
-        {"id": f"c{n}", "question": "What do you know about Paris?", "claim": claim,
-         "references": ["Paris is the capital of France; the Eiffel Tower stands there."],
-         "attribution_label": "attributable" if label else "not attributable"}
-        for n, (claim, label) in enumerate(CLAIMS)
-    ]  # fmt: skip
-    path = write_jsonl(tmp_path / "claims.jsonl", rows)
-    out = bench(
-        "faithfulness_statements_ab", path, "--judge", "bench:by-label", "--rounds", "50",
-        "--cache", tmp_path / "calls.sqlite",
-    )  # fmt: skip
-    assert "4 claims (2 supported), 4 scored both ways" in out
-    # Each way's one statement per claim is scored 0.9 when people said supported, else 0.1:
-    # both rank every supported claim first.
-    ways = table_rows(out, r"^statements=(\w+)\s+ROC AUC ([\d.]+)\s+unscored (\d+)")
-    assert ways == [("sentences", "1.000", "0"), ("generate", "1.000", "0")]
-    assert "sentences - generate: +0.000 (95 % interval +0.000 to +0.000)" in out
-
-
-def test_repeat_check_cases_separates_the_new_sentences_in_each_layout(bench, monkeypatch):
-    cases = module("repeat_check_cases").CASES
-    monkeypatch.setattr(sys.modules[__name__], "FRESH", {fresh for *_, fresh in cases})
-    out = bench("repeat_check_cases", "--judge", "bench:fresh")
-    # P(Yes) 0.9 for each new sentence, 0.3 for each restatement; "restates" asks whether it
-    # only restates, so its P(new) is 1 - P(Yes).
-    layouts = table_rows(out, r"^(current|last in list|restates)\s+([\d.]+)\s+([\d.]+)\s+(\d)/8$")
-    assert layouts == [
-        ("current", "0.300", "0.900", "8"),
-        ("last in list", "0.300", "0.900", "8"),
-        ("restates", "0.700", "0.100", "0"),
-    ]
-    assert len(MADE[-1].history) == 3 * 2 * len(cases)
-
-
-def test_repeat_check_cases_replays_a_runs_checks_in_each_layout(bench, tmp_path):
-    sample = {
-        "id": "danube",
-        "question": "Which river flows through Budapest and how long is it?",
-        "contexts": [
-            "The Danube river flows through Budapest. The long Danube river flows through "
-            "Budapest too. Which river is long? The Danube, flowing through Budapest."
-        ],
-        "answer": "The Danube.",
-    }
-    data = write_jsonl(tmp_path / "data.jsonl", [sample])
-    run = tmp_path / "run"
-    made = CliRunner().invoke(app, [
-        "evaluate", str(data), "--metrics", "context_relevance", "--judge", "bench:answering",
-        "--option", "context_relevance.repeats_by=asking", "--out", str(run), "--no-cache",
-    ])  # fmt: skip
-    assert made.exit_code == 0, made.output
-    score = json.loads((run / "scores.jsonl").read_text())
-    checks = sum(e["prompt"] == "context_relevance.new_information" for e in score["exchanges"])
-    assert checks >= 2  # every needed sentence after the first
-    out = bench("repeat_check_cases", "--judge", "bench:answering", "--replay", run)
-    assert f"1 contexts, {checks} repeat checks" in out
-    asked = table_rows(out, r"^(current|last in list|current again)\s+[\d.]+ s\s+(\d+) calls")
-    assert asked == [(layout, str(checks)) for layout in ("current", "last in list",
-                                                           "current again")]  # fmt: skip
 
 
 # --- the arena ---------------------------------------------------------------------------------
@@ -807,17 +709,6 @@ def test_bench_verifier_fits_heads_that_read_what_the_states_hold(bench, verifie
     assert next(head for name, _, head, _ in designs if "l_out-16" in name) == "1.000"
     assert list(Heads.load(written).heads) == ["faithfulness.supported"]
     assert (tmp_path / TRAINING_FILE).is_file()  # beside it, what refits it
-
-
-def test_bench_heads_fits_and_ships_a_head_on_attributionbench(bench, verifier_run, tmp_path):
-    written = tmp_path / "heads.json"
-    out = bench("bench_heads", "--dev-run", verifier_run, "--test-run", verifier_run, "--write",
-                written)  # fmt: skip
-    designs = dict(table_rows(out, r"^\| (zero-shot P\(Yes\)|head: [^|]+) \| ([\d.]+) \|"))
-    assert designs["zero-shot P(Yes)"] == "0.500"
-    assert designs["head: l_out-16"] == "1.000"
-    assert "## 2. Held-out test sample" in out
-    assert list(Heads.load(written).heads) == ["faithfulness.supported"]
 
 
 # --- what N labels of a team's own claims buy: the learning curve --------------------------------

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 
+from rich.console import Console
 from typer.testing import CliRunner
 
+from ragmeter.cli.common import advance, progress
 from ragmeter.cli.main import app
 
 runner = CliRunner()
@@ -109,3 +112,45 @@ def test_unknown_metric_is_a_clear_error(tmp_path, no_user_cache):
     )
     assert result.exit_code == 2
     assert "unknown metric 'nonsense'" in result.output
+
+
+def test_an_input_error_is_the_last_thing_a_command_says(tmp_path, no_user_cache):
+    # Row 6 repeats row 2's id: refused before the progress bar, which never shows.
+    rows = [
+        {"id": f"q{i}", "question": f"Q{i}?", "contexts": ["x"], "answer": "a"} for i in range(12)
+    ]
+    rows[5]["id"] = "q1"
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    command = ["evaluate", str(data), "--judge", "fake", "--out", str(tmp_path / "run")]
+    result = runner.invoke(app, command)
+    assert result.exit_code == 2
+    said = "error: row 6, field 'id': 'q1' was already used by row 2"
+    assert result.output.splitlines() == [said]
+    assert not (tmp_path / "run").exists()
+    # The same where the input is read under the bar: the questions to evolve.
+    missing = tmp_path / "nowhere.jsonl"
+    command = ["attribution", "evolve", str(missing), "--judge", "fake", "--no-cache"]
+    result = runner.invoke(app, [*command, "--out", str(tmp_path / "evolved")])
+    assert result.exit_code == 2
+    assert result.output.splitlines() == [f"error: no benchmark file at {missing}"]
+
+
+def test_a_bar_that_never_moved_is_not_left_behind_by_an_error():
+    def shown(steps: int, failing: bool) -> list[str]:
+        console = Console(file=io.StringIO(), width=60)
+        try:
+            with progress(console, "judging", 3) as bar:
+                for _ in range(steps):
+                    advance(bar)
+                if failing:
+                    raise ValueError("refused")
+        except ValueError:
+            pass
+        return [
+            [line.split()[0], line.split()[-2]] for line in console.file.getvalue().splitlines()
+        ]
+
+    assert shown(0, failing=True) == []
+    assert shown(0, failing=False) == [["judging", "0/3"]]
+    assert shown(2, failing=True) == [["judging", "2/3"]]  # how far it got, before the error

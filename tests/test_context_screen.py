@@ -213,6 +213,7 @@ def test_the_explanation_says_how_each_skipped_sentence_was_ruled_out():
         '  - "Sydney is the largest city." (skipped by embedding, similarity 0.3651)',
         '  - "It hosted the 2000 Olympics." (skipped by embedding, similarity 0.1826)',
         "a needed sentence after the first counts only at p_needed >= 0.72",
+        "language: en",  # the context was split into sentences by English rules
     ]
 
 

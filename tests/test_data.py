@@ -314,7 +314,8 @@ def test_mapping_to_unknown_field_fails_before_reading(tmp_path: Path) -> None:
         load_samples(tmp_path / "absent.jsonl", columns={"q": "questoin"})
     assert str(info.value) == (
         "column 'q' is mapped to 'questoin', which is not a Sample field "
-        "(expected one of: question, contexts, answer, reference, history, id, metadata)"
+        "(expected one of: question, contexts, answer, reference, history, context_ids, "
+        "reference_context_ids, id, metadata)"
     )
 
 

@@ -203,3 +203,100 @@ def test_a_curve_file_of_another_kind_is_refused(tmp_path):
         load_decision_curve(path)
     path.write_text(json.dumps(CURVE))
     assert load_decision_curve(path) == (CURVE, str(path))
+
+
+def test_pairwise_verdicts_are_those_of_two_systems_compared_alone():
+    keys = [f"i{i}" for i in range(8)]
+    people = {s: dict.fromkeys(keys, level) for s, level in (("A", 1.0), ("B", 2.0), ("C", 3.0))}
+    # Every ragmeter pair differs by six large steps up and two small ones down: 8 of the 256
+    # sign patterns are as far (the small ones either way), p = 1/32 = 0.031 < 0.05 alone;
+    # Holm over three such pairs: 0.094, so none is told apart then.
+    ups = [1.0] * 6 + [-0.1] * 2
+    judge = {"A": dict.fromkeys(keys, 0.0), "B": dict(zip(keys, ups, strict=True))}
+    judge["C"] = {k: 2 * v for k, v in judge["B"].items()}
+    decided = decide(judge, people)
+    assert decided.separated == 3  # people: constant steps, 1/128 x 3
+    assert (decided.same, decided.cannot_tell) == (0.0, 1.0)
+    assert (decided.same_pairwise, decided.cannot_tell_pairwise) == (1.0, 0.0)
+    first = decided.outcomes[0]
+    assert (first.judge, first.judge_pairwise) == ("cannot tell", "better")
+    assert first.people_effect is None  # people's steps do not spread
+    # B - A: mean 0.725 over a standard deviation of 0.5092 (n - 1).
+    assert first.judge_effect == pytest.approx(0.725 / 0.509201, abs=1e-4)
+
+
+def _rated_run(tmp_path):
+    """Three systems (A, B, C) answering the same eight inputs; faithfulness is the judge's
+    P(supported): A 0.2, B 0.9, C 0.2 on every input. People rated A 1, B 3, C 2."""
+    from ragmeter import evaluate
+    from ragmeter.judges.fake import FakeJudge, HashingEmbedder
+    from ragmeter.metrics import metric_by_name
+    from ragmeter.report import write_outputs
+    from ragmeter.sample import Sample
+
+    from .conftest import yes_no
+
+    levels = {"A": (0.2, 1), "B": (0.9, 3), "C": (0.2, 2)}
+    judge, samples, rows = FakeJudge(), [], []
+    for system, (probability, rating) in levels.items():
+        for i in range(8):
+            key = f"{system}-{i}"
+            samples.append(
+                Sample(
+                    id=key,
+                    question=f"Question {i}: when was the tower finished?",
+                    contexts=["The tower was finished in 1889."],
+                    answer="It was finished in 1889.",
+                )
+            )
+            judge.enqueue(yes_no(probability))
+            row = {"id": key, "system": system, "input": f"i{i}", "faithfulness": rating}
+            rows.append(json.dumps(row))
+    out = tmp_path / "run"
+    result = evaluate(
+        samples,
+        [metric_by_name("faithfulness")],
+        judge=judge,
+        embedder=HashingEmbedder(),
+        out_dir=out,
+        cache=False,
+        retries=0,
+    )
+    write_outputs(result, out)
+    labels = tmp_path / "ratings.jsonl"
+    labels.write_text("\n".join(rows) + "\n")
+    return out, labels
+
+
+def test_meta_decisions_measures_a_rated_set_of_systems(tmp_path):
+    from typer.testing import CliRunner
+
+    from ragmeter.cli.main import app
+
+    out, labels = _rated_run(tmp_path)
+    args = ["meta", "decisions", str(out), str(labels), "--sizes", "4", "--draws", "5"]
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    found = json.loads(result.output)["faithfulness"]
+    assert (found["systems"], found["inputs"]) == (3, 8)
+    # As in test_decisions_against_the_peoples_verdicts: A-B and B-C alike, A-C a tie.
+    assert found["full"]["separated"] == 3
+    assert found["full"]["same"] == pytest.approx(2 / 3)
+    assert found["full"]["wrong"] == 0.0
+    assert list(found["sizes"]) == ["4"]
+    printed = CliRunner().invoke(app, args)
+    assert "people tell 3 of 3 pairs apart" in " ".join(printed.output.split())
+
+
+def test_meta_decisions_names_a_sample_without_its_system(tmp_path):
+    from typer.testing import CliRunner
+
+    from ragmeter.cli.main import app
+
+    out, labels = _rated_run(tmp_path)
+    rows = [json.loads(line) for line in labels.read_text().splitlines()]
+    rows[2].pop("system")
+    labels.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    result = CliRunner().invoke(app, ["meta", "decisions", str(out), str(labels)])
+    assert result.exit_code == 2
+    assert "row 3, field 'system': missing" in result.output

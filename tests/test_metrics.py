@@ -144,7 +144,8 @@ def test_completeness_is_the_default_score_after_a_short_noncommittal_check():
     judge = FakeJudge([json.dumps({"noncommittal": False}), yes_no(0.8)])
     score = AnswerRelevance().score(SAMPLE, JudgeSession(judge, HashingEmbedder()))
     assert score.value == pytest.approx(0.8)
-    assert score.explanation == {"noncommittal": False, "p_complete": 0.8}
+    # The answer was split into sentences to check that it claims something: by English rules.
+    assert score.explanation == {"noncommittal": False, "p_complete": 0.8, "language": "en"}
     # The check sees the answer alone and writes a few tokens; the completeness question shows
     # the real question and the answer.
     check, complete = judge.history
@@ -169,7 +170,7 @@ def test_product_weights_the_similarity_by_completeness():
 def test_noncommittal_answer_scores_zero_without_further_questions():
     judge = FakeJudge([json.dumps({"noncommittal": True})])
     score = AnswerRelevance().score(SAMPLE, JudgeSession(judge, HashingEmbedder()))
-    assert (score.value, score.explanation) == (0.0, {"noncommittal": True})
+    assert (score.value, score.explanation) == (0.0, {"noncommittal": True, "language": "en"})
     assert len(judge.history) == 1
 
 
@@ -191,6 +192,7 @@ def test_against_context_weighs_what_the_answer_gives_by_what_the_context_holds(
         "noncommittal": False,
         "p_context_holds": 0.8,
         "p_covers_context": 0.5,
+        "language": "en",
     }
     _, holds, covers = judge.history
     # Both probes say the same before the data and show the context, then the question; only
@@ -205,7 +207,11 @@ def test_against_context_a_decline_is_complete_where_the_context_holds_nothing()
     judge = FakeJudge([json.dumps({"noncommittal": True}), yes_no(0.25)])
     score = AnswerRelevance(against="context").score(SAMPLE, JudgeSession(judge))
     assert score.value == pytest.approx(0.75)
-    assert score.explanation == {"noncommittal": True, "p_context_holds": 0.25}
+    assert score.explanation == {
+        "noncommittal": True,
+        "p_context_holds": 0.25,
+        "language": "en",
+    }
     assert len(judge.history) == 2  # whether the answer covers the context is not asked
 
 
@@ -216,7 +222,11 @@ def test_against_an_empty_context_only_a_decline_is_complete():
         judge = FakeJudge([json.dumps({"noncommittal": noncommittal})])
         score = metric.score(sample, JudgeSession(judge))
         assert score.value == value
-        assert score.explanation == {"noncommittal": noncommittal, "context": "empty"}
+        assert score.explanation == {
+            "noncommittal": noncommittal,
+            "context": "empty",
+            "language": "en",
+        }
         assert len(judge.history) == 1  # nothing to ask of an empty context
 
 
@@ -576,7 +586,7 @@ def test_an_answer_that_echoes_its_question_scores_zero_before_the_judge_is_aske
         "How many moons does Mars have?",
         "That is the question this answer addresses.",
     ]
-    assert (score.value, score.explanation) == (0.0, {"no_claim": echoed})
+    assert (score.value, score.explanation) == (0.0, {"no_claim": echoed, "language": "en"})
     assert judge.history == [] and AnswerRelevance().planned_calls(ECHO) == []
 
 
@@ -599,7 +609,7 @@ def test_an_off_topic_answer_scores_zero_before_the_judge_is_asked():
     score = metric.score(SAMPLE, JudgeSession(judge, HashingEmbedder()))
     assert (score.value, score.explanation) == (
         0.0,
-        {"question_similarity": 0.0, "off_topic": True},
+        {"question_similarity": 0.0, "off_topic": True, "language": "en"},
     )
     assert judge.history == []
     # "Alpha beta gamma." shares two of its three words: 2 / sqrt(2 x 3) = 0.8165, then judged
@@ -611,6 +621,7 @@ def test_an_off_topic_answer_scores_zero_before_the_judge_is_asked():
         "question_similarity": 0.8165,
         "noncommittal": False,
         "p_complete": 0.8,
+        "language": "en",
     }
     assert metric.needs_embedder and not AnswerRelevance().needs_embedder
     assert metric.version != AnswerRelevance().version

@@ -408,3 +408,32 @@ def test_three_runs_are_ranked_in_the_report(browser, tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "report-ranking.png"), full_page=True)
     assert page.errors == [] and page.requests == []
+
+
+def test_retriever_runs_are_shown_with_their_ranking(browser, tmp_path):
+    # Two runs over two queries: a finds each query's relevant document first (RR 1, 1), b
+    # second (RR 1/2, 1/2).
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq2 0 d2 1\n")
+    (tmp_path / "a.trec").write_text("q1 Q0 d1 1 2 a\nq1 Q0 d9 2 1 a\nq2 Q0 d2 1 2 a\n")
+    (tmp_path / "b.trec").write_text(
+        "q1 Q0 d9 1 2 b\nq1 Q0 d1 2 1 b\nq2 Q0 d8 1 2 b\nq2 Q0 d2 2 1 b\n"
+    )
+    out = tmp_path / "retrieval"
+    files = [str(tmp_path / name) for name in ("qrels.txt", "a.trec", "b.trec")]
+    made = runner.invoke(app, ["retrieval", *files, "--out", str(out), "--metrics", "RR"])
+    assert made.exit_code == 0, made.output
+    report = tmp_path / "retrieval.html"
+    result = runner.invoke(app, ["report", str(out), "--html", str(report)])
+    assert result.exit_code == 0, result.output
+    page = open_page(browser, report)
+    runs = page.locator("[data-table=retrieval-human] tbody tr.row")
+    assert [runs.nth(i).locator("td").nth(1).inner_text() for i in range(2)] == [
+        "1.000 [1.000, 1.000]",
+        "0.500 [0.500, 0.500]",
+    ]
+    (pair,) = page.locator("[data-table=pairs-RR] tbody tr.row").all()
+    assert pair.locator("td").first.inner_text() == "b vs a"
+    assert pair.locator("td").nth(4).inner_text() == "cannot tell"  # two queries: p = 0.5
+    assert page.locator("svg .mark-rule line").count() >= 2
+    page.screenshot(path=str(ARTIFACTS / "report-retrieval.png"), full_page=True)
+    assert page.errors == [] and page.requests == []

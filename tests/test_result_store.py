@@ -76,8 +76,11 @@ def test_the_result_keeps_values_and_reads_explanations_and_exchanges_from_the_s
     assert list(result.scores) == committed
     assert [[e.prompt for e in s.exchanges] for s in result.scores] == PROMPTS
     assert [e.probability for e in result.scores[2].exchanges] == [0.25, 0.25]
+    # "x y." and its context are too short to tell a language by: English rules, said so.
     assert result.scores[0].explanation == {
-        "statements": [{"statement": "x y.", "verdict": "yes", "p_supported": 0.75}]
+        "statements": [{"statement": "x y.", "verdict": "yes", "p_supported": 0.75}],
+        "language": "und",
+        "sentence_rule": "language not determined: split by English rules",
     }
     assert [s.metric for s in result.scores[1:3]] == ["answer_relevance", "context_relevance"]
     assert result.scores_for("faithfulness") == [committed[0], committed[3]]

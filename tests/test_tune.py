@@ -293,8 +293,9 @@ def _training_set(tmp_path) -> Path:
     return path
 
 
-def _team_claims(tmp_path, n: int = 30) -> tuple[Path, Path]:
-    """A team's claims in AttributionBench's format, read by a meta attribution run."""
+def _team_claims(tmp_path, n: int = 30, source=None) -> tuple[Path, Path]:
+    """A team's claims in AttributionBench's format, read by a meta attribution run; three a
+    group, and ``source(group)`` in a ``source`` column where given."""
     rows = [
         {
             "question": "",
@@ -303,6 +304,7 @@ def _team_claims(tmp_path, n: int = 30) -> tuple[Path, Path]:
             "attribution_label": "attributable" if i % 3 else "not attributable",
             "id": f"t{i}",
             "group": f"doc{i // 3}",
+            **({"source": source(i // 3)} if source else {}),
         }
         for i in range(n)
     ]
@@ -379,3 +381,73 @@ def test_tune_on_claims_says_what_is_missing(tmp_path, monkeypatch):
     run, labels = _team_claims(tmp_path)
     result = runner.invoke(app, ["tune", str(run), str(labels)])
     assert result.exit_code == 2 and "version 0ld" in result.output
+
+
+def _table_rows(output: str) -> dict[str, list[str]]:
+    return {
+        cells[0]: cells
+        for line in output.splitlines()
+        if line.startswith("│")
+        for cells in [[c.strip() for c in line.strip("│").split("│")]]
+    }
+
+
+def test_a_teams_claims_are_one_source_though_a_column_names_five(tmp_path, monkeypatch):
+    # 30 claims of 10 groups, their "source" column naming five generators of 2 groups each:
+    # split, no part could show a clear gain (fewer than 5 groups); pooled, the 10 groups can.
+    training = TrainingSet.load(_training_set(tmp_path))
+    monkeypatch.setattr("ragmeter.cli.tune.shipped_training_set", lambda: training)
+    run, labels = _team_claims(tmp_path, source=lambda group: f"gen{group % 5}")
+    target = tmp_path / "h.json"
+    command = ["tune", str(run), str(labels), "--out", str(target)]
+    result = runner.invoke(app, command, terminal_width=250)
+    assert result.exit_code == 0, result.output
+    assert (
+        "your 30 claims are read as one source, 'our_claims': their 'source' names 5 (--by "
+        "source reads each as a source of its own)" in result.output
+    )
+    rows = _table_rows(result.output)
+    assert rows["our_claims (yours)"][1] == "30"
+    assert not any(name.startswith("gen") for name in rows)
+    gain, low, _ = re.fullmatch(r"(\S+) \[(\S+), (\S+)\]", rows["our_claims (yours)"][5]).groups()
+    assert float(gain) == pytest.approx(1.0 - float(rows["our_claims (yours)"][2]), abs=1e-3)
+    assert float(low) > 0
+    pooled = Heads.load(target).heads[SUPPORTED.name]
+    assert "and 30 of our_claims.jsonl read as one source, weighing as much" in pooled.learned_from
+
+    # Asked to split by it, every part is too thin: the same pooled fit, and why.
+    target.unlink()
+    result = runner.invoke(app, [*command, "--by", "source"], terminal_width=250)
+    assert result.exit_code == 0, result.output
+    assert (
+        "--by source: each of the 5 parts has fewer than 5 groups of claims (gen0 2, gen1 2, "
+        "gen2 2, gen3 2, gen4 2), too few to tell whether a gain holds in any; your 30 claims "
+        "are read as one source, 'our_claims'" in result.output
+    )
+    assert _table_rows(result.output)["our_claims (yours)"] == rows["our_claims (yours)"]
+    split = Heads.load(target).heads[SUPPORTED.name]
+    assert split.learned_from == pooled.learned_from
+    assert np.array_equal(split.weights, pooled.weights) and split.bias == pooled.bias
+
+
+def test_by_splits_a_teams_claims_where_a_part_can_show_a_gain(tmp_path, monkeypatch):
+    training = TrainingSet.load(_training_set(tmp_path))
+    monkeypatch.setattr("ragmeter.cli.tune.shipped_training_set", lambda: training)
+    run, labels = _team_claims(tmp_path, n=60, source=lambda group: "a" if group < 10 else "b")
+    command = ["tune", str(run), str(labels), "--out", str(tmp_path / "h.json"), "--by", "source"]
+    result = runner.invoke(app, command, terminal_width=250)
+    assert result.exit_code == 0, result.output
+    assert "your 60 claims are read as 2 source(s) by their 'source': 'a', 'b'" in result.output
+    rows = _table_rows(result.output)
+    assert rows["a (yours)"][1] == rows["b (yours)"][1] == "30"
+    assert "our_claims (yours)" not in rows
+    head = Heads.load(tmp_path / "h.json").heads[SUPPORTED.name]
+    assert "and 60 of our_claims.jsonl read as 2 sources by 'source'" in head.learned_from
+    # A column no row has is a mistake, not one source; ratings have no sources to split.
+    result = runner.invoke(app, [*command[:-1], "nope"])
+    assert result.exit_code == 2
+    assert "our_claims.jsonl: no row has a 'nope' field to split the claims by" in result.output
+    out, ratings = _run(tmp_path, KnowingJudge())
+    result = runner.invoke(app, ["tune", str(out), str(ratings), "--by", "source"])
+    assert result.exit_code == 2
+    assert "--by splits claims labelled in AttributionBench's format" in result.output

@@ -31,6 +31,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ragmeter.judges.base import window_of
+from ragmeter.language import language_of
 from ragmeter.limits import context_budget, packed
 from ragmeter.prompts import (
     Prompt,
@@ -180,14 +181,15 @@ def _lines(text: str) -> list[tuple[str, bool]]:
     return out
 
 
-def claim_sentences(text: str) -> list[str]:
+def claim_sentences(text: str, language: str = "en") -> list[str]:
     """The claims of ``text`` as its own sentences, each one checkable statement (see the
-    module's docstring); in order, each once."""
+    module's docstring); in order, each once. ``language`` splits the sentences
+    (``text.split_sentences``)."""
     claims: list[str] = []
     lead = ""
     lines = _lines(text)
     for number, (line, item) in enumerate(lines):
-        sentences = split_sentences(line)
+        sentences = split_sentences(line, language)
         if not item:
             lead = ""
             if line.endswith(":") and number + 1 < len(lines) and lines[number + 1][1]:
@@ -295,13 +297,13 @@ def sort_claims(statements: Sequence[str], question: str | None) -> tuple[list[s
     return claims, [s for s in unique if s not in claims]
 
 
-def claims_nothing(text: str, question: str | None) -> list[str]:
+def claims_nothing(text: str, question: str | None, language: str = "en") -> list[str]:
     """The sentences of ``text`` when it has some and none of them makes a claim
     (``makes_claim``): it only asks, echoes the question or says a bare "Yes" to what was not a
     yes-or-no question, so it answers nothing. Empty when any sentence claims something, and
     for text with no sentence at all (only headings or rules), which is unreadable rather than
     empty of claims."""
-    sentences = claim_sentences(text)
+    sentences = claim_sentences(text, language)
     return [] if any(makes_claim(s, question) for s in sentences) else sentences
 
 
@@ -320,13 +322,17 @@ def as_checked(claims: Sequence[str], question: str | None) -> list[str]:
 
 
 def claims_of(
-    text: str, source: ClaimSource, session: JudgeSession, asked: dict[str, str]
+    text: str,
+    source: ClaimSource,
+    session: JudgeSession,
+    asked: dict[str, str],
+    language: str = "en",
 ) -> list[str]:
-    """The claims of ``text``: its sentences, or statements the judge writes from it (with
-    ``asked``, the question as the judge sees it, for what pronouns refer to), less those that
-    claim nothing (``makes_claim``)."""
+    """The claims of ``text``: its sentences (split by ``language``'s rules), or statements the
+    judge writes from it (with ``asked``, the question as the judge sees it, for what pronouns
+    refer to), less those that claim nothing (``makes_claim``)."""
     if source == "sentences":
-        found = claim_sentences(text)
+        found = claim_sentences(text, language)
     else:
         written = session.ask(
             STATEMENTS, {**asked, "answer": text}, max_tokens=768, check=claims_only
@@ -409,33 +415,38 @@ Text = str | Sequence[str]
 """A text a claim is checked against; passages given as a list are shown one after another."""
 
 
-def parts_read(session: JudgeSession, text: Text, claims: Sequence[str]) -> list[Text]:
+def parts_read(
+    session: JudgeSession, text: Text, claims: Sequence[str], language: str = "en"
+) -> list[Text]:
     """``text`` as its claims are checked against it: whole where it fits the judge's window
-    beside the longest claim, else cut into parts that do (``limits.packed``)."""
+    beside the longest claim, else cut into parts that do (``limits.packed``) between its
+    sentences (split by ``language``'s rules)."""
     budget = context_budget(window_of(session.judge), max(claims, key=len, default=""))
     passages = [text] if isinstance(text, str) else list(text)
     if budget is None or sum(len(p) for p in passages) <= budget:
         return [text]
-    cut = packed([split_sentences(p) for p in passages], budget)
+    cut = packed([split_sentences(p, language) for p in passages], budget)
     return [[" ".join(piece) for piece in part] for part in cut]
 
 
 def supported(
-    session: JudgeSession, blocks: Sequence[tuple[Sequence[str], Sequence[Text]]]
+    session: JudgeSession,
+    blocks: Sequence[tuple[Sequence[str], Sequence[Text]]],
+    language: str = "en",
 ) -> list[np.ndarray]:
     """P(supported) of each claim against each text, for every (claims, texts) block, asked in
     one batch: ``out[b][i, k]`` is claim i of block b against its text k.
 
     Each text comes first in its questions, so a local judge reads it once for all its claims.
-    A text too long for the judge's window is read in parts (``parts_read``), and a claim is
-    supported as far as its best-supporting part supports it. Raises ``Unscorable`` (through
-    the session) when a check cannot be answered."""
+    A text too long for the judge's window is read in parts (``parts_read``, cut between
+    sentences of ``language``), and a claim is supported as far as its best-supporting part
+    supports it. Raises ``Unscorable`` (through the session) when a check cannot be answered."""
     questions: list[Question] = []
     parts: list[list[int]] = []  # per block, each text's number of parts
     for claims, texts in blocks:
         parts.append([])
         for text in texts:
-            read = parts_read(session, text, claims)
+            read = parts_read(session, text, claims, language)
             parts[-1].append(len(read))
             questions += [
                 (SUPPORTED, {"context": part, "statement": claim}, {})
@@ -477,8 +488,9 @@ def claim_table(
     reference = sample.reference or ""
     needs = claims_needed(parts)
     asked = sample.asked()
+    language = language_of(sample)
     claims = {
-        side: claims_of(text, source, session, asked) if side in needs else []
+        side: claims_of(text, source, session, asked, language) if side in needs else []
         for side, text in (("answer", sample.answer), ("reference", reference))
     }
     for side in sorted(needs):
@@ -493,7 +505,7 @@ def claim_table(
     question = sample.question if short_claims == "with_question" else None
     checked = {side: as_checked(found, question) for side, found in claims.items()}
     blocks = [(checked[_PAIRS[p][0]], texts[_PAIRS[p][1]]) for p in parts]
-    for part, block in zip(parts, supported(session, blocks), strict=True):
+    for part, block in zip(parts, supported(session, blocks, language), strict=True):
         setattr(table, part, block if _PAIRS[part][1] == "chunks" else block[:, 0])
     table.checks = sum(len(c) * len(t) for c, t in blocks)
     return table
@@ -510,9 +522,10 @@ def planned_calls(
     reference = sample.reference or ""
     texts = {"answer": [sample.answer], "reference": [reference], "chunks": list(sample.contexts)}
     question = sample.question if short_claims == "with_question" else None
+    language = language_of(sample)
     claims = {
-        "answer": as_checked(claim_sentences(sample.answer), question),
-        "reference": as_checked(claim_sentences(reference), question),
+        "answer": as_checked(claim_sentences(sample.answer, language), question),
+        "reference": as_checked(claim_sentences(reference, language), question),
     }
     calls = []
     if source == "generate":

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from ragmeter.sample import Sample, Turn, parse_turns
+from ragmeter.sample import Sample, Turn, parse_grades, parse_ids, parse_turns
 
 __all__ = [
     "RAGAS_COLUMNS",
@@ -48,6 +48,8 @@ _FIELD_COLUMNS: dict[str, tuple[str, ...]] = {
     "answer": ("answer", "response", "generated_answer"),
     "reference": ("reference", "ground_truth", "reference_answer"),
     "history": ("history", "chat_history", "conversation_history"),
+    "context_ids": ("context_ids", "retrieved_context_ids"),
+    "reference_context_ids": ("reference_context_ids", "relevant_context_ids"),
     "id": ("id", "sample_id"),
     "metadata": ("metadata",),
 }
@@ -339,6 +341,48 @@ def _contexts_from_text(text: str) -> list[str]:
     return [text]
 
 
+def _parse_context_ids(value: object) -> list[str] | None:
+    """Parse ``context_ids``: a list of ids, or that list as JSON text (CSV)."""
+    if value is None:
+        return None
+    try:
+        return parse_ids(_decoded_ids(value))
+    except ValueError as error:
+        raise _BadValue(str(error)) from None
+
+
+def _parse_reference_ids(value: object) -> list[str] | dict[str, int] | None:
+    """Parse ``reference_context_ids``: a list of ids or an object of graded ids, or either as
+    JSON text (CSV)."""
+    if value is None:
+        return None
+    try:
+        return parse_grades(_decoded_ids(value))
+    except ValueError as error:
+        raise _BadValue(str(error)) from None
+
+
+def _decoded_ids(value: object) -> object:
+    """Ids as the formats give them: JSON in a string (CSV), a numpy array (Parquet, pandas),
+    integers that pandas widened to floats."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise _BadValue("expected a list of ids, got a string that is not JSON") from None
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, list | tuple):
+        return [_whole(item) for item in value]
+    if isinstance(value, Mapping):
+        return {_whole(key): item for key, item in value.items()}
+    return value
+
+
+def _whole(item: object) -> object:
+    return int(item) if isinstance(item, float) and item.is_integer() else item
+
+
 def _parse_metadata(value: object) -> dict[str, Any]:
     """Parse a ``metadata`` column: an object, or a JSON-encoded object in a string (CSV)."""
     if value is None:
@@ -359,6 +403,8 @@ _FIELD_PARSERS: dict[str, Callable[[Any], Any]] = {
     "answer": _required_text,
     "reference": _optional_text,
     "history": _parse_history,
+    "context_ids": _parse_context_ids,
+    "reference_context_ids": _parse_reference_ids,
     "id": _parse_id,
     "metadata": _parse_metadata,
 }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -32,6 +33,8 @@ from ragmeter.cluster import (
 )
 from ragmeter.data import LoadedDataset, load_samples
 from ragmeter.judges import Embedder, Judge
+from ragmeter.judges.base import NoJudge
+from ragmeter.language import LANGUAGE, given_language, language_code, language_of
 from ragmeter.limits import MAX_INPUT_CHARS, InputTruncatedWarning, fit_sample
 from ragmeter.manifest import (
     Counts,
@@ -96,6 +99,29 @@ def _check_readable(samples: Iterable[Sample], metrics: Sequence[Metric]) -> Non
             problem = metric.unreadable(sample)
             if problem:
                 raise ValueError(f"row {row} ({sample.key}): {problem}")
+
+
+def _check_languages(samples: Iterable[Sample]) -> None:
+    """Refuse, before any judging, a sample whose given language is no language code."""
+    for row, sample in enumerate(samples, 1):
+        try:
+            given_language(sample)
+        except ValueError as exc:
+            raise ValueError(f"row {row} ({sample.key}): {exc}") from None
+
+
+def _in_language(sample: Sample, language: str | None) -> Sample:
+    """``sample`` with the run's ``language`` in its metadata, where it gives none of its own."""
+    if language is None or given_language(sample) is not None:
+        return sample
+    return sample.model_copy(update={"metadata": {**sample.metadata, LANGUAGE: language}})
+
+
+def check_samples(samples: Sequence[Sample], metrics: Sequence[Metric]) -> None:
+    """Refuse samples that share an id, or that a metric cannot read at all: what
+    ``evaluate`` refuses before judging, for a caller to check before it shows any progress."""
+    _check_unique_keys(samples)
+    _check_readable(samples, metrics)
 
 
 Task = tuple[Sample, dict[str, Any], Metric]
@@ -178,6 +204,7 @@ def evaluate(
     max_input_chars: int | None = MAX_INPUT_CHARS,
     seed: int | None = None,
     executor: Executor | RayExecutor | RayPool = "threads",
+    language: str | None = None,
 ) -> Result:
     """Score every sample with every metric.
 
@@ -215,15 +242,25 @@ def evaluate(
             workers; an open ``RayPool`` (``RayExecutor.open``) lends its workers and their
             models to several runs. Scores are committed here as they come back, so the run
             resumes alike.
+        language: the language of every sample that gives none of its own (``language`` in
+            its metadata), as an ISO 639-1 code ("de", "pt-BR"); None or "auto": each such
+            sample's is detected from its texts (``ragmeter.language``). Its texts are split
+            into sentences by that language's rules.
 
     Returns:
         Every score, in sample order then metric order, with the run record in ``run``.
     """
     loaded = _resolve_dataset(dataset, on_invalid)
-    _check_unique_keys(loaded.samples)
     chosen = _resolve_metrics(metrics)
-    _check_readable(loaded.samples, chosen)
-    fitted = [fit_sample(sample, max_input_chars) for sample in loaded.samples]
+    if not any(metric.needs_judge for metric in chosen):  # the ids' metrics: no model to start
+        judge, embedder, judge_options, embedder_options = NoJudge(), None, None, None
+    check_samples(loaded.samples, chosen)
+    _check_languages(loaded.samples)
+    run_language = None if language in (None, "auto") else language_code(language)
+    fitted = [
+        (_in_language(judged, run_language), cut)
+        for judged, cut in (fit_sample(sample, max_input_chars) for sample in loaded.samples)
+    ]
     truncated = sum(1 for _, cut in fitted if cut)
     if truncated:
         warnings.warn(
@@ -262,6 +299,7 @@ def evaluate(
             max_input_chars=max_input_chars,
             seed=seed,
             executor=executor,
+            language=run_language,
         )
 
 
@@ -287,6 +325,7 @@ def _evaluate_in(
     max_input_chars: int | None,
     seed: int | None,
     executor: Executor | RayExecutor | RayPool,
+    language: str | None,
 ) -> Result:
     """Open the models (here or on Ray workers) and judge, once the folder is held."""
     meter = _make_meter(budget, judge)
@@ -337,6 +376,7 @@ def _evaluate_in(
                 "judge_options": redact_options(options),
                 "embedder_options": redact_options(embedder_options),
                 "on_invalid": on_invalid,
+                "language": language,
             },
         )
     finally:
@@ -365,7 +405,17 @@ def _evaluate_with(
     """Judge every item in this process or on ``pool``, with the run record around it."""
     out = Path(out_dir) if out_dir is not None else None
     budget_record = meter.record() if meter else None
-    record = start_record(judge_model, embed_model, chosen, loaded, parameters, seed, budget_record)
+    languages = Counter(language_of(judged) for judged, _ in fitted)
+    record = start_record(
+        judge_model,
+        embed_model,
+        chosen,
+        loaded,
+        parameters,
+        seed,
+        budget_record,
+        languages=dict(languages.most_common()),
+    )
     if out is not None:
         write_run_record(out, record)
     pipeline = ItemPipeline(chosen, judge_model, embed_model, store, on_score=on_score)

@@ -87,7 +87,10 @@ def _sentences(rest: dict[str, Any], sample: Sample) -> list[str]:
     bar = rest.pop("repeat_bar", None)
     rest.pop("insufficient_information", None)  # said by "needed sentences (0 of N)"
     skipped = rest.pop("skipped", None) if _list_of(rest.get("skipped"), dict) else None
-    sentences = passage_sentences(sample.contexts)
+    # Split by the language the metric split by; a score made before languages were told
+    # apart was split by English rules.
+    language = rest.get("language")
+    sentences = passage_sentences(sample.contexts, language if isinstance(language, str) else "en")
     of = f" of {total}" if total is not None else ""
     lines = [f"needed sentences ({len(needed)}{of}):"]
     if total != len(sentences):

@@ -173,6 +173,10 @@ class RunRecord(BaseModel):
     seconds: float | None = None
     counts: Counts | None = None
     budget: dict[str, Any] | None = None
+    languages: dict[str, int] | None = None
+    """How many samples' texts were split by each language's rules (``language.language_of``:
+    given or detected; "und" where it could not be told), most first; absent from records made
+    before languages were told apart."""
 
     @classmethod
     def read(cls, out_dir: Path) -> RunRecord:
@@ -236,6 +240,7 @@ def start_record(
     parameters: Mapping[str, Any],
     seed: int | None,
     budget: Mapping[str, Any] | None,
+    languages: Mapping[str, int] | None = None,
 ) -> RunRecord:
     """The record of a run as it starts ("running"); ``finish_record`` completes it."""
     return RunRecord(
@@ -256,6 +261,7 @@ def start_record(
         invalid_rows=len(dataset.invalid),
         started=datetime.now(UTC).isoformat(),
         budget=dict(budget) if budget else None,
+        languages=dict(languages) if languages is not None else None,
     )
 
 

@@ -31,6 +31,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ragmeter.judges.base import window_of
+from ragmeter.language import language_of
 from ragmeter.limits import context_budget, packed
 from ragmeter.prompts import Inputs, PlannedCalls, YesNoPrompt, yes_no_call
 from ragmeter.sample import Sample
@@ -151,7 +152,8 @@ def opening(sentence: str) -> str:
 def reading(sample: Sample, window: int | None = None) -> Reading:
     """How the judge reads ``sample``: in one part, or in as many as a ``window`` of that many
     tokens needs (None: the judge's window is not known, one part)."""
-    passages = [split_sentences(passage) for passage in sample.contexts]
+    language = language_of(sample)
+    passages = [split_sentences(passage, language) for passage in sample.contexts]
     fixed = {**sample.asked(), "answer": sample.answer}
     parts, first = [], 1
     for group in packed(passages, context_budget(window, *fixed.values())):

@@ -22,6 +22,7 @@ from typing import Any
 
 from ragmeter.budget import NOT_JUDGED, BudgetExhausted
 from ragmeter.judges.base import Embedder, Judge, identity_of
+from ragmeter.language import keyed_language
 from ragmeter.metrics import Metric
 from ragmeter.result import StoredScore
 from ragmeter.sample import Sample
@@ -44,7 +45,9 @@ class ItemKeys:
 
     def key(self, judged: Sample) -> str:
         """The key of ``judged``, the sample as the judge sees it (cut to the size limit, if it
-        was): its id and its content, so an edited sample or another limit is judged afresh.
+        was): its id and its content, so an edited sample or another limit is judged afresh;
+        and its language where it is not English, since its texts are split by that language's
+        rules (``language.keyed_language``).
 
         The models' identities are read at each call: a judge that learns during a run to ask
         a server another way has another identity from then on (see ``CachedJudge``)."""
@@ -52,10 +55,15 @@ class ItemKeys:
             identity_of(self._judge).digest,
             identity_of(self._embedder).digest if self._embedder is not None else "",
         ]
+        if not self._metric.needs_judge:  # computed from the sample alone: no model decides it
+            models = []
         parts = [judged.key, judged.digest, *self._prefix, models]
         material = self._metric.sample_material(judged)
         if material is not None:  # absent otherwise: the keys of other metrics stay as they were
             parts.append(material)
+        language = keyed_language(judged)
+        if language is not None:  # absent for English: their keys stay as they were
+            parts.append({"language": language})
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 

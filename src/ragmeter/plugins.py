@@ -42,6 +42,13 @@ BUILTINS: dict[Kind, dict[str, str]] = {
         "noise_sensitivity_irrelevant": "ragmeter.metrics.diagnosis:NoiseSensitivityIrrelevant",
         "hallucination": "ragmeter.metrics.diagnosis:Hallucination",
         "self_knowledge": "ragmeter.metrics.diagnosis:SelfKnowledge",
+        # the retriever's ranking, from ids (ragmeter.metrics.ir)
+        "hit_rate": "ragmeter.metrics.ir:HitRate",
+        "recall": "ragmeter.metrics.ir:Recall",
+        "precision": "ragmeter.metrics.ir:Precision",
+        "mrr": "ragmeter.metrics.ir:MRR",
+        "map": "ragmeter.metrics.ir:MAP",
+        "ndcg": "ragmeter.metrics.ir:NDCG",
         # the ready criteria (ragmeter.criteria.library)
         "appropriate_refusal": "ragmeter.criteria.library:appropriate_refusal",
         "naturalness": "ragmeter.criteria.library:naturalness",

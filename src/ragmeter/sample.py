@@ -12,6 +12,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    ValidationInfo,
     field_validator,
     model_serializer,
 )
@@ -93,12 +94,66 @@ def asked_after(question: str, history: Sequence[Turn]) -> dict[str, str]:
     return {CONVERSATION: said, "question": question}
 
 
+def parse_ids(value: object) -> list[str]:
+    """Read a list of context ids (``context_ids``, or ``reference_context_ids`` given as a
+    list), so that the constructor and the file loaders accept the same things: strings, or
+    integers written as strings (``8412683`` and ``"8412683"`` name one passage).
+
+    Raises:
+        ValueError: naming the id (from 1) that is not a string or an integer, is empty, or
+            repeats an earlier one (a ranking lists each context once).
+    """
+    if not isinstance(value, list | tuple):
+        raise ValueError(f"expected a list of ids, got {type(value).__name__}")
+    first: dict[str, int] = {}
+    for position, item in enumerate(value, 1):
+        text = _id_text(item, f"id {position}")
+        if text in first:
+            raise ValueError(f"id {position}: {text!r} is already id {first[text]}")
+        first[text] = position
+    return list(first)
+
+
+def parse_grades(value: object) -> list[str] | dict[str, int]:
+    """Read ``reference_context_ids``: a list of the relevant ids (:func:`parse_ids`), or the
+    graded ids as ``{id: grade}`` with integer grades (0 not relevant; higher, more relevant),
+    as a qrels file grades them.
+
+    Raises:
+        ValueError: naming the id whose grade is not an integer, or the id that is not valid.
+    """
+    if not isinstance(value, Mapping):
+        return parse_ids(value)
+    grades: dict[str, int] = {}
+    for key, grade in value.items():
+        text = _id_text(key, "an id")
+        if isinstance(grade, float) and grade.is_integer():
+            grade = int(grade)
+        if isinstance(grade, bool) or not isinstance(grade, int):
+            raise ValueError(f"the grade of {text!r} is {grade!r}: expected an integer")
+        grades[text] = grade
+    return grades
+
+
+def _id_text(item: object, what: str) -> str:
+    if isinstance(item, bool) or not isinstance(item, str | int):
+        raise ValueError(f"{what}: expected a string or an integer, got {type(item).__name__}")
+    text = str(item)
+    if not text:
+        raise ValueError(f"{what} is empty")
+    return text
+
+
 class Sample(BaseModel):
     """One RAG interaction to be scored.
 
     ``id`` is optional: when absent, a stable id is derived from the content, so that a resumed run
     recognises the sample even if the file was reordered. ``history`` holds the turns before
     ``question`` in a conversation ("and the second one?" means nothing without them).
+
+    ``context_ids`` names the retrieved contexts in rank order (one id per context when both
+    are given) and ``reference_context_ids`` the relevant ones, as a list or graded
+    ``{id: grade}``: what the retrieval metrics (``ragmeter.metrics.ir``) read.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -108,6 +163,8 @@ class Sample(BaseModel):
     answer: str
     reference: str | None = None
     history: list[Turn] = Field(default_factory=list)
+    context_ids: list[str] | None = None
+    reference_context_ids: list[str] | dict[str, int] | None = None
     id: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -118,6 +175,9 @@ class Sample(BaseModel):
         data: dict[str, Any] = handler(self)
         if not self.history:
             data.pop("history", None)
+        for field in ("context_ids", "reference_context_ids"):  # likewise samples without ids
+            if data.get(field, ()) is None:
+                del data[field]
         return data
 
     @field_validator("history", mode="before")
@@ -126,6 +186,27 @@ class Sample(BaseModel):
         """``history`` may be given as OpenAI messages, ragas/LangChain messages or
         ``(role, text)`` pairs, as files may; each is read as the same :class:`Turn`."""
         return parse_turns(value)
+
+    @field_validator("context_ids", mode="before")
+    @classmethod
+    def _ids_in_rank_order(cls, value: object, info: ValidationInfo) -> list[str] | None:
+        """One id per retrieved context, each once; the contexts, when given, in the same
+        order."""
+        if value is None:
+            return None
+        ids = parse_ids(value)
+        contexts = info.data.get("contexts")
+        if contexts and len(contexts) != len(ids):
+            raise ValueError(
+                f"{len(ids)} ids for {len(contexts)} contexts: give one id per context, in the "
+                "order retrieved"
+            )
+        return ids
+
+    @field_validator("reference_context_ids", mode="before")
+    @classmethod
+    def _relevant_ids(cls, value: object) -> list[str] | dict[str, int] | None:
+        return None if value is None else parse_grades(value)
 
     @field_validator("question")
     @classmethod
@@ -142,13 +223,33 @@ class Sample(BaseModel):
     @property
     def digest(self) -> str:
         """SHA-256 of what a metric reads (question, contexts, answer, reference, the earlier
-        turns; not the id), so that a stored result is reused only for the same content under
-        the same id. A sample without earlier turns hashes as it did before they existed."""
+        turns, the retrieved and relevant ids; not the id), so that a stored result is reused
+        only for the same content under the same id. A sample without earlier turns or ids
+        hashes as it did before they existed."""
         read: list[Any] = [self.question, self.contexts, self.answer, self.reference]
         if self.history:
             read.append([[turn.role, turn.text] for turn in self.history])
+        if self.context_ids is not None or self.reference_context_ids is not None:
+            relevance = self.relevance
+            read.append(
+                {
+                    "context_ids": self.context_ids,
+                    "reference_context_ids": None
+                    if relevance is None
+                    else sorted(relevance.items()),
+                }
+            )
         content = json.dumps(read, ensure_ascii=False)
         return hashlib.sha256(content.encode()).hexdigest()
+
+    @property
+    def relevance(self) -> dict[str, int] | None:
+        """``reference_context_ids`` as ``{id: grade}``: a listed id has grade 1. None when the
+        sample does not say which contexts are relevant."""
+        given = self.reference_context_ids
+        if given is None:
+            return None
+        return dict(given) if isinstance(given, dict) else dict.fromkeys(given, 1)
 
     def asked(self) -> dict[str, str]:
         """The question as the judge is shown it (``asked_after``)."""

@@ -43,7 +43,12 @@ from ragmeter.attribution.report import (
     quality_table,
     summarize,
 )
-from ragmeter.attribution.retrieval import ENTITY_TYPES, RetrievalError, recognizer_by_name
+from ragmeter.attribution.retrieval import (
+    ENTITY_TYPES,
+    Recognizer,
+    RetrievalError,
+    recognizer_by_name,
+)
 from ragmeter.cli.common import (
     CacheFlag,
     JudgeOptions,
@@ -131,6 +136,15 @@ def _progress() -> Progress:
     return progress_bar(console)
 
 
+def _recognizer(name: str, store: KnowledgeGraph | None) -> Recognizer | None:
+    """The questions' entity recognizer where sub-graphs are retrieved (``store``), chosen
+    before the progress bar starts, so that a wrong name is the last thing said."""
+    try:
+        return recognizer_by_name(name, store) if store is not None else None
+    except ValueError as exc:
+        raise _fail(str(exc)) from exc
+
+
 def _print_runs(runs: list[ConditionRun], title: str, out_dir: Path) -> None:
     """Print the tables and write them as ``summary.json`` beside the records."""
     rows = [summarize(r.condition.name, r.generations, r.scores, dict(r.skipped)) for r in runs]
@@ -214,6 +228,7 @@ def generate_command(
     out_dir = out or Path("runs") / f"kalma-{benchmark.stem}"
     name = f"{retrieval}, removed {removed}"
     condition = Condition(name=name, removed=removed, retrieval=retrieval)
+    recognizing = _recognizer(recognizer, store)
     writer, _ = _judges(judge, judge_option, cache, generator, generator_option)
     with _progress() as progress:
         task = progress.add_task("generating", total=len(items))
@@ -225,7 +240,7 @@ def generate_command(
                 judge=None,
                 out_dir=out_dir,
                 store=store,
-                recognizer=recognizer_by_name(recognizer, store) if store else None,
+                recognizer=recognizing,
                 seed=seed,
                 retries=retries,
                 max_tokens=max_tokens,
@@ -389,6 +404,7 @@ def experiment_command(
     items = _items(benchmark, field, limit)
     store = _store(graph, benchmark, field)
     out_dir = out or Path("runs") / f"kalma-{benchmark.stem}"
+    recognizing = _recognizer(recognizer, store if retrieval == "retrieve" else None)
     writer, judge_model = _judges(judge, judge_option, cache, generator, generator_option)
     total = len(items) * len(conditions)
     with _progress() as progress:
@@ -402,9 +418,7 @@ def experiment_command(
                 judge=judge_model,
                 out_dir=out_dir,
                 store=store,
-                recognizer=recognizer_by_name(recognizer, store)
-                if retrieval == "retrieve"
-                else None,
+                recognizer=recognizing,
                 seed=seed,
                 retries=retries,
                 max_tokens=max_tokens,

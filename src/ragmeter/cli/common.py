@@ -10,6 +10,7 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from types import TracebackType
 from typing import Annotated, Any
 
 import typer
@@ -340,9 +341,30 @@ def open_models(
         raise fail(console, f"cannot start the models: {problem}") from exc
 
 
+class ProgressBar(Progress):
+    """rich's ``Progress``, but a bar that never moved is not left behind when its block fails:
+    after a refused input the error is the last thing a command says, not ``judging 0/36``. A
+    bar that moved stays, to say how far the command got."""
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        failed = exc_val is not None and not (
+            isinstance(exc_val, typer.Exit) and exc_val.exit_code == 0
+        )
+        if failed and not self.disable and not any(task.completed for task in self.tasks):
+            self.live.transient = True  # erased where it was drawn, never printed elsewhere
+            self.live.stop()
+            return
+        super().__exit__(exc_type, exc_val, exc_tb)
+
+
 def progress_bar(console: Console, **options: Any) -> Progress:
     """The progress bar of every command; ``options`` go to rich's ``Progress``."""
-    return Progress(
+    return ProgressBar(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),

@@ -60,7 +60,7 @@ from ragmeter.cli.common import (
     user_errors,
 )
 from ragmeter.data import LoadedDataset, load_samples
-from ragmeter.evaluate import DEFAULT_METRICS, BudgetWarning, evaluate
+from ragmeter.evaluate import DEFAULT_METRICS, BudgetWarning, check_samples, evaluate
 from ragmeter.heads.ppi import calibrate_result
 from ragmeter.heads.ratings import Labels, parse_scales, read_labels
 from ragmeter.limits import MAX_INPUT_CHARS, InputTruncatedWarning
@@ -313,6 +313,14 @@ def evaluate_command(
     seed: Annotated[
         int | None, typer.Option(help="Seed passed to the judge, if it takes one.")
     ] = None,
+    language: Annotated[
+        str | None,
+        typer.Option(
+            help="The language of every sample that gives none of its own (a 'language' "
+            "column): an ISO 639-1 code such as de; texts are split into sentences by its "
+            "rules. \\[default: detected per sample]"
+        ),
+    ] = None,
     html: Annotated[
         Path | None, typer.Option(help="Also write an HTML report of the run to this file.")
     ] = None,
@@ -360,6 +368,9 @@ def evaluate_command(
         if html is not None:
             check_report_installed()  # before judging, not after
         ratings = _ratings(labels, scale, dataset, chosen)  # checked before judging
+        check_samples(dataset.samples, chosen)  # before the progress bar, not under it
+        judge_options = parse_options(judge_option, "--judge-option")
+        embedder_options = parse_options(embedder_option, "--embedder-option")
     price = _price(judge, price_in, price_out)
     limit = max_input_chars or None
     if dry_run:
@@ -387,12 +398,13 @@ def evaluate_command(
                     repairs=repairs,
                     max_workers=workers,
                     on_score=lambda _score: progress.advance(task),
-                    judge_options=parse_options(judge_option, "--judge-option"),
-                    embedder_options=parse_options(embedder_option, "--embedder-option"),
+                    judge_options=judge_options,
+                    embedder_options=embedder_options,
                     budget=budget,
                     max_input_chars=limit,
                     seed=seed,
                     executor=executor,
+                    language=language,
                 )
             except USER_ERRORS as exc:
                 raise fail(console, exc) from exc

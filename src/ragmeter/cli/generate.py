@@ -135,6 +135,7 @@ def generate_command(
             console.print(f"no price known for {judge!r}: the cost is not estimated")
         console.print("; ".join(expected.notes) + ". No judge was called.")
         return
+    judge_options = parse_options(judge_option, "--judge-option")  # before the bar, not under it
     progress = progress_bar(console)
     with progress, user_errors(console):
         task = progress.add_task("accepted", total=n)
@@ -155,7 +156,7 @@ def generate_command(
             cache=cache,
             retries=retries,
             repairs=repairs,
-            judge_options=parse_options(judge_option, "--judge-option"),
+            judge_options=judge_options,
             on_candidate=tick,
             **common,  # type: ignore[arg-type]
         )

@@ -19,7 +19,7 @@ from rich.text import Text
 
 from ragmeter.claims import SUPPORTED
 from ragmeter.cli.calibrate import evaluation
-from ragmeter.cli.common import LabelScales, print_warning, user_errors, wide_console
+from ragmeter.cli.common import LabelScales, fail, print_warning, user_errors, wide_console
 from ragmeter.heads.curve import RATINGS_FORMAT, bought, load_curve, ratings_bought
 from ragmeter.heads.ratings import Scale, parse_scales
 from ragmeter.heads.tuning import (
@@ -84,14 +84,32 @@ def tune_command(
             "curves shipped beside the verifier's head, if any]"
         ),
     ] = None,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            help="With claims in AttributionBench's format: a column whose values are sources "
+            "of their own (src_dataset, source, ...), each measured apart; where every part has "
+            f"fewer than {MIN_UNITS} groups of claims, they are read as one all the same. "
+            "\\[default: your claims are one source]"
+        ),
+    ] = None,
 ) -> None:
     """Fit a verdict head per rated metric (through the metric's own aggregation) or on labelled
     claims, over the hidden states the run's judge kept with its verdicts; print each head's
     out-of-fold agreement beside the zero-shot read's; write the heads that beat it."""
     console = wide_console()
-    if labels is not None and is_attribution_file(labels):
-        _tune_verifier(console, run, labels, folds, seed, out, curve)
+    with user_errors(console):
+        claims = labels is not None and is_attribution_file(labels)
+    if claims:
+        assert labels is not None
+        _tune_verifier(console, run, labels, folds, seed, out, curve, by)
         return
+    if by is not None:
+        raise fail(
+            console,
+            "--by splits claims labelled in AttributionBench's format; ratings and claim "
+            "labels are measured by sample",
+        )
     read = [name.strip() for name in states.split(",") if name.strip()]
     with user_errors(console):
         opened = open_run(run)
@@ -186,6 +204,7 @@ def _tune_verifier(
     seed: int,
     out: Path | None,
     curve: Path | None = None,
+    by: str | None = None,
 ) -> None:
     """Labelled claims in AttributionBench's format, over a ``meta attribution`` run on them:
     the verifier's head refitted on the shipped training claims and these."""
@@ -195,7 +214,7 @@ def _tune_verifier(
         raise typer.Exit(2)
     with user_errors(console):
         measured = load_curve(curve)
-        tuned = tune_verifier(run, labels, training, folds=folds, seed=seed)
+        tuned = tune_verifier(run, labels, training, folds=folds, seed=seed, by=by)
     print_verifier_tuning(console, tuned)
     if measured is not None:
         count = sum(f.claims for f in tuned.left_out.figures if f.source in tuned.yours)
@@ -219,6 +238,8 @@ def _tune_verifier(
 
 
 def print_verifier_tuning(console: Console, tuned: VerifierTuning) -> None:
+    if tuned.read_as:
+        console.print(tuned.read_as, highlight=False, soft_wrap=True)
     table = Table(title="the verifier, each source left out in turn (ROC AUC)")
     columns = ["source", "claims", "zero-shot", "head without it", "with its own labels"]
     for column in [*columns, "gain (95 % CI)"]:

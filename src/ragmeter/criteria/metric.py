@@ -12,6 +12,7 @@ from typing import Any
 
 import ragmeter.criteria.asking as asking
 from ragmeter.criteria.definition import RUBRIC_FIELD, Criterion, Reading, Requirement
+from ragmeter.language import language_of
 from ragmeter.metrics.base import Metric
 from ragmeter.metrics.faithfulness import Faithfulness, NothingToVerify
 from ragmeter.prompts import PlannedCalls, rendered_tokens, yes_no_call
@@ -162,7 +163,8 @@ class CriterionMetric(Metric):
         inputs = asking.sample_inputs(c, sample)
         if self.reading == "per_sentence":
             (prompt,) = self.prompts
-            return [(prompt, {**inputs, "sentence": s}) for s in split_sentences(sample.answer)], ()
+            sentences = split_sentences(sample.answer, language_of(sample))
+            return [(prompt, {**inputs, "sentence": s}) for s in sentences], ()
         requirements = asking.sample_requirements(c, sample) if c.kind == "checklist" else ()
         if c.sample_rubric():
             (prompt,) = self.prompts

@@ -92,9 +92,12 @@ def read_labels(
     sample_ids: Sequence[str],
     metrics: Sequence[str],
     scales: Mapping[str | None, Scale] | None = None,
+    *,
+    described_by: Sequence[str] = (),
 ) -> Labels:
     """Read and check a ratings file against the run's sample ids and metrics; ``LabelsError``
-    names each bad row and field (the first few, and how many more)."""
+    names each bad row and field (the first few, and how many more). ``described_by``: fields
+    that describe a row rather than rate it (which system answered, say), passed over."""
     source = Path(path)
     known, wanted = set(sample_ids), list(metrics)
     stated = dict(scales or {})
@@ -125,7 +128,7 @@ def read_labels(
             continue
         rows_of[key] = number
         for name, value in row.items():
-            if name == ID_FIELD:
+            if name == ID_FIELD or name in described_by:
                 continue
             if name not in ratings:
                 problems.append(

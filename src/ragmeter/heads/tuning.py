@@ -52,6 +52,7 @@ from ragmeter.heads.verifier import (
     read_run,
 )
 from ragmeter.judges.heads import Head, Heads
+from ragmeter.meta.attribution import Claim, load_attribution
 from ragmeter.metrics.answer_relevance import COMPLETE
 from ragmeter.prompts import YesNoPrompt
 from ragmeter.result import Result
@@ -637,6 +638,8 @@ class VerifierTuning:
     intervals: dict[str, GainInterval] = field(default_factory=dict)
     """Each of the team's sources: the 95 % interval of :meth:`gain`, over resamples of its
     groups."""
+    read_as: str = ""
+    """How the team's claims were read: as one source, or split by a column, and why."""
 
     def gain(self, source: str) -> float | None:
         """What the team's labels add on its source: its out-of-fold ROC AUC over zero-shot."""
@@ -736,21 +739,83 @@ def refit_verifier(
     )
 
 
+SOURCE_FIELDS = ("src_dataset", "source")
+"""Columns that may name where a team's claims come from. ``tune`` reads a team's claims as one
+source all the same unless told to split them (``by``): a team's own labels are one domain,
+and a hundred of them split five ways leave every part too few groups for a clear gain."""
+
+
+def _splitting(labels: Path) -> dict[str, int]:
+    """The ``SOURCE_FIELDS`` of ``labels`` that name more than one value, with how many."""
+    rows = [row for _, row in read_rows(labels)]
+    found = {}
+    for name in SOURCE_FIELDS:
+        values = {str(row.get(name) or "").strip() for row in rows} - {""}
+        if len(values) > 1:
+            found[name] = len(values)
+    return found
+
+
+def _team_claims(labels: Path, by: str | None) -> list[Claim]:
+    """The claims of ``labels``, each's source the value of its column ``by`` (the file's name
+    where a row has none), or the file's name for every claim without ``by``."""
+    if by is None:
+        return [claim.model_copy(update={"source": labels.stem}) for claim in load_claims([labels])]
+    claims = load_attribution(labels, source_field=by)
+    if not any(claim.source for claim in claims):
+        raise LabelsError(f"{labels}: no row has a {by!r} field to split the claims by")
+    return [c if c.source else c.model_copy(update={"source": labels.stem}) for c in claims]
+
+
+def _pooled(read: LabelledClaims, labels: Path, by: str | None) -> tuple[LabelledClaims, str]:
+    """The team's claims as ``tune`` reads them, and a sentence that says how: as one source,
+    unless ``by`` split them into parts of which one at least has ``MIN_UNITS`` groups (a part
+    with fewer can never show a clear gain, so a split into only such parts is no use)."""
+    pooled = replace(read, sources=np.full(len(read), labels.stem, dtype=object))
+    one = f"your {len(read)} claims are read as one source, {labels.stem!r}"
+    if by is None:
+        found = _splitting(labels)
+        said = "; ".join(
+            f"their {name!r} names {count} (--by {name} reads each as a source of its own)"
+            for name, count in found.items()
+        )
+        return pooled, one + (f": {said}" if said else "")
+    groups = {
+        str(source): len(set(read.groups[read.sources == source].tolist()))
+        for source in sorted(set(read.sources.tolist()))
+    }
+    if len(groups) > 1 and all(count < MIN_UNITS for count in groups.values()):
+        parts = ", ".join(f"{source} {count}" for source, count in groups.items())
+        return pooled, (
+            f"--by {by}: each of the {len(groups)} parts has fewer than {MIN_UNITS} groups of "
+            f"claims ({parts}), too few to tell whether a gain holds in any; {one}"
+        )
+    names = ", ".join(repr(source) for source in groups)
+    return read, (
+        f"your {len(read)} claims are read as {len(groups)} source(s) by their {by!r}: {names}"
+    )
+
+
 def tune_verifier(
-    run: Path, labels: Path, training: TrainingSet, *, folds: int = 5, seed: int = 0
+    run: Path,
+    labels: Path,
+    training: TrainingSet,
+    *,
+    folds: int = 5,
+    seed: int = 0,
+    by: str | None = None,
 ) -> VerifierTuning:
     """The verifier's head refitted on the shipped training claims plus the labelled claims in
     ``labels`` (AttributionBench's format), over the verdicts a ``meta attribution`` run on
-    them kept. Rows without a ``src_dataset`` are one source named after the file."""
+    them kept. The team's claims are one source, named after the file, unless ``by`` names a
+    column whose values are sources of their own; a split whose every part is too thin for a
+    clear gain falls back to one source, and ``read_as`` says so."""
     if training.prompt_version != SUPPORTED.version:
         raise LabelsError(
             f"the shipped training claims were read with version {training.prompt_version} of "
             f"{SUPPORTED.name}, and this is version {SUPPORTED.version}: they cannot be joined"
         )
-    claims = [
-        claim if claim.source else claim.model_copy(update={"source": labels.stem})
-        for claim in load_claims([labels])
-    ]
+    claims = _team_claims(labels, by)
     if not (run / "verdicts.sqlite").is_file():
         raise LabelsError(
             f"{run}: not a meta attribution run; read the claims first: ragmeter meta "
@@ -761,6 +826,7 @@ def tune_verifier(
         raise LabelsError(f"{run}: {len(read)} of the {len(claims)} claims were read")
     if read.truth.all() or not read.truth.any():
         raise LabelsError(f"{labels}: a head needs claims of both kinds; these are all of one")
+    read, read_as = _pooled(read, labels, by)
     mine = training.project(read)
     shipped = set(training.claims.sources.tolist())
     clashing = sorted(set(mine.sources.tolist()) & shipped)
@@ -769,10 +835,14 @@ def tune_verifier(
     joined = LabelledClaims.join([training.claims, mine])
     left_out = leave_one_source_out(joined, training.recipe())
     refit = refit_verifier(training, mine, folds=folds, seed=seed)
+    yours = sorted(refit.out_of_fold)
+    as_sources = "one source" if len(yours) == 1 else f"{len(yours)} sources by {by!r}"
     learned = (
         f"the shipped training claims ({len(training.claims)}, balanced by {training.balance}) "
-        f"and {len(mine)} of {labels.name}, weighing as much; penalty {refit.penalty:g}"
+        f"and {len(mine)} of {labels.name} read as {as_sources}, weighing as much; penalty "
+        f"{refit.penalty:g}"
     )
     final = replace(refit.head, learned_from=learned)
-    yours = sorted(refit.out_of_fold)
-    return VerifierTuning(left_out, yours, refit.out_of_fold, final, notes, folds, refit.intervals)
+    return VerifierTuning(
+        left_out, yours, refit.out_of_fold, final, notes, folds, refit.intervals, read_as
+    )

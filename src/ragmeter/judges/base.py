@@ -289,6 +289,17 @@ class Judge(Protocol):
     # ``complete_each`` uses them where they exist.
 
 
+class NoJudge:
+    """The judge of a run whose metrics ask none (the retrieval metrics of ids): it starts no
+    model, and a question put to it is an error."""
+
+    name = "none"
+    identity = ModelIdentity(provider="none", model="")
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        raise JudgeError("no judge was started: the run's metrics ask none")
+
+
 @runtime_checkable
 class Embedder(Protocol):
     """A text embedding model."""

@@ -20,6 +20,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ragmeter.labels.store import ItemKey
+from ragmeter.language import language_of
 from ragmeter.result import Result
 from ragmeter.text import WORD, split_sentences
 
@@ -50,6 +51,9 @@ class Item:
     """The judge's value: the metric's score, or the claim's P(supported)."""
     judge_says: str
     """The judge's verdict in words, as shown once the person has answered."""
+    language: str = "en"
+    """What the passages are split into sentences by (``evidence``): the language the metric
+    split the sample's texts by."""
 
 
 def rating_items(
@@ -123,6 +127,7 @@ def claim_items(
                         f"{'supported' if judge >= threshold else 'not supported'} "
                         f"(P(supported) {judge:.2f})"
                     ),
+                    language=str(score.explanation.get("language") or language_of(sample)),
                 )
             )
     if not items:
@@ -168,13 +173,15 @@ def _words(text: str) -> set[str]:
     return {word for word in WORD.findall(text.lower()) if word not in _COMMON}
 
 
-def evidence(claim: str, contexts: Sequence[str]) -> list[list[dict[str, Any]]]:
-    """Each passage as its sentences, the few holding the most of the claim's words (at least
-    ``MARKED_SHARE`` of them) marked: where to look first. The judge's verdict is one
-    probability against all the passages together, so which sentence it leaned on is not
-    known; the marks are the claim's own words."""
+def evidence(
+    claim: str, contexts: Sequence[str], language: str = "en"
+) -> list[list[dict[str, Any]]]:
+    """Each passage as its sentences (split by ``language``'s rules), the few holding the most
+    of the claim's words (at least ``MARKED_SHARE`` of them) marked: where to look first. The
+    judge's verdict is one probability against all the passages together, so which sentence it
+    leaned on is not known; the marks are the claim's own words."""
     wanted = _words(claim)
-    passages = [split_sentences(context) or [context] for context in contexts]
+    passages = [split_sentences(context, language) or [context] for context in contexts]
     shares = [
         [len(wanted & _words(sentence)) / len(wanted) if wanted else 0.0 for sentence in passage]
         for passage in passages

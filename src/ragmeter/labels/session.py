@@ -370,7 +370,7 @@ class LabelSession:
         }
         if self.kind == "claim":
             shown["claim"] = key.claim
-            shown["evidence"] = evidence(key.claim, item.contexts)
+            shown["evidence"] = evidence(key.claim, item.contexts, item.language)
         else:
             shown["contexts"] = list(item.contexts)
         return shown

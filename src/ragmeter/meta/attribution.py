@@ -41,13 +41,16 @@ class Claim(BaseModel):
     label: bool
     """True when people judged the claim attributable to the references."""
     source: str = ""
-    """The data set the row comes from (``src_dataset``)."""
+    """Where the row comes from: its data set (``src_dataset``), or the column a reader
+    names."""
     group: str = ""
     """Rows that share evidence (``group``; else the question, whose claims share references):
     a fold of a cross-validation keeps them together."""
 
 
-def load_attribution(path: Path | str) -> list[Claim]:
+def load_attribution(path: Path | str, source_field: str = "src_dataset") -> list[Claim]:
+    """The claims of an AttributionBench-format file, each's source read from
+    ``source_field`` (empty where the row has none)."""
     claims = []
     for number, line in enumerate(Path(path).read_text().splitlines(), 1):
         if not line.strip():
@@ -64,7 +67,7 @@ def load_attribution(path: Path | str) -> list[Claim]:
                     claim=row["claim"],
                     references=list(row["references"]),
                     label=label == "attributable",
-                    source=str(row.get("src_dataset") or ""),
+                    source=str(row.get(source_field) or "").strip(),
                     group=str(row.get("group") or f"question:{row.get('question') or ''}"),
                 )
             )

@@ -29,33 +29,61 @@ from pydantic import BaseModel
 
 from ragmeter.decision_curve import effect_bin
 from ragmeter.ranking import Ranking, rank_systems
-from ragmeter.stats import Interval, coefficients, percentile_interval
+from ragmeter.stats import (
+    Interval,
+    PairedTest,
+    Verdict,
+    coefficients,
+    percentile_interval,
+    verdict,
+)
 
 Table = Mapping[str, Mapping[str, float | None]]
 """system -> input -> value (None: not scored)."""
 
 
+SHARES = (
+    "same",
+    "cannot_tell",
+    "wrong",
+    "same_pairwise",
+    "cannot_tell_pairwise",
+    "wrong_pairwise",
+)
+"""The shares of :class:`Decisions` a curve follows over N."""
+
+
 class PairOutcome(BaseModel):
     a: str
     b: str
-    people: str
+    people: Verdict
     """The people's verdict on every input: better, worse (b against a) or cannot tell."""
     people_difference: float
-    judge: str
+    people_effect: float | None
+    """The difference over the spread of the differences (None where they do not spread)."""
+    judge: Verdict
+    """ragmeter's verdict, Holm-adjusted over the pairs as ``compare`` of all systems decides."""
+    judge_pairwise: Verdict
+    """ragmeter's verdict unadjusted, as ``compare`` of these two systems alone decides."""
     judge_difference: float
+    judge_effect: float | None
 
 
 class Decisions(BaseModel):
+    """Shares of pairs: ``same`` and ``cannot_tell`` of the pairs the people tell apart,
+    ``wrong`` (significant, opposite to the people's mean difference) of all pairs; each with
+    ragmeter's verdicts adjusted over the pairs, and ``_pairwise`` as two systems alone."""
+
     inputs: int
     pairs: int
     separated: int
     """Pairs the people tell apart."""
     same: float | None
-    """Of the pairs the people tell apart, the share ragmeter decides the same way."""
     cannot_tell: float | None
-    """Of the pairs the people tell apart, the share ragmeter cannot tell."""
     wrong: float
-    """Of all pairs, the share ragmeter calls significantly the other way round."""
+    same_pairwise: float | None
+    cannot_tell_pairwise: float | None
+    wrong_pairwise: float
     outcomes: list[PairOutcome]
 
 
@@ -120,6 +148,10 @@ def decide(judge: Table, people: Table, *, rounds: int = 1000, seed: int = 0) ->
     )
 
 
+def _effect(test: PairedTest) -> float | None:
+    return test.difference / test.spread if test.spread > 0 else None
+
+
 def decisions_of(reference: Ranking, ours: Ranking) -> Decisions:
     """ragmeter's verdicts (``ours``) against the people's (``reference``), pair by pair."""
     outcomes = [
@@ -128,24 +160,40 @@ def decisions_of(reference: Ranking, ours: Ranking) -> Decisions:
             b=theirs.b,
             people=theirs.verdict,
             people_difference=theirs.test.difference,
+            people_effect=_effect(theirs.test),
             judge=mine.verdict,
+            judge_pairwise=verdict(
+                mine.test.difference, mine.test.p_value, higher_is_better=ours.higher_is_better
+            ),
             judge_difference=mine.test.difference,
+            judge_effect=_effect(mine.test),
         )
         for theirs, mine in zip(reference.pairs, ours.pairs, strict=True)
     ]
     told = [o for o in outcomes if o.people != "cannot tell"]
-    wrong = [
-        o
-        for o in outcomes
-        if o.judge != "cannot tell" and o.judge_difference * o.people_difference < 0
-    ]
+
+    def shares(field: str) -> dict[str, float | None]:
+        said = [getattr(o, field) for o in outcomes]
+        wrong = sum(
+            v != "cannot tell" and o.judge_difference * o.people_difference < 0
+            for o, v in zip(outcomes, said, strict=True)
+        )
+        mine = [getattr(o, field) for o in told]
+        return {
+            "same": sum(v == o.people for v, o in zip(mine, told, strict=True)) / len(told)
+            if told
+            else None,
+            "cannot_tell": mine.count("cannot tell") / len(told) if told else None,
+            "wrong": wrong / len(outcomes) if outcomes else 0.0,
+        }
+
+    pairwise = {f"{k}_pairwise": v for k, v in shares("judge_pairwise").items()}
     return Decisions(
         inputs=ours.samples,
         pairs=len(outcomes),
         separated=len(told),
-        same=sum(o.judge == o.people for o in told) / len(told) if told else None,
-        cannot_tell=sum(o.judge == "cannot tell" for o in told) / len(told) if told else None,
-        wrong=len(wrong) / len(outcomes) if outcomes else 0.0,
+        **shares("judge"),
+        **pairwise,
         outcomes=outcomes,
     )
 
@@ -176,17 +224,16 @@ def curve(
     for size in sizes:
         if size >= len(everything):
             continue
-        shares: dict[str, list[float]] = {"same": [], "cannot_tell": [], "wrong": [], "kendall": []}
+        shares: dict[str, list[float]] = {name: [] for name in [*SHARES, "kendall"]}
         by_effect: dict[str, list[int]] = {}
         for _ in range(draws):
             chosen = sorted(rng.choice(everything, size=size, replace=False).tolist())
             ranking = _rank(judge, chosen, "ragmeter", rounds, seed)
             decided = decisions_of(reference, ranking)
-            for name in ("same", "cannot_tell"):
+            for name in SHARES:
                 value = getattr(decided, name)
                 if value is not None:
                     shares[name].append(value)
-            shares["wrong"].append(decided.wrong)
             means = [np.mean([judge[s][k] for k in chosen]) for s in judge]
             shares["kendall"].append(float(kendalltau(means, people_means).statistic))
             for pair in ranking.pairs:

@@ -11,7 +11,7 @@ from ragmeter.metrics.base import Metric
 from ragmeter.metrics.context_relevance import ContextRelevance
 from ragmeter.metrics.diagnosis import DIAGNOSIS
 from ragmeter.metrics.faithfulness import Faithfulness
-from ragmeter.plugins import load
+from ragmeter.plugins import available, load
 
 GROUPS: dict[str, tuple[str, ...]] = {"diagnosis": DIAGNOSIS}
 """Names that stand for several metrics, shown together."""
@@ -42,8 +42,20 @@ def with_layout(metric: Metric, layout: str) -> Metric:
 
 
 def metric_by_name(name: str, **options: Any) -> Metric:
-    """Build a metric from its registered name and options (``OptionsError`` names a bad one)."""
-    factory = load("metric", name.strip())
+    """Build a metric from its registered name and options (``OptionsError`` names a bad one).
+
+    ``NAME@K`` is the metric ``NAME`` with its cutoff option ``k`` set to K (``ndcg@5``,
+    ``recall@100``), so that a column's name builds its metric and one run can hold a metric
+    at several cutoffs."""
+    name = name.strip()
+    base, at, cutoff = name.rpartition("@")
+    if at and name not in available("metric") and base in available("metric"):
+        if not cutoff.isdigit():
+            raise ValueError(f"the metric {name!r}: the cutoff after '@' is not a whole number")
+        if "k" in options:
+            raise ValueError(f"the metric {name!r} has its cutoff in its name: drop its option k")
+        name, options = base, {**options, "k": int(cutoff)}
+    factory = load("metric", name)
     try:
         metric: Metric = factory(**options)
     except TypeError as exc:  # a plugin metric with its own constructor, given an unknown option

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from ragmeter.claims import ClaimTable, Part, claims_nothing
+from ragmeter.language import language_of
 from ragmeter.metrics.claim_metric import ClaimMetric, ClaimOptions
 from ragmeter.prompts import PlannedCalls
 from ragmeter.sample import Sample
@@ -41,12 +42,11 @@ class AnswerCorrectness(ClaimMetric):
     parts: ClassVar[tuple[Part, ...]] = ("answer_in_reference", "reference_in_answer")
 
     def planned_calls(self, sample: Sample) -> PlannedCalls:
-        return (
-            [] if claims_nothing(sample.answer, sample.question) else super().planned_calls(sample)
-        )
+        echoed = claims_nothing(sample.answer, sample.question, language_of(sample))
+        return [] if echoed else super().planned_calls(sample)
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
-        echoed = claims_nothing(sample.answer, sample.question)
+        echoed = claims_nothing(sample.answer, sample.question, language_of(sample))
         if echoed and (sample.reference or "").strip():
             return 0.0, {"no_claim": echoed, "precision": 0.0, "recall": 0.0, "f1": 0.0}
         return super().measure(sample, session)

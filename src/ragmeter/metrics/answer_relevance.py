@@ -54,6 +54,7 @@ from pydantic import BaseModel, Field, model_validator
 import ragmeter.one_read as one_read
 from ragmeter.claims import CLAIM_RULES, NO_CLAIM_RULE, claims_nothing
 from ragmeter.judges.base import cosine_similarity
+from ragmeter.language import language_of
 from ragmeter.metrics.base import Metric
 from ragmeter.metrics.commitment import (
     COMMITTED,
@@ -234,7 +235,9 @@ class AnswerRelevance(Metric):
         return [one_read.CONTEXT_HOLDS, one_read.COVERS_CONTEXT]
 
     def planned_calls(self, sample: Sample) -> PlannedCalls:
-        if not sample.answer.strip() or claims_nothing(sample.answer, sample.question):
+        if not sample.answer.strip():
+            return []
+        if claims_nothing(sample.answer, sample.question, language_of(sample)):
             return []
         if self.options.layout == "one_read":
             asked = [(prompt, {}, {}) for prompt in self._one_read_prompts()]
@@ -263,7 +266,7 @@ class AnswerRelevance(Metric):
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         if not sample.answer.strip():
             raise Unscorable("the answer is empty")
-        if echoed := claims_nothing(sample.answer, sample.question):
+        if echoed := claims_nothing(sample.answer, sample.question, language_of(sample)):
             # It only asks back or echoes the question: it answers nothing, which the small
             # judge does not see.
             return 0.0, {"no_claim": echoed}

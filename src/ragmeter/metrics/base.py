@@ -18,6 +18,7 @@ from ragmeter.prompts import PlannedCalls, Prompt
 from ragmeter.sample import Sample
 from ragmeter.score import Score
 from ragmeter.session import JudgeSession, measured
+from ragmeter.text import splits_noted
 
 
 class Metric(ABC):
@@ -27,6 +28,9 @@ class Metric(ABC):
     name: ClassVar[str]
     needs_embedder: bool = False
     """Whether ``measure`` embeds texts; a metric whose options decide it makes it a property."""
+    needs_judge: ClassVar[bool] = True
+    """False for a metric computed from the sample alone (the retrieval metrics of ids): its
+    scores' keys hash no model, and a run of such metrics only starts no judge."""
     options_model: ClassVar[type[Options]] = Options
     """The metric's options; the constructor takes them as keyword arguments."""
     higher_is_better: ClassVar[bool] = True
@@ -74,4 +78,10 @@ class Metric(ABC):
         return hashlib.sha256(material.encode()).hexdigest()[:12]
 
     def score(self, sample: Sample, session: JudgeSession) -> Score:
-        return measured(sample.key, self.name, session, lambda: self.measure(sample, session))
+        """``measure`` made a ``Score``; where it split text into sentences, the explanation
+        says by which language (``language``) and, where not by that language's own rules,
+        by what rule (``sentence_rule``)."""
+        with splits_noted() as noted:
+            scored = measured(sample.key, self.name, session, lambda: self.measure(sample, session))
+        scored.explanation.update(noted)
+        return scored

@@ -57,6 +57,7 @@ from pydantic import BaseModel, Field, model_validator
 
 import ragmeter.one_read as one_read
 from ragmeter.judges.base import cosine_similarity
+from ragmeter.language import language_of
 from ragmeter.metrics.base import Metric
 from ragmeter.options import Options
 from ragmeter.prompts import (
@@ -276,7 +277,7 @@ class ContextRelevance(Metric):
         return [main, NEW_INFORMATION] if asks else [main]
 
     def _sentences(self, sample: Sample) -> list[str]:
-        return passage_sentences(sample.contexts)
+        return passage_sentences(sample.contexts, language_of(sample))
 
     def _questions(
         self, sample: Sample, sentences: list[str]

@@ -49,6 +49,7 @@ from ragmeter.claims import (
     sort_claims,
     supported,
 )
+from ragmeter.language import language_of
 from ragmeter.metrics.base import Metric
 from ragmeter.metrics.commitment import (
     NONCOMMITTAL,
@@ -172,7 +173,7 @@ class Faithfulness(Metric):
             return []
         if not sample.contexts:
             return [planned_commitment_call(sample.answer)]
-        sentences = split_sentences(sample.answer)
+        sentences = split_sentences(sample.answer, language_of(sample))
         calls: PlannedCalls = []
         if self.options.statements == "generate":
             asked = STATEMENTS.render({**sample.asked(), "answer": sample.answer})
@@ -201,7 +202,7 @@ class Faithfulness(Metric):
         if not sample.contexts:
             return scored_without_context(is_noncommittal(sample.answer, session))
         if self.options.statements == "sentences":
-            statements = split_sentences(sample.answer)
+            statements = split_sentences(sample.answer, language_of(sample))
         else:
             statements = session.ask(
                 STATEMENTS,
@@ -233,8 +234,10 @@ class Faithfulness(Metric):
                 explanation["parts"] = read.note
         else:
             checked = as_checked(statements, self._question(sample))
-            probabilities = supported(session, [(checked, [sample.contexts])])[0][:, 0].tolist()
-            parts = len(parts_read(session, sample.contexts, checked))
+            language = language_of(sample)
+            blocks = [(checked, [sample.contexts])]
+            probabilities = supported(session, blocks, language)[0][:, 0].tolist()
+            parts = len(parts_read(session, sample.contexts, checked, language))
             if parts > 1:
                 explanation["parts"] = (
                     f"the context exceeds the judge's window: read in {parts} parts, a "

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragmeter.judges.base import Embedder
+from ragmeter.language import LANGUAGE, detect_language, language_code
 from ragmeter.testset.documents import Document
 from ragmeter.text import WORD, split_sentences
 
@@ -72,10 +73,11 @@ def _pieces(text: str, start: int, end: int, pattern: re.Pattern[str]) -> list[S
     return spans
 
 
-def _sentences(text: str, start: int, end: int) -> list[Span]:
-    """Sentence spans of one line, found back in the text so offsets stay exact."""
+def _sentences(text: str, start: int, end: int, language: str) -> list[Span]:
+    """Sentence spans of one line (split by ``language``'s rules), found back in the text so
+    offsets stay exact."""
     spans, at = [], start
-    for sentence in split_sentences(text[start:end]):
+    for sentence in split_sentences(text[start:end], language):
         found = text.find(sentence, at, end)
         if found < 0:  # the segmenter changed the text: keep the line whole
             return [(start, end)]
@@ -98,9 +100,9 @@ def _hard_cut(text: str, start: int, end: int, limit: int) -> list[Span]:
     return spans
 
 
-def _units(text: str, start: int, end: int, limit: int) -> Iterator[Span]:
+def _units(text: str, start: int, end: int, limit: int, language: str) -> Iterator[Span]:
     """Spans of at most ``limit`` characters, cut at the largest boundary that allows it:
-    paragraphs, then lines, then sentences, then spaces."""
+    paragraphs, then lines, then sentences (of ``language``), then spaces."""
     for para in _pieces(text, start, end, _PARAGRAPH):
         if para[1] - para[0] <= limit:
             yield para
@@ -109,7 +111,7 @@ def _units(text: str, start: int, end: int, limit: int) -> Iterator[Span]:
             if line[1] - line[0] <= limit:
                 yield line
                 continue
-            for sentence in _sentences(text, *line):
+            for sentence in _sentences(text, *line, language):
                 if sentence[1] - sentence[0] <= limit:
                     yield sentence
                 else:
@@ -155,15 +157,23 @@ def document_title(document: Document) -> str | None:
     return None
 
 
+def document_language(document: Document) -> str:
+    """The language ``document`` is split into sentences by: a ``language`` in its metadata,
+    else detected from its opening (``ragmeter.language``)."""
+    given = document.metadata.get(LANGUAGE)
+    return language_code(given) if given else detect_language([document.text])
+
+
 def chunk_document(
     document: Document, max_chars: int = MAX_CHARS, min_chars: int = MIN_CHARS
 ) -> list[Chunk]:
     """The chunks of ``document``: whole sections where they fit (a short section joins the
-    next), else paragraphs, lines and sentences packed up to ``max_chars``; blank ones are
-    dropped."""
+    next), else paragraphs, lines and sentences (by the rules of the document's language,
+    ``document_language``) packed up to ``max_chars``; blank ones are dropped."""
     if max_chars < 50:
         raise ValueError("max_chars must be at least 50")
     text = document.text
+    language = document_language(document)
     title = document_title(document)
     chunks: list[Chunk] = []
     current: Span | None = None
@@ -184,7 +194,7 @@ def chunk_document(
         if current is not None and current[1] - current[0] >= min_chars:
             flush()
         heading = section or heading
-        for unit in _units(text, start, end, max_chars):
+        for unit in _units(text, start, end, max_chars, language):
             if current is not None and unit[1] - current[0] > max_chars:
                 flush()
             if current is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ragmeter.language import detect_language
 from ragmeter.sample import asked_after, parse_turns
 
 
@@ -36,6 +37,12 @@ class Draft:
     def asked(self) -> dict[str, str]:
         """The question as the judge is shown it, after its conversation when it has one."""
         return asked_after(self.question, parse_turns(self.history))
+
+    def language(self) -> str:
+        """The language its texts are split by (``ragmeter.language``): detected from the
+        reference, the expected answer, the chunks and, unlike a sample's, the question, all
+        written in the documents' language (an unanswerable question has no chunks)."""
+        return detect_language([self.reference, self.expected or "", *self.chunks, self.question])
 
 
 Search = Callable[[str, int], list[str]]

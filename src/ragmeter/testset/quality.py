@@ -243,7 +243,8 @@ def _check_supported(
 ) -> None:
     """3 and 4 above, from one table: the reference's claims against the chunks together, and
     for a question from two chunks, against each alone."""
-    claims = claim_sentences(draft.reference)
+    language = draft.language()
+    claims = claim_sentences(draft.reference, language)
     if not claims:
         raise Rejected("reference has no claim", repr(draft.reference))
     texts: list[Sequence[str]] = [draft.chunks]
@@ -251,7 +252,7 @@ def _check_supported(
         texts += [[chunk] for chunk in draft.chunks]
     # "3 euros." is checked as the answer to its question, not as a bare phrase.
     checked = as_checked(claims, draft.question)
-    table = supported(session, [(checked, texts)])[0]  # claims x texts
+    table = supported(session, [(checked, texts)], language)[0]  # claims x texts
     together = table[:, 0]
     checks["supported"] = {
         "claims": claims,
@@ -283,7 +284,8 @@ def _check_closed_book(
 ) -> None:
     answer = session.ask(CLOSED_BOOK, draft.asked(), max_tokens=ANSWER_MAX_TOKENS).answer
     claims = checks["supported"]["claims"]
-    known = supported(session, [(as_checked(claims, draft.question), [answer])])[0][:, 0]
+    checked = as_checked(claims, draft.question)
+    known = supported(session, [(checked, [answer])], draft.language())[0][:, 0]
     recall = float((known >= options.supported).mean())
     checks["closed_book"] = {"answer": answer, "recall": round(recall, 4)}
     if recall > options.closed_book_max:

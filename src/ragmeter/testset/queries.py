@@ -31,6 +31,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel
 
+from ragmeter.language import detect_language
 from ragmeter.prompts import Prompt
 from ragmeter.text import split_sentences
 
@@ -342,11 +343,12 @@ def fact_sentences(passage: str) -> tuple[str, ...]:
 
     A small judge left to choose a fact picks vague ones and writes references that restate
     the question ("the default namespace is the default namespace", docs/testsets.md); given the
-    sentence, it has only to turn it into a question.
+    sentence, it has only to turn it into a question. The passage is split by the rules of its
+    language, detected from it (``ragmeter.language``).
     """
     eligible = [
         sentence
-        for sentence in split_sentences(passage)
+        for sentence in split_sentences(passage, detect_language([passage]))
         if _FACT_WORDS[0] <= len(sentence.split()) <= _FACT_WORDS[1]
         and "http" not in sentence
         and _ENDS_A_STATEMENT.search(sentence)

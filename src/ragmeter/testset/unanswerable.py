@@ -60,12 +60,18 @@ def declines(sentence: str) -> bool:
 
 
 def _found(
-    session: JudgeSession, claims: Sequence[str], nearest: Sequence[str], question: str
+    session: JudgeSession,
+    claims: Sequence[str],
+    nearest: Sequence[str],
+    question: str,
+    language: str = "en",
 ) -> np.ndarray:
-    """P(supported) of each claim, read with ``question``, by its most supportive near chunk."""
+    """P(supported) of each claim, read with ``question``, by its most supportive near chunk
+    (read in parts cut between sentences of ``language``, where one is too long)."""
     if not claims:
         return np.zeros(0)
-    return supported(session, [(as_checked(claims, question), list(nearest))])[0].max(axis=1)
+    blocks = [(as_checked(claims, question), list(nearest))]
+    return supported(session, blocks, language)[0].max(axis=1)
 
 
 def _refuse_found(found: np.ndarray, claims: Sequence[str], answered: float, whose: str) -> None:
@@ -88,7 +94,8 @@ def check_not_answered(
     """Steps 3 and 4 above against the ``nearest`` chunks: raise ``Rejected`` when a claim of
     the expected answer, or of the answer the chunks give, is found in one of them. What was
     measured is in ``checks["not_answered"]`` either way."""
-    expected = claim_sentences(draft.expected or "")
+    language = draft.language()
+    expected = claim_sentences(draft.expected or "", language)
     if not expected:
         raise Rejected("expected answer has no claim", repr(draft.expected))
     record: dict[str, Any] = {
@@ -97,14 +104,14 @@ def check_not_answered(
         "expected_claims": expected,
     }
     checks["not_answered"] = record
-    found = _found(session, expected, nearest, draft.question)
+    found = _found(session, expected, nearest, draft.question, language)
     record["expected_p"] = [round(float(p), 4) for p in found]
     _refuse_found(found, expected, answered, "the expected answer")
     reply = session.ask(
         FROM_PASSAGES, {"passages": list(nearest), **draft.asked()}, max_tokens=ANSWER_MAX_TOKENS
     ).answer
-    given = [claim for claim in claim_sentences(reply) if not declines(claim)]
+    given = [claim for claim in claim_sentences(reply, language) if not declines(claim)]
     record.update(answer_from_passages=reply, answer_claims=given)
-    found = _found(session, given, nearest, draft.question)
+    found = _found(session, given, nearest, draft.question, language)
     record["answer_p"] = [round(float(p), 4) for p in found]
     _refuse_found(found, given, answered, "the answer the near chunks give")

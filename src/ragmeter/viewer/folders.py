@@ -32,7 +32,13 @@ from ragmeter.score import Score
 from ragmeter.store import stored_payloads
 
 RunKind = Literal[
-    "evaluate", "wikieval", "meta-attribution", "arena", "arena-agreement", "attribution"
+    "evaluate",
+    "wikieval",
+    "meta-attribution",
+    "arena",
+    "arena-agreement",
+    "attribution",
+    "retrieval",
 ]
 
 SCORES_FILE = "scores.jsonl"
@@ -103,6 +109,10 @@ def open_run(path: str | Path) -> OpenedRun:
             return OpenedRun(folder, "attribution", data=data)
         if isinstance(data, dict) and "classification" in data:
             return OpenedRun(folder, "meta-attribution", data=data)
+        if isinstance(data, dict) and "qrels" in data:  # ragmeter retrieval
+            rankings = folder / "rankings.json"
+            found = _json(rankings) if rankings.is_file() else []
+            return OpenedRun(folder, "retrieval", data={**data, "rankings": found})
     if any((folder / name).is_file() for name in (RUN_FILE, SCORES_FILE, SCORES_DB)):
         return _open_evaluation(folder)
     found = sorted(p.name for p in folder.iterdir())[:8]

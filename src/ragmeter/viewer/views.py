@@ -13,10 +13,11 @@ from typing import Any
 from ragmeter.explain import claim_fate, claim_rows, explain, fates_summary
 from ragmeter.meta.wikieval import DIMENSIONS, PAPER_TABLE_4
 from ragmeter.metrics.diagnosis import DIAGNOSIS, DIAGNOSIS_PARTS
+from ragmeter.ranking import Ranking
 from ragmeter.sample import Sample
 from ragmeter.score import Exchange, Score
 from ragmeter.viewer.charts import grouped_bars, intervals, score_histogram
-from ragmeter.viewer.compare import Comparison, RunsRanking
+from ragmeter.viewer.compare import Comparison, RankedMetric, RunsRanking
 from ragmeter.viewer.folders import OpenedRun
 
 Section = dict[str, Any]
@@ -28,6 +29,7 @@ KIND_TITLES = {
     "arena": "RAG-QA Arena leaderboard",
     "arena-agreement": "arena judge agreement with human labels",
     "attribution": "KaLMA attribution",
+    "retrieval": "retriever runs (ragmeter retrieval)",
 }
 
 
@@ -90,6 +92,7 @@ def run_sections(run: OpenedRun, prefix: str = "") -> list[Section]:
         "arena": _arena,
         "arena-agreement": _arena_agreement,
         "attribution": _attribution,
+        "retrieval": _retrieval,
     }[run.kind]
     sections = build(run)
     for section in sections:
@@ -534,6 +537,8 @@ def ranking_sections(ranked: RunsRanking) -> list[Section]:
         for pair, rate in zip(ranking.pairs, found.rates, strict=True):
             if rate is not None:
                 worth = f"{rate.share:.0%} of {rate.draws} ({', '.join(rate.sets)})"
+            elif ranked.curve is None:
+                worth = "—"
             else:
                 worth = "not measured" if not found.measured else "no decision this size drawn"
             rows.append(
@@ -582,6 +587,60 @@ def ranking_sections(ranked: RunsRanking) -> list[Section]:
                 ),
             }
         )
+    return sections
+
+
+def _retrieval(run: OpenedRun) -> list[Section]:
+    """A ``ragmeter retrieval`` folder: per source of relevance (people's qrels, the judge's
+    grades, both merged), every run's measures, and each measure's ranking of the runs."""
+    sources = run.data.get("qrels", {})
+    found = run.data.get("rankings", [])
+    by_source = found if isinstance(found, dict) else {"human": found}
+    sections: list[Section] = []
+    for source, runs in sources.items():
+        measures = list(dict.fromkeys(m for figures in runs.values() for m in figures))
+        sections.append(
+            {
+                "heading": f"Retriever runs on the {source} qrels",
+                "notes": run.data.get("notes", []) if source == "human" else [],
+                "table": table(
+                    ["run", *measures],
+                    [
+                        {
+                            "cells": [
+                                name,
+                                *(
+                                    f"{fmt(figures[m]['mean'])} "
+                                    f"{interval(figures[m]['ci_low'], figures[m]['ci_high'])}"
+                                    if m in figures
+                                    else "—"
+                                    for m in measures
+                                ),
+                            ]
+                        }
+                        for name, figures in runs.items()
+                    ],
+                    name=f"retrieval-{source}",
+                ),
+            }
+        )
+        rankings = [Ranking.model_validate(r) for r in by_source.get(source, [])]
+        if rankings:
+            ranked = RunsRanking(
+                runs=list(runs),
+                problems=[],
+                notes=[],
+                samples=rankings[0].samples,
+                not_in_every_run=[],
+                metrics=[
+                    RankedMetric(ranking=r, rates=[None] * len(r.pairs), measured=False)
+                    for r in rankings
+                ],
+                curve=None,
+            )
+            for section in ranking_sections(ranked)[1:]:  # the runs are introduced above
+                section["heading"] = f"{source} qrels · {section['heading']}"
+                sections.append(section)
     return sections
 
 

@@ -1,0 +1,352 @@
+"""What ragmeter's decisions between systems are worth: measured on rated sets where several
+systems answered the same inputs.
+
+    python bench/bench_decisions.py topicalchat ../shared/data/criteria/topicalchat_dev.jsonl
+    python bench/bench_decisions.py mtrag ../shared/data/mtrag/mtrag_dev.jsonl
+    python bench/bench_decisions.py summeval ../shared/data/criteria/summeval_dev.jsonl \\
+        --anchors summeval_data.pkl
+    python bench/bench_decisions.py ... --no-judge            # measure what is judged so far
+    python bench/bench_decisions.py ... --curve src/ragmeter/judges/decision_curve.json
+
+Every answer is scored by the ready criteria (each in its default reading) and, on MTRAG, the
+built-in metrics that answer the people's ratings, in one ``evaluate`` run, ``--out/SOURCE``: a
+killed bench resumes where it stopped, an unchanged rerun judges nothing, and ``--no-judge``
+measures on the inputs whose every answer is scored so far (a set judged in part is usable in
+part). Inputs are judged in sorted order, so the part is a fixed one.
+
+For each (rating, metric): the system-level Kendall tau and Spearman between ragmeter's system
+means and the people's, with bootstrap intervals over inputs; every pair of systems decided on
+both sides by the same paired test (``ragmeter.ranking``), and how often ragmeter's decision is
+the people's, on the full set and as curves over N inputs (``meta.decisions``). ``--curve``
+merges the curves into the decision curve that ``ragmeter compare`` reads.
+
+``--anchors FILE`` (SummEval only; ``pip install rouge-score``): BARTScore's
+``SUM/SummEval/data.pkl`` (github.com/neulab/BARTScore), whose reference summaries give each
+summary's ROUGE, put through the same code on the same rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_criteria import CRITERIA, criteria_rows, first_groups, mtrag_rows
+
+from ragmeter import evaluate
+from ragmeter.criteria import LIBRARY, CriterionMetric
+from ragmeter.decision_curve import FORMAT
+from ragmeter.meta.decisions import (
+    SHARES,
+    Table,
+    complete_inputs,
+    curve,
+    decide,
+    system_correlation,
+)
+from ragmeter.metrics import metric_by_name
+from ragmeter.metrics.base import Metric
+from ragmeter.result import Result
+from ragmeter.stats import Interval
+from ragmeter.viewer import open_run
+
+BUILT_IN = {"mtrag": {"faithfulness": "faithfulness", "appropriateness": "answer_relevance"}}
+"""Per source: the people's rating -> the built-in metric that answers it."""
+
+
+def load(source: str, path: Path, groups: int | None) -> list[Any]:
+    """The set's rows (``bench_criteria``'s), each with its ``system``, sorted by input."""
+    if source == "mtrag":
+        rows = mtrag_rows(path)
+        systems = {r.sample.key: r.responder for r in _mtrag_responders(path)}
+    else:
+        rows = criteria_rows(path)
+        records = (json.loads(line) for line in path.read_text().splitlines())
+        systems = {r["id"]: r["system"] for r in records}
+    for row in rows:
+        row.system = systems[row.sample.key]
+    return sorted(first_groups(rows, groups), key=lambda r: (r.group, r.system))
+
+
+def _mtrag_responders(path: Path) -> list[Any]:
+    from ragmeter.meta.mtrag import load_mtrag
+
+    return load_mtrag(path)
+
+
+def metrics_of(source: str) -> dict[str, list[Metric]]:
+    """The people's rating -> the metrics that answer it: ready criteria in their default
+    reading, and the built-in metrics."""
+    wanted: dict[str, list[Metric]] = {}
+    for rating, name in CRITERIA[source].items():
+        wanted.setdefault(rating, []).append(CriterionMetric(LIBRARY[name]))
+    for rating, name in BUILT_IN.get(source, {}).items():
+        wanted.setdefault(rating, []).append(metric_by_name(name))
+    return wanted
+
+
+def judge(rows: list[Any], metrics: list[Metric], out: Path, judge_spec: str) -> Any:
+    started = time.perf_counter()
+    result = evaluate([r.sample for r in rows], metrics, judge=judge_spec, out_dir=out)
+    print(f"judged {len(rows)} answers in {time.perf_counter() - started:.0f} s", flush=True)
+    return result
+
+
+def tables(rows: list[Any], values: dict[str, float | None], rating: str) -> tuple[Table, Table]:
+    """system -> input -> ragmeter's value, and the people's rating."""
+    judge: dict[str, dict[str, float | None]] = {}
+    people: dict[str, dict[str, float | None]] = {}
+    for row in rows:
+        judge.setdefault(row.system, {})[row.group] = values.get(row.sample.key)
+        people.setdefault(row.system, {})[row.group] = row.ratings.get(rating)
+    return judge, people
+
+
+def shown(found: Interval | None) -> str:
+    return (
+        "undefined" if found is None else f"{found.value:.2f} [{found.low:.2f}, {found.high:.2f}]"
+    )
+
+
+def share(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
+def measure(
+    source: str,
+    rows: list[Any],
+    result: Result,
+    by_rating: dict[str, list[Metric]],
+    sizes: list[int],
+) -> dict[str, Any]:
+    """Print each (rating, metric)'s system-level agreement and decisions; return the curve's
+    entries of this set (by metric)."""
+    print(
+        "| rating | metric | systems | inputs | Kendall tau | Spearman | pairs people tell apart "
+        "| decided alike | cannot tell | confident wrong (of all pairs) | as two alone: alike "
+        "| cannot tell | wrong |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    entries: dict[str, Any] = {}
+    for rating, metrics in by_rating.items():
+        for metric in metrics:
+            values = {s.sample_id: s.value for s in result.scores_for(metric.name)}
+            judge, people = tables(rows, values, rating)
+            inputs = complete_inputs(judge, people)
+            if len(inputs) < 3:
+                print(
+                    f"| {rating} | {metric.name} | {len(judge)} | {len(inputs)} | too few inputs |"
+                )
+                continue
+            complete = {s: {k: judge[s][k] for k in inputs} for s in judge}
+            rated = {s: {k: people[s][k] for k in inputs} for s in people}
+            correlation = system_correlation(complete, rated)
+            decided = decide(complete, rated)
+            print(
+                f"| {rating} | {metric.name} | {len(judge)} | {len(inputs)} | "
+                f"{shown(correlation['kendall'])} | {shown(correlation['spearman'])} | "
+                f"{decided.separated} of {decided.pairs} | {share(decided.same)} | "
+                f"{share(decided.cannot_tell)} | {decided.wrong:.0%} | "
+                f"{share(decided.same_pairwise)} | {share(decided.cannot_tell_pairwise)} | "
+                f"{decided.wrong_pairwise:.0%} |",
+                flush=True,
+            )
+            missed = [
+                f"{o.b} vs {o.a}: people {o.people} ({o.people_difference:+.2f}, effect "
+                f"{_effect(o.people_effect)}), ragmeter {o.judge} ({o.judge_difference:+.3f}, "
+                f"effect {_effect(o.judge_effect)})"
+                for o in decided.outcomes
+                if o.people != "cannot tell" and o.judge != o.people
+            ]
+            if missed:
+                print("  missed: " + "; ".join(missed))
+            entries[metric.name] = {
+                "rating": rating,
+                "systems": len(judge),
+                "inputs": len(inputs),
+                "kendall": _dumped(correlation["kendall"]),
+                "spearman": _dumped(correlation["spearman"]),
+                "full": decided.model_dump(exclude={"outcomes", "inputs"}),
+                "sizes": curve(complete, rated, sizes),
+            }
+    return entries
+
+
+def _effect(value: float | None) -> str:
+    return "no spread" if value is None else f"{value:+.2f}"
+
+
+def _dumped(found: Interval | None) -> dict[str, float] | None:
+    return None if found is None else {k: round(v, 4) for k, v in found.model_dump().items()}
+
+
+def write_curve(path: Path, source: str, entries: dict[str, Any]) -> None:
+    """Merge this set's entries into the decision curve at ``path``, keeping the other sets'."""
+    found = json.loads(path.read_text()) if path.exists() else {"format": FORMAT}
+    found.setdefault("sets", {})[source] = entries
+    path.write_text(json.dumps(found, indent=1) + "\n")
+
+
+def curve_lines(entries: dict[str, Any]) -> list[str]:
+    lines = [
+        "| metric | N | decided alike | cannot tell | confident wrong | as two alone: alike | "
+        "cannot tell | wrong | Kendall tau |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for metric, entry in entries.items():
+        for n, found in entry["sizes"].items():
+            cells = [share(found[name]) for name in SHARES]
+            lines.append(f"| {metric} | {n} | {' | '.join(cells)} | {found['kendall']} |")
+    return lines
+
+
+CHARTED = {"same_pairwise": "two systems alone", "same": "all systems at once (Holm)"}
+"""The shares the chart draws, by the name its legend gives them."""
+
+
+def chart(curve_file: Path) -> str:
+    """The decision curve as an SVG (needs ``ragmeter[report]``): per set, the share of the
+    pairs people tell apart that ragmeter decides as they do, over N inputs, a line per metric;
+    solid as two systems compared alone, dashed as all the set's systems at once."""
+    from ragmeter.viewer.charts import altair, vl_convert
+
+    alt = altair()
+    points = [
+        {"set": name, "metric": metric, "inputs": int(n), "share": found[figure], "figure": named}
+        for name, metrics in json.loads(curve_file.read_text())["sets"].items()
+        for metric, entry in metrics.items()
+        for n, found in [*entry["sizes"].items(), (str(entry["inputs"]), entry["full"])]
+        for figure, named in CHARTED.items()
+        if found.get(figure) is not None
+    ]
+    base = alt.Chart(alt.Data(values=points)).encode(
+        alt.X("inputs:Q", title="inputs every system answered"),
+        alt.Y("share:Q", title="decided as people decide", scale=alt.Scale(domain=[0, 1])),
+        alt.Color("metric:N", legend=alt.Legend(orient="bottom", columns=4)),
+        alt.StrokeDash(
+            "figure:N",
+            title=None,
+            scale=alt.Scale(domain=list(CHARTED.values()), range=[[1, 0], [4, 3]]),
+            legend=alt.Legend(orient="bottom"),
+        ),
+    )
+    faceted = (
+        base.mark_line(point=True)
+        .properties(width=220, height=180)
+        .facet(alt.Facet("set:N", title=None), columns=3)
+        .properties(title="Pairs people tell apart that ragmeter decides as they do")
+    )
+    return str(vl_convert().vegalite_to_svg(faceted.to_dict()))
+
+
+class _PlainData(pickle.Unpickler):
+    """Reads a pickle of plain dicts, lists, strings and numbers; any class or function it
+    names is refused, so nothing in the file is run."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"refused: the pickle names {module}.{name}")
+
+
+def anchor_scores(path: Path, rows: list[Any]) -> dict[str, dict[str, float | None]]:
+    """ROUGE of each row's summary (rouge-score, stemmed F1), by anchor, then by row key:
+    against the article's original highlights (``ref_summ`` in BARTScore's SummEval
+    ``data.pkl``), and ROUGE-L's best over its eleven references (``ref_summs``). The snapshot
+    keeps no automatic metric's stored scores (its ``final_p.pkl`` is too large to be kept),
+    so ROUGE is computed here, on the same rows."""
+    from rouge_score import rouge_scorer  # pip install rouge-score: measuring only
+
+    with path.open("rb") as file:
+        stored = _PlainData(file).load()
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
+    found: dict[str, dict[str, float | None]] = {}
+    for row in rows:
+        article = stored[row.group]
+        scores = scorer.score(article["ref_summ"], row.sample.answer)
+        for name, score in scores.items():
+            found.setdefault(name, {})[row.sample.key] = score.fmeasure
+        best = max(
+            scorer.score(r, row.sample.answer)["rougeL"].fmeasure for r in article["ref_summs"]
+        )
+        found.setdefault("rougeL (best of 11 references)", {})[row.sample.key] = best
+    return found
+
+
+def anchors(rows: list[Any], path: Path) -> None:
+    """Each anchor's system-level agreement and decisions, on the rows ragmeter's criteria
+    were measured on, by the same code."""
+    inputs = {r.group for r in rows}
+    print(f"\nROUGE on the same {len(inputs)} articles:")
+    print(
+        "| rating | metric | Kendall tau | Spearman | pairs people tell apart | decided alike "
+        "| confident wrong | as two alone: alike | wrong |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for metric, values in sorted(anchor_scores(path, rows).items()):
+        for rating in CRITERIA["summeval"]:
+            judge, people = tables(rows, values, rating)
+            correlation = system_correlation(judge, people)
+            decided = decide(judge, people)
+            print(
+                f"| {rating} | {metric} | {shown(correlation['kendall'])} | "
+                f"{shown(correlation['spearman'])} | {decided.separated} of {decided.pairs} | "
+                f"{share(decided.same)} | {decided.wrong:.0%} | "
+                f"{share(decided.same_pairwise)} | {decided.wrong_pairwise:.0%} |",
+                flush=True,
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("source", choices=sorted(CRITERIA))
+    parser.add_argument("file", type=Path)
+    parser.add_argument("--groups", type=int, default=None, help="The first N inputs only.")
+    parser.add_argument("--judge", default="local")
+    parser.add_argument("--out", type=Path, default=Path("runs/decisions"))
+    parser.add_argument("--no-judge", action="store_true", help="Measure what is scored so far.")
+    parser.add_argument("--metrics", default=None, help="Judge and measure these only (a,b).")
+    parser.add_argument(
+        "--sizes", default="5,10,20,30,40,50", help="Inputs drawn, comma-separated."
+    )
+    parser.add_argument("--curve", type=Path, default=None, help="Merge the curves into this file.")
+    parser.add_argument("--chart", type=Path, default=None, help="Draw --curve's sets as an SVG.")
+    parser.add_argument("--anchors", type=Path, default=None, help="BARTScore's SummEval data.pkl.")
+    args = parser.parse_args()
+
+    rows = load(args.source, args.file, args.groups)
+    by_rating = metrics_of(args.source)
+    if args.metrics:
+        wanted = args.metrics.split(",")
+        by_rating = {
+            rating: kept
+            for rating, found in by_rating.items()
+            if (kept := [m for m in found if m.name in wanted])
+        }
+    metrics = list({m.name: m for found in by_rating.values() for m in found}.values())
+    out = args.out / args.source
+    print(f"{args.source}: {len(rows)} answers, {len({r.group for r in rows})} inputs", flush=True)
+    if not args.no_judge:
+        judge(rows, metrics, out, args.judge)
+    result = open_run(out).result
+    if result is None:
+        sys.exit(f"{out}: nothing scored yet")
+    sizes = [int(n) for n in args.sizes.split(",") if n]
+    entries = measure(args.source, rows, result, by_rating, sizes)
+    print("\nDecisions on N inputs drawn (100 draws each), against the people's on all:")
+    print("\n".join(curve_lines(entries)))
+    if args.anchors:
+        unscored = {s.sample_id for s in result.scores if s.value is None}
+        scored = {s.sample_id for s in result.scores} - unscored
+        complete = {r.group for r in rows} - {r.group for r in rows if r.sample.key not in scored}
+        anchors([r for r in rows if r.group in complete], args.anchors)
+    if args.curve:
+        write_curve(args.curve, args.source, entries)
+        if args.chart:
+            args.chart.write_text(chart(args.curve))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""``ragmeter retrieval QRELS RUN... --out DIR``: retriever runs evaluated alone, no answers
+needed. Per run, each measure's mean over the queries with its 95 % bootstrap interval and the
+judged share of its top k; per measure, every pair of runs decided by a paired test over the
+queries, adjusted for the number of pairs (Holm). Exit status: 0 done, 2 bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from ragmeter.cli.common import print_warning, user_errors, wide_console
+from ragmeter.ranking import Ranking
+from ragmeter.retrieval import DEFAULT_MEASURES, RetrievalEvaluation, RunSummary, evaluate_files
+from ragmeter.stats import P_VALUE_METHOD
+from ragmeter.viewer.views import fmt, interval
+
+SHOWN_IDS = 5
+"""Query ids named on a line before the rest are counted."""
+
+
+def retrieval_command(
+    qrels: Annotated[
+        Path,
+        typer.Argument(
+            help="Relevance judgments: a TREC qrels file (qid iteration docid grade), a BEIR "
+            "qrels .tsv, or a samples .jsonl (id, reference_context_ids)."
+        ),
+    ],
+    runs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Runs, each named after its file: TREC run files (qid Q0 docid rank score "
+            "tag) or samples .jsonl files (id, context_ids in rank order)."
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(help="Folder for summary.json, rankings.json and per_query.jsonl."),
+    ],
+    metrics: Annotated[
+        str,
+        typer.Option(
+            help="Measures as ir-measures names them, comma-separated, e.g. "
+            "nDCG@10,R(rel=2)@100,RR,AP,P@10."
+        ),
+    ] = ",".join(DEFAULT_MEASURES),
+    rounds: Annotated[int, typer.Option(min=1, help="Bootstrap and permutation rounds.")] = 2000,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap and permutations.")] = 0,
+) -> None:
+    """Evaluate retriever runs against qrels: each measure's mean with its 95% CI over the
+    queries, the judged share of each run's top k, and every pair of runs decided per measure.
+
+    A query of the qrels that a run does not return scores 0 (as trec_eval -c); a document the
+    qrels do not judge counts as not relevant (as trec_eval), and the judged share says how
+    often that happened.
+    """
+    console = wide_console()
+    with user_errors(console):
+        found = evaluate_files(qrels, runs, metrics, rounds=rounds, seed=seed)
+        written = found.write(out)
+    console.print(_runs_table(found))
+    for ranking in found.rankings:
+        console.print(_pairs_table(ranking))
+    for ranking in found.rankings:
+        told = sum(1 for pair in ranking.pairs if pair.verdict != "cannot tell")
+        console.print(
+            f"{ranking.metric}: {told} of {len(ranking.pairs)} pairs told apart", highlight=False
+        )
+    for note in [*found.notes, *_query_notes(found.runs)]:
+        print_warning(console, note)
+    console.print(
+        f"{found.queries} queries of the qrels ({found.judgments} judgments); a query a run "
+        "does not return scores 0 (trec_eval -c); unjudged documents count as not relevant; "
+        f"CI: percentile bootstrap over queries, {rounds} rounds, seed {seed}; p: "
+        f"{P_VALUE_METHOD}, adjusted for the number of pairs (Holm)",
+        highlight=False,
+        soft_wrap=True,
+    )
+    console.print(f"written: {', '.join(map(str, written))}", highlight=False, soft_wrap=True)
+
+
+def _runs_table(found: RetrievalEvaluation) -> Table:
+    table = Table(
+        title=escape(f"{found.qrels}: {len(found.runs)} runs over {found.queries} queries"),
+        caption="mean [95% CI]; judged: the share of the top k that the qrels judge",
+    )
+    table.add_column("run")
+    for measure in found.measures:
+        table.add_column(escape(measure), justify="right")
+    cutoffs = [judged.k for judged in found.runs[0].judged]
+    for k in cutoffs:
+        table.add_column(f"judged@{k}", justify="right")
+    for run in found.runs:
+        cells: list[str | Text] = [Text(run.run)]
+        for measure in found.measures:
+            summary = run.measures[measure]
+            cells.append(f"{fmt(summary.mean, 4)}\n{interval(summary.ci_low, summary.ci_high)}")
+        for judged in run.judged:
+            share = "—" if judged.fraction is None else f"{judged.fraction:.1%}"
+            cells.append(f"{share}\n{judged.judged}/{judged.retrieved}")
+        table.add_row(*cells)
+    return table
+
+
+def _pairs_table(ranking: Ranking) -> Table:
+    order = " > ".join(system.system for system in ranking.systems)
+    table = Table(
+        title=escape(f"{ranking.metric}: every pair, over {ranking.samples} queries"),
+        caption=escape(f"ranked: {order}"),
+    )
+    columns = ["B vs A", "B - A", "95% CI", "p", "p (Holm)", "verdict", "tells apart"]
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("B vs A", "verdict") else "right")
+    for pair in ranking.pairs:
+        test = pair.test
+        table.add_row(
+            Text(f"{pair.b} vs {pair.a}"),
+            f"{test.difference:+.4f}",
+            interval(test.ci_low, test.ci_high),
+            fmt(test.p_value, 4),
+            fmt(pair.adjusted_p, 4),
+            Text(pair.verdict if pair.verdict == "cannot tell" else f"B {pair.verdict}"),
+            "—" if pair.detectable is None else f"±{pair.detectable:.3f}",
+        )
+    return table
+
+
+def _query_notes(runs: list[RunSummary]) -> list[str]:
+    """The queries a run leaves out, or returns but the qrels do not judge, by run."""
+    notes = []
+    for run in runs:
+        if run.missing_queries:
+            notes.append(
+                f"{run.run}: {_ids(run.missing_queries)} of the qrels not returned, scored 0"
+            )
+        if run.unjudged_queries:
+            notes.append(f"{run.run}: {_ids(run.unjudged_queries)} not in the qrels, not scored")
+    return notes
+
+
+def _ids(ids: list[str]) -> str:
+    shown = ", ".join(ids[:SHOWN_IDS]) + (", ..." if len(ids) > SHOWN_IDS else "")
+    return f"{len(ids)} {'query' if len(ids) == 1 else 'queries'} ({shown})"
