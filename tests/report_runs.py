@@ -47,15 +47,17 @@ def faithfulness_run(
     *,
     model: str = "scripted",
     soft: bool = True,
+    of: Sequence[Sample] | None = None,
 ) -> Result:
     """An evaluate run of faithfulness whose score for sample ``k`` is ``p_supported[k]``; a
-    None makes the judge fail on that sample, so it is unscored."""
+    None makes the judge fail on that sample, so it is unscored. The samples are ``of``, in
+    the order of ``p_supported``, or made from their ids."""
     judge = FakeJudge(model=model)
     for key in p_supported:
         probability = p_supported[key]
         judge.enqueue(yes_no(probability) if probability is not None else FAILURE)
     result = evaluate(
-        samples(list(p_supported)),
+        samples(list(p_supported)) if of is None else of,
         [metric_by_name("faithfulness", soft=soft)],
         judge=judge,
         embedder=HashingEmbedder(),

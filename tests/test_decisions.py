@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from ragmeter.decision_curve import CurveError, decision_rate, effect_bin, load_decision_curve
+from ragmeter.decision_curve import decision_rate, effect_bin, load_decision_curve
+from ragmeter.judges.curves import CurveError
 from ragmeter.meta.decisions import complete_inputs, curve, decide, system_correlation
 from ragmeter.ranking import RankingError, rank_systems
 from ragmeter.stats import detectable_difference, holm, paired_test, samples_needed, verdict
@@ -228,16 +229,12 @@ def test_pairwise_verdicts_are_those_of_two_systems_compared_alone():
 def _rated_run(tmp_path):
     """Three systems (A, B, C) answering the same eight inputs; faithfulness is the judge's
     P(supported): A 0.2, B 0.9, C 0.2 on every input. People rated A 1, B 3, C 2."""
-    from ragmeter import evaluate
-    from ragmeter.judges.fake import FakeJudge, HashingEmbedder
-    from ragmeter.metrics import metric_by_name
-    from ragmeter.report import write_outputs
     from ragmeter.sample import Sample
 
-    from .conftest import yes_no
+    from .report_runs import faithfulness_run
 
     levels = {"A": (0.2, 1), "B": (0.9, 3), "C": (0.2, 2)}
-    judge, samples, rows = FakeJudge(), [], []
+    samples, supported, rows = [], {}, []
     for system, (probability, rating) in levels.items():
         for i in range(8):
             key = f"{system}-{i}"
@@ -249,20 +246,11 @@ def _rated_run(tmp_path):
                     answer="It was finished in 1889.",
                 )
             )
-            judge.enqueue(yes_no(probability))
+            supported[key] = probability
             row = {"id": key, "system": system, "input": f"i{i}", "faithfulness": rating}
             rows.append(json.dumps(row))
     out = tmp_path / "run"
-    result = evaluate(
-        samples,
-        [metric_by_name("faithfulness")],
-        judge=judge,
-        embedder=HashingEmbedder(),
-        out_dir=out,
-        cache=False,
-        retries=0,
-    )
-    write_outputs(result, out)
+    faithfulness_run(out, supported, of=samples)
     labels = tmp_path / "ratings.jsonl"
     labels.write_text("\n".join(rows) + "\n")
     return out, labels

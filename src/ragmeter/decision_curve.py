@@ -12,12 +12,12 @@ edges), how many drawn decisions of pairs the people tell apart had the people's
 
 from __future__ import annotations
 
-import json
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
+
+from ragmeter.judges.curves import read_curve
 
 FORMAT = "ragmeter-decision-curve/1"
 CURVE_FILE = "decision_curve.json"
@@ -33,10 +33,6 @@ def effect_bin(difference: float, spread: float) -> str:
     no_spread = 0.0 if difference == 0 else float("inf")
     effect = abs(difference) / spread if spread > 0 else no_spread
     return f"{max(edge for edge in EFFECT_BINS if effect >= edge):g}"
-
-
-class CurveError(ValueError):
-    """A decision curve that cannot be read."""
 
 
 class DecisionRate(BaseModel):
@@ -66,23 +62,7 @@ class DecisionRate(BaseModel):
 def load_decision_curve(path: Path | None = None) -> tuple[dict[str, Any], str] | None:
     """The curve in ``path``, else the one shipped with ragmeter, with where it came from;
     None where none ships."""
-    if path is None:
-        resource = resources.files("ragmeter.judges").joinpath(CURVE_FILE)
-        if not resource.is_file():
-            return None
-        text, source = resource.read_text(), "the decision curve shipped with ragmeter"
-    else:
-        try:
-            text, source = path.read_text(), str(path)
-        except OSError as exc:
-            raise CurveError(f"cannot read the decision curve {path}: {exc}") from None
-    try:
-        curve = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CurveError(f"{source}: not JSON: {exc}") from None
-    if not isinstance(curve, dict) or curve.get("format") != FORMAT:
-        raise CurveError(f"{source}: not a decision curve (its 'format' is not {FORMAT!r})")
-    return curve, source
+    return read_curve(path, CURVE_FILE, (FORMAT,), "decision curve")
 
 
 def decision_rate(

@@ -20,13 +20,13 @@ percentiles of the draws), with how many draws ``tune`` wrote the head in.
 
 from __future__ import annotations
 
-import json
-from importlib import resources
 from pathlib import Path
 from statistics import fmean
 from typing import Any
 
 import numpy as np
+
+from ragmeter.judges.curves import read_curve
 
 FORMAT = "ragmeter-learning-curve/1"
 RATINGS_FORMAT = "ragmeter-ratings-curve/1"
@@ -36,33 +36,13 @@ RATINGS_CURVE_FILE = "ratings_curve.json"
 SHIPPED = {FORMAT: CURVE_FILE, RATINGS_FORMAT: RATINGS_CURVE_FILE}
 
 
-class CurveError(ValueError):
-    """A curve file that cannot be read."""
-
-
 def load_curve(path: Path | None, kind: str = FORMAT) -> tuple[dict[str, Any], str] | None:
     """The curve of ``kind`` (a format) in ``path``, else the one shipped with ragmeter, with
     where it came from; None where none ships, or where ``path`` holds the other kind."""
-    if path is None:
-        resource = resources.files("ragmeter.judges").joinpath(SHIPPED[kind])
-        if not resource.is_file():
-            return None
-        text, source = resource.read_text(), "the curve shipped with ragmeter"
-    else:
-        try:
-            text, source = path.read_text(), str(path)
-        except OSError as exc:
-            raise CurveError(f"cannot read the learning curve {path}: {exc}") from None
-    try:
-        curve = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CurveError(f"{source}: not JSON: {exc}") from None
-    found = curve.get("format") if isinstance(curve, dict) else None
-    if found not in SHIPPED:
-        raise CurveError(
-            f"{source}: not a learning curve (its 'format' is not {FORMAT!r} or {RATINGS_FORMAT!r})"
-        )
-    return (curve, source) if found == kind else None
+    found = read_curve(path, SHIPPED[kind], tuple(SHIPPED), "learning curve")
+    if found is None or found[0]["format"] != kind:
+        return None
+    return found
 
 
 def bought(curve: dict[str, Any], labels: int, source: str) -> str | None:
