@@ -42,6 +42,7 @@ from ragmeter.criteria import LIBRARY, CriterionMetric
 from ragmeter.decision_curve import FORMAT
 from ragmeter.meta.decisions import (
     SHARES,
+    Decisions,
     Table,
     complete_inputs,
     curve,
@@ -112,6 +113,23 @@ def shown(found: Interval | None) -> str:
     )
 
 
+COLUMNS = (
+    "Kendall tau | Spearman | pairs people tell apart | decided alike | cannot tell | "
+    "confident wrong (of all pairs) | as two alone: alike | cannot tell | wrong"
+)
+
+
+def cells(correlation: dict[str, Interval | None], decided: Decisions) -> str:
+    """A table row's figures, in ``COLUMNS``' order."""
+    return (
+        f"{shown(correlation['kendall'])} | {shown(correlation['spearman'])} | "
+        f"{decided.separated} of {decided.pairs} | {share(decided.same)} | "
+        f"{share(decided.cannot_tell)} | {decided.wrong:.0%} | "
+        f"{share(decided.same_pairwise)} | {share(decided.cannot_tell_pairwise)} | "
+        f"{decided.wrong_pairwise:.0%} |"
+    )
+
+
 def share(value: float | None) -> str:
     return "—" if value is None else f"{value:.0%}"
 
@@ -125,11 +143,7 @@ def measure(
 ) -> dict[str, Any]:
     """Print each (rating, metric)'s system-level agreement and decisions; return the curve's
     entries of this set (by metric)."""
-    print(
-        "| rating | metric | systems | inputs | Kendall tau | Spearman | pairs people tell apart "
-        "| decided alike | cannot tell | confident wrong (of all pairs) | as two alone: alike "
-        "| cannot tell | wrong |"
-    )
+    print(f"| rating | metric | systems | inputs | {COLUMNS} |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     entries: dict[str, Any] = {}
     for rating, metrics in by_rating.items():
@@ -148,11 +162,7 @@ def measure(
             decided = decide(complete, rated)
             print(
                 f"| {rating} | {metric.name} | {len(judge)} | {len(inputs)} | "
-                f"{shown(correlation['kendall'])} | {shown(correlation['spearman'])} | "
-                f"{decided.separated} of {decided.pairs} | {share(decided.same)} | "
-                f"{share(decided.cannot_tell)} | {decided.wrong:.0%} | "
-                f"{share(decided.same_pairwise)} | {share(decided.cannot_tell_pairwise)} | "
-                f"{decided.wrong_pairwise:.0%} |",
+                + cells(correlation, decided),
                 flush=True,
             )
             missed = [
@@ -280,23 +290,13 @@ def anchors(rows: list[Any], path: Path) -> None:
     were measured on, by the same code."""
     inputs = {r.group for r in rows}
     print(f"\nROUGE on the same {len(inputs)} articles:")
-    print(
-        "| rating | metric | Kendall tau | Spearman | pairs people tell apart | decided alike "
-        "| confident wrong | as two alone: alike | wrong |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(f"| rating | metric | {COLUMNS} |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for metric, values in sorted(anchor_scores(path, rows).items()):
         for rating in CRITERIA["summeval"]:
             judge, people = tables(rows, values, rating)
             correlation = system_correlation(judge, people)
-            decided = decide(judge, people)
-            print(
-                f"| {rating} | {metric} | {shown(correlation['kendall'])} | "
-                f"{shown(correlation['spearman'])} | {decided.separated} of {decided.pairs} | "
-                f"{share(decided.same)} | {decided.wrong:.0%} | "
-                f"{share(decided.same_pairwise)} | {decided.wrong_pairwise:.0%} |",
-                flush=True,
-            )
+            print(f"| {rating} | {metric} | " + cells(correlation, decide(judge, people)))
 
 
 def main() -> None:

@@ -6,11 +6,13 @@ Two views of one table (system -> input -> value, ragmeter's and the people's):
 - **system level**: Kendall's tau-b and Spearman's rho between the systems' mean scores and
   their mean ratings, over the inputs every system was scored and rated on, each with a
   percentile-bootstrap 95 % interval over inputs;
-- **decisions**: every pair of systems decided on each side by the same paired test
-  (``ranking.rank_systems``: Holm over the pairs). The people's verdict on all the inputs is the
-  reference. Over the pairs people tell apart, the share ragmeter decides the same way, and the
-  share it cannot tell; over all pairs, the share of *confident wrong calls* (significant, and
-  opposite to the people's mean difference).
+- **decisions**: every pair of systems tested on each side by the same paired test
+  (``ranking.rank_systems``). The reference is the people's ratings on all the inputs: a pair
+  people tell apart is one whose paired 95 % interval excludes zero. ragmeter decides as
+  ``compare`` does, all the systems at once (Holm over the pairs) and two of them alone
+  (unadjusted). Over the pairs people tell apart, the share ragmeter decides the same way, and
+  the share it cannot tell; over all pairs, the share of *confident wrong calls* (significant,
+  and opposite to the people's mean difference).
 
 Both as curves over N: N inputs drawn without replacement, ``draws`` times, ragmeter deciding
 on the N against the people's verdict on all. And, for ``ragmeter compare`` to say what a
@@ -57,7 +59,8 @@ class PairOutcome(BaseModel):
     a: str
     b: str
     people: Verdict
-    """The people's verdict on every input: better, worse (b against a) or cannot tell."""
+    """The people's verdict on every input (b against a): better or worse where the pair's 95 %
+    interval excludes zero, else cannot tell."""
     people_difference: float
     people_effect: float | None
     """The difference over the spread of the differences (None where they do not spread)."""
@@ -152,13 +155,20 @@ def _effect(test: PairedTest) -> float | None:
     return test.difference / test.spread if test.spread > 0 else None
 
 
+def _told_apart(test: PairedTest, higher_is_better: bool) -> Verdict:
+    """The people's verdict: better or worse where the pair's 95 % interval excludes zero."""
+    if test.ci_low <= 0 <= test.ci_high:
+        return "cannot tell"
+    return "better" if (test.difference > 0) == higher_is_better else "worse"
+
+
 def decisions_of(reference: Ranking, ours: Ranking) -> Decisions:
     """ragmeter's verdicts (``ours``) against the people's (``reference``), pair by pair."""
     outcomes = [
         PairOutcome(
             a=theirs.a,
             b=theirs.b,
-            people=theirs.verdict,
+            people=_told_apart(theirs.test, reference.higher_is_better),
             people_difference=theirs.test.difference,
             people_effect=_effect(theirs.test),
             judge=mine.verdict,
@@ -216,7 +226,9 @@ def curve(
     everything = complete_inputs(judge, people)
     reference = _rank(people, everything, "people", rounds, seed)
     separated = {
-        (p.a, p.b): p.test.difference for p in reference.pairs if p.verdict != "cannot tell"
+        (p.a, p.b): p.test.difference
+        for p in reference.pairs
+        if _told_apart(p.test, reference.higher_is_better) != "cannot tell"
     }
     people_means = [np.mean([people[s][k] for k in everything]) for s in people]
     rng = np.random.default_rng(seed)
