@@ -19,6 +19,7 @@ from ragmeter.cli.calibrate import evaluation, print_differences
 from ragmeter.cli.common import LabelScales, LabelsFiles, print_warning, user_errors, wide_console
 from ragmeter.heads.ppi import DifferenceCalibration, calibrate_difference
 from ragmeter.heads.ratings import parse_scales, ratings_for_runs
+from ragmeter.ranking import Ranking
 from ragmeter.stats import P_VALUE_METHOD
 from ragmeter.viewer import Comparison, compare_runs, open_run
 from ragmeter.viewer.compare import MetricComparison, RankedMetric, rank_runs
@@ -115,7 +116,7 @@ def compare_command(
             highlight=False,
         )
     for found in ranked.metrics:
-        console.print(_pairs_table(found))
+        console.print(pairs_table(found.ranking, found))
         _print_decision_notes(console, found, difference)
     if comparison is not None:
         for m in comparison.metrics:
@@ -155,18 +156,27 @@ def _ranking_table(found: RankedMetric) -> Table:
     return table
 
 
-def _pairs_table(found: RankedMetric) -> Table:
-    ranking = found.ranking
-    table = Table(title=escape(f"{ranking.metric}: every pair, over {ranking.samples} samples"))
+def pairs_table(
+    ranking: Ranking, found: RankedMetric | None = None, unit: str = "samples"
+) -> Table:
+    """Every pair of a ranking: its difference, interval, p-values, verdict and what its
+    samples tell apart; with ``found``, what such decisions were worth on public rated sets."""
+    order = " > ".join(system.system for system in ranking.systems)
+    table = Table(
+        title=escape(f"{ranking.metric}: every pair, over {ranking.samples} {unit}"),
+        caption=escape(f"ranked: {order}"),
+    )
     columns = ["B vs A", "B - A", "95% CI", "p", "p (Holm)", "verdict", "tells apart"]
     columns += ["samples needed"] if any(p.needed for p in ranking.pairs) else []
-    for column in [*columns, "decided as people"]:
+    columns += ["decided as people"] if found is not None else []
+    for column in columns:
         table.add_column(column, justify="left" if column in ("B vs A", "verdict") else "right")
-    for pair, rate in zip(ranking.pairs, found.rates, strict=True):
+    rates = found.rates if found is not None else [None] * len(ranking.pairs)
+    for pair, rate in zip(ranking.pairs, rates, strict=True):
         test = pair.test
         cells = [
             Text(f"{pair.b} vs {pair.a}"),
-            f"{test.difference:+.3f}",
+            f"{test.difference:+.4f}",
             interval(test.ci_low, test.ci_high),
             fmt(test.p_value, 4),
             fmt(pair.adjusted_p, 4),
@@ -175,7 +185,8 @@ def _pairs_table(found: RankedMetric) -> Table:
         ]
         if "samples needed" in columns:
             cells.append("—" if pair.needed is None else str(pair.needed))
-        cells.append(_rate_cell(found, rate))
+        if found is not None:
+            cells.append(_rate_cell(found, rate))
         table.add_row(*cells)
     return table
 

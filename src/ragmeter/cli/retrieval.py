@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ragmeter.cli.common import print_warning, user_errors, wide_console
-from ragmeter.ranking import Ranking
+from ragmeter.cli.compare import pairs_table
 from ragmeter.retrieval import DEFAULT_MEASURES, RetrievalEvaluation, RunSummary, evaluate_files
 from ragmeter.stats import P_VALUE_METHOD
 from ragmeter.viewer.views import fmt, interval
@@ -65,7 +65,7 @@ def retrieval_command(
         written = found.write(out)
     console.print(_runs_table(found))
     for ranking in found.rankings:
-        console.print(_pairs_table(ranking))
+        console.print(pairs_table(ranking, unit="queries"))
     for ranking in found.rankings:
         told = sum(1 for pair in ranking.pairs if pair.verdict != "cannot tell")
         console.print(
@@ -104,29 +104,6 @@ def _runs_table(found: RetrievalEvaluation) -> Table:
             share = "—" if judged.fraction is None else f"{judged.fraction:.1%}"
             cells.append(f"{share}\n{judged.judged}/{judged.retrieved}")
         table.add_row(*cells)
-    return table
-
-
-def _pairs_table(ranking: Ranking) -> Table:
-    order = " > ".join(system.system for system in ranking.systems)
-    table = Table(
-        title=escape(f"{ranking.metric}: every pair, over {ranking.samples} queries"),
-        caption=escape(f"ranked: {order}"),
-    )
-    columns = ["B vs A", "B - A", "95% CI", "p", "p (Holm)", "verdict", "tells apart"]
-    for column in columns:
-        table.add_column(column, justify="left" if column in ("B vs A", "verdict") else "right")
-    for pair in ranking.pairs:
-        test = pair.test
-        table.add_row(
-            Text(f"{pair.b} vs {pair.a}"),
-            f"{test.difference:+.4f}",
-            interval(test.ci_low, test.ci_high),
-            fmt(test.p_value, 4),
-            fmt(pair.adjusted_p, 4),
-            Text(pair.verdict if pair.verdict == "cannot tell" else f"B {pair.verdict}"),
-            "—" if pair.detectable is None else f"±{pair.detectable:.3f}",
-        )
     return table
 
 
