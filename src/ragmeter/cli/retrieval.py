@@ -5,18 +5,46 @@ queries, adjusted for the number of pairs (Holm). Exit status: 0 done, 2 bad inp
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ragmeter.cli.common import print_warning, user_errors, wide_console
+from ragmeter.cli.common import (
+    JudgeSpec,
+    advance,
+    print_warning,
+    progress,
+    user_errors,
+    wide_console,
+)
 from ragmeter.cli.compare import pairs_table
-from ragmeter.retrieval import DEFAULT_MEASURES, RetrievalEvaluation, RunSummary, evaluate_files
-from ragmeter.stats import P_VALUE_METHOD
+from ragmeter.evaluate import evaluate
+from ragmeter.retrieval import (
+    DEFAULT_MEASURES,
+    HUMAN,
+    RetrievalEvaluation,
+    RunSummary,
+    evaluate_files,
+)
+from ragmeter.retrieval.evaluation import evaluate_runs, read_files, write_sources
+from ragmeter.retrieval.grading import (
+    PassageRelevance,
+    agreement,
+    grades_of,
+    judge_qrels,
+    merged_qrels,
+    pair_samples,
+    pool,
+    write_grades,
+)
+from ragmeter.retrieval.texts import read_passages, read_queries
+from ragmeter.stats import P_VALUE_METHOD, Interval
 from ragmeter.viewer.views import fmt, interval
 
 SHOWN_IDS = 5
@@ -51,6 +79,18 @@ def retrieval_command(
     ] = ",".join(DEFAULT_MEASURES),
     rounds: Annotated[int, typer.Option(min=1, help="Bootstrap and permutation rounds.")] = 2000,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap and permutations.")] = 0,
+    grade: Annotated[
+        bool,
+        typer.Option(help="Grade the pool of the runs' top --pool with the judge (UMBRELA 0-3)."),
+    ] = False,
+    queries: Annotated[
+        Path | None, typer.Option(help="--grade: the queries, JSONL {qid, query} or BEIR's.")
+    ] = None,
+    passages: Annotated[
+        Path | None, typer.Option(help="--grade: the passages, JSONL {docid, text} or BEIR's.")
+    ] = None,
+    pool: Annotated[int, typer.Option(min=1, help="--grade: the depth of the pool.")] = 10,
+    judge: JudgeSpec = "local",
 ) -> None:
     """Evaluate retriever runs against qrels: each measure's mean with its 95% CI over the
     queries, the judged share of each run's top k, and every pair of runs decided per measure.
@@ -62,7 +102,14 @@ def retrieval_command(
     console = wide_console()
     with user_errors(console):
         found = evaluate_files(qrels, runs, metrics, rounds=rounds, seed=seed)
+        if grade:
+            if queries is None or passages is None:
+                raise ValueError("--grade reads the texts: give --queries and --passages")
+            read_queries(queries), read_passages(passages)  # bad files are said before judging
         written = found.write(out)
+    if grade:
+        _grade(console, found, qrels, runs, queries, passages, pool, judge, out)  # type: ignore[arg-type]
+        return
     console.print(_runs_table(found))
     for ranking in found.rankings:
         console.print(pairs_table(ranking, unit="queries"))
@@ -82,6 +129,81 @@ def retrieval_command(
         soft_wrap=True,
     )
     console.print(f"written: {', '.join(map(str, written))}", highlight=False, soft_wrap=True)
+
+
+def _grade(
+    console: Console,
+    found: RetrievalEvaluation,
+    qrels: Path,
+    runs: list[Path],
+    queries: Path,
+    passages: Path,
+    depth: int,
+    judge: str,
+    out: Path,
+) -> None:
+    """Grade the pool, then score the runs on the people's qrels, the judge's and both merged,
+    and say how far the judge's grades agree with the people's."""
+    human, read, _ = read_files(qrels, runs)
+    with user_errors(console):
+        samples = pair_samples(pool(read, depth), read_queries(queries), read_passages(passages))
+    started = time.perf_counter()
+    with user_errors(console), progress(console, "grading", len(samples)) as bar:
+        result = evaluate(
+            samples,
+            [PassageRelevance()],
+            judge=judge,
+            out_dir=out / "grades",
+            on_score=lambda _: advance(bar),
+        )
+    seconds = time.perf_counter() - started
+    grades = grades_of(result, human)
+    write_grades(grades, out)
+    by_judge = judge_qrels(grades)
+    sources = {
+        HUMAN: found,
+        "judge": evaluate_runs(
+            by_judge, read, found.measures, rounds=found.rounds, seed=found.seed
+        ),
+        "merged": evaluate_runs(
+            merged_qrels(human, by_judge),
+            read,
+            found.measures,
+            rounds=found.rounds,
+            seed=found.seed,
+        ),
+    }
+    write_sources(sources, out)
+    agreed = agreement(grades, seed=found.seed)
+    (out / "agreement.json").write_text(agreed.model_dump_json(indent=2) + "\n")
+    for source, evaluation in sources.items():
+        console.print(_runs_table(evaluation.model_copy(update={"qrels": source})))
+        for ranking in evaluation.rankings:
+            told = sum(1 for pair in ranking.pairs if pair.verdict != "cannot tell")
+            console.print(
+                f"{source} qrels, {ranking.metric}: {told} of {len(ranking.pairs)} pairs told "
+                f"apart; ranked {' > '.join(s.system for s in ranking.systems)}",
+                highlight=False,
+                soft_wrap=True,
+            )
+    unscored = sum(g.grade is None for g in grades)
+    scored = [s for s in result.scores if s.scored]
+    tokens = sum(s.usage.prompt_tokens for s in scored) / max(1, len(scored))
+    console.print(
+        f"{len(grades)} pairs graded in {seconds:.0f} s ({unscored} unscored; "
+        f"{60 * len(grades) / max(seconds, 1e-9):.0f} pairs a minute; {tokens:.0f} prompt tokens "
+        f"read a pair after the shared prefix); against the people on their {agreed.pairs} "
+        f"pairs: Cohen's kappa {_kappa(agreed.kappa)} on 0-3, {_kappa(agreed.kappa_relevant)} "
+        "on relevant (grade >= 2) or not, 95% CI over queries",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _kappa(found: Interval | None) -> str:
+    return (
+        "undefined" if found is None else f"{found.value:.3f} [{found.low:.3f}, {found.high:.3f}]"
+    )
 
 
 def _runs_table(found: RetrievalEvaluation) -> Table:

@@ -211,6 +211,13 @@ def evaluate_files(
         ValueError: as :func:`evaluate_runs`.
     """
     parse_measures(measures)  # a misspelt measure is said before any file is read
+    judged, read, notes = read_files(qrels, runs)
+    found = evaluate_runs(judged, read, measures, rounds=rounds, seed=seed)
+    return found.model_copy(update={"notes": notes})
+
+
+def read_files(qrels: str | Path, runs: Sequence[str | Path]) -> tuple[Qrels, list[Run], list[str]]:
+    """The qrels and runs of :func:`evaluate_files`, with what the files left out in words."""
     notes = []
     if is_samples_file(qrels):
         judged, without = read_samples_qrels(qrels)
@@ -227,8 +234,22 @@ def evaluate_files(
         else:
             run = read_run(path)
         read.append(run)
-    found = evaluate_runs(judged, read, measures, rounds=rounds, seed=seed)
-    return found.model_copy(update={"notes": notes})
+    return judged, read, notes
+
+
+def write_sources(found: dict[str, RetrievalEvaluation], out_dir: str | Path) -> list[Path]:
+    """The runs evaluated on several qrels (``human``, the judge's grades, both merged) in one
+    folder: ``summary.json``'s ``qrels`` and ``judged`` keyed by each source, ``rankings.json``
+    a list of rankings per source, ``per_query.jsonl`` of the people's qrels."""
+    first = next(iter(found.values()))
+    written = first.write(out_dir)
+    summary = first.summary()
+    for key in ("qrels", "judged"):
+        summary[key] = {source: e.summary()[key][HUMAN] for source, e in found.items()}
+    written[0].write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    rankings = {s: [r.model_dump() for r in e.rankings] for s, e in found.items()}
+    written[1].write_text(json.dumps(rankings, indent=2) + "\n", encoding="utf-8")
+    return written
 
 
 def _left_out(name: str, ids: list[str], field: str, meaning: str) -> str:

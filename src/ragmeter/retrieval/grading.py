@@ -1,0 +1,235 @@
+"""Relevance graded by the judge where no person graded: every (query, passage) pair in the pool
+of the runs' top k, on UMBRELA's 0-3 scale (Upadhyay et al., 2024, after Bing's relevance
+assessors), read as a distribution over the four grades in one read.
+
+Each pair is a sample of the ``passage_relevance`` metric, judged through ``evaluate``: the call
+cache and the run's store make a killed grading resume and a rerun judge nothing, and a pair the
+judge could not grade is unscored with its reason, never a grade of 0. The query comes before
+the passage, and the pairs go by query, so a local judge reads the instructions and the query
+once for all of a query's passages.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from ragmeter.metrics.base import Metric
+from ragmeter.prompts import DATA_NOTICE, Message, YesNoPrompt, render_inputs
+from ragmeter.result import Result
+from ragmeter.retrieval.qrels import Qrels
+from ragmeter.retrieval.runs import Run
+from ragmeter.retrieval.texts import Passage
+from ragmeter.sample import Sample
+from ragmeter.session import JudgeSession
+from ragmeter.stats import Interval, cohen_kappa, percentile_interval
+
+GRADES = ("0", "1", "2", "3")
+RELEVANT = 2
+"""The least grade that counts as relevant (TREC DL: 1 is related, not relevant)."""
+PAIR_SEPARATOR = "\t"
+"""Between the query id and the document id in a pair's sample id."""
+
+INSTRUCTION = (
+    "You grade how relevant a passage is to a search query, as a search engine's relevance "
+    "assessor does. Grades:\n"
+    "0 = the passage has nothing to do with the query.\n"
+    "1 = the passage is on the query's topic but does not answer it.\n"
+    "2 = the passage holds some answer to the query, though unclear or mixed with other "
+    "information.\n"
+    "3 = the passage is about the query and holds its exact answer."
+)
+
+
+@dataclass(frozen=True)
+class GradePrompt(YesNoPrompt):
+    """The query and the passage, then the grades asked for as one digit."""
+
+    def render(self, inputs: Mapping[str, Any], **fields: str) -> tuple[Message, ...]:
+        system = f"{self.instruction}\n\n{DATA_NOTICE}"
+        user = f"{render_inputs(inputs)}\n\n{self.question}"
+        return (Message(role="system", content=system), Message(role="user", content=user))
+
+
+GRADE_PROMPT = GradePrompt(
+    name="passage_relevance",
+    instruction=INSTRUCTION,
+    question="How relevant is the passage to the query? Reply with one digit: 0, 1, 2 or 3.",
+)
+
+
+class PassageRelevance(Metric):
+    """The judge's expected grade of the passage (the sample's one context) for the query (its
+    question), over 3; the explanation holds the distribution and the most likely grade."""
+
+    name = "passage_relevance"
+
+    @property
+    def prompts(self) -> Sequence[Any]:
+        return (GRADE_PROMPT,)
+
+    def unreadable(self, sample: Sample) -> str | None:
+        return None if len(sample.contexts) == 1 else "a graded pair holds one passage"
+
+    def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
+        inputs = {"query": sample.question, "passage": sample.contexts[0]}
+        distribution, method = session.ask_levels(GRADE_PROMPT, inputs, GRADES)
+        expected = sum(int(grade) * p for grade, p in distribution.items())
+        likeliest = max(GRADES, key=lambda grade: distribution[grade])
+        return expected / 3, {
+            "distribution": {g: round(p, 4) for g, p in distribution.items()},
+            "expected_grade": round(expected, 4),
+            "grade": int(likeliest),
+            "method": method,
+        }
+
+
+def pool(runs: Sequence[Run], depth: int) -> list[tuple[str, str]]:
+    """The (query, document) pairs in any run's top ``depth`` (trec_eval's order), by query
+    and then by document, each once."""
+    found: set[tuple[str, str]] = set()
+    for run in runs:
+        for qid, scores in run.scores.items():
+            # trec_eval's order: by score, ties by document id, both descending.
+            order = sorted(scores, key=lambda d: (scores[d], d), reverse=True)
+            found.update((qid, docid) for docid in order[:depth])
+    return sorted(found)
+
+
+def pair_samples(
+    pairs: Sequence[tuple[str, str]], queries: Mapping[str, str], passages: Mapping[str, Passage]
+) -> list[Sample]:
+    """A sample per pair; an id the queries or passages files lack is an error naming it."""
+    samples = []
+    for qid, docid in pairs:
+        if qid not in queries:
+            raise ValueError(f"query {qid!r} of the runs is not in the queries file")
+        if docid not in passages:
+            raise ValueError(f"document {docid!r} (query {qid}) is not in the passages file")
+        passage = passages[docid]
+        text = f"{passage.title}\n{passage.text}" if passage.title else passage.text
+        samples.append(
+            Sample(
+                id=f"{qid}{PAIR_SEPARATOR}{docid}",
+                question=queries[qid],
+                contexts=[text],
+                answer="",
+            )
+        )
+    return samples
+
+
+class Grade(BaseModel):
+    qid: str
+    docid: str
+    distribution: dict[str, float] | None
+    expected: float | None
+    grade: int | None
+    """The most likely grade; None where the judge could not grade the pair."""
+    unscored: str | None = None
+    human: int | None = None
+
+
+def grades_of(result: Result, human: Qrels) -> list[Grade]:
+    """Each graded pair, with the people's grade where there is one."""
+    found = []
+    for score in result.scores_for(PassageRelevance.name):
+        qid, docid = score.sample_id.split(PAIR_SEPARATOR, 1)
+        explanation = score.explanation if score.scored else {}
+        found.append(
+            Grade(
+                qid=qid,
+                docid=docid,
+                distribution=explanation.get("distribution"),
+                expected=explanation.get("expected_grade"),
+                grade=explanation.get("grade"),
+                unscored=score.unscored_reason,
+                human=human.grades.get(qid, {}).get(docid),
+            )
+        )
+    return found
+
+
+def judge_qrels(grades: Sequence[Grade], name: str = "judge") -> Qrels:
+    """The judge's most likely grade of every graded pair."""
+    found: dict[str, dict[str, int]] = {}
+    for g in grades:
+        if g.grade is not None:
+            found.setdefault(g.qid, {})[g.docid] = g.grade
+    return Qrels(name=name, grades=found)
+
+
+def merged_qrels(human: Qrels, judge: Qrels) -> Qrels:
+    """People's grade where there is one, else the judge's."""
+    found = {qid: dict(documents) for qid, documents in judge.grades.items()}
+    for qid, documents in human.grades.items():
+        found.setdefault(qid, {}).update(documents)
+    return Qrels(name="merged", grades=found)
+
+
+def write_grades(grades: Sequence[Grade], out: Path) -> list[Path]:
+    """``grades.qrels`` (TREC: ``qid 0 docid grade``, the most likely grade) and
+    ``grades.jsonl`` (every pair with its distribution and the people's grade)."""
+    qrels, lines = out / "grades.qrels", out / "grades.jsonl"
+    qrels.write_text(
+        "".join(f"{g.qid} 0 {g.docid} {g.grade}\n" for g in grades if g.grade is not None)
+    )
+    lines.write_text("".join(json.dumps(g.model_dump()) + "\n" for g in grades))
+    return [qrels, lines]
+
+
+class Agreement(BaseModel):
+    """The judge's grades against people's on the pairs both graded."""
+
+    pairs: int
+    kappa: Interval | None
+    """Cohen's kappa on the four grades."""
+    kappa_relevant: Interval | None
+    """Cohen's kappa on relevant (grade >= 2) or not."""
+    confusion: dict[str, dict[str, int]]
+    """People's grade -> the judge's -> pairs."""
+
+
+def agreement(grades: Sequence[Grade], *, rounds: int = 1000, seed: int = 0) -> Agreement:
+    """Cohen's kappa with percentile-bootstrap 95 % intervals over queries (a query's pairs are
+    drawn together: they share its assessor and its reading)."""
+    both = [g for g in grades if g.grade is not None and g.human is not None]
+    by_query: dict[str, list[Grade]] = {}
+    for g in both:
+        by_query.setdefault(g.qid, []).append(g)
+    queries = list(by_query)
+    rng = np.random.default_rng(seed)
+
+    def kappas(drawn: Sequence[str]) -> tuple[float | None, float | None]:
+        rows = [g for q in drawn for g in by_query[q]]
+        people = [min(g.human, 3) for g in rows]  # type: ignore[type-var]
+        judged = [g.grade for g in rows]
+        return (
+            cohen_kappa(people, judged),
+            cohen_kappa([h >= RELEVANT for h in people], [j >= RELEVANT for j in judged]),  # type: ignore[operator]
+        )
+
+    def interval(value: float | None, draws: list[float | None]) -> Interval | None:
+        if value is None:
+            return None
+        low, high = percentile_interval(np.array([[np.nan if d is None else d] for d in draws]))
+        return Interval(value=value, low=float(low[0]), high=float(high[0]))
+
+    found = kappas(queries)
+    drawn = [kappas(rng.choice(queries, size=len(queries)).tolist()) for _ in range(rounds)]
+    confusion: dict[str, dict[str, int]] = {}
+    for g in both:
+        row = confusion.setdefault(str(g.human), {})
+        row[str(g.grade)] = row.get(str(g.grade), 0) + 1
+    return Agreement(
+        pairs=len(both),
+        kappa=interval(found[0], [d[0] for d in drawn]),
+        kappa_relevant=interval(found[1], [d[1] for d in drawn]),
+        confusion=confusion,
+    )
