@@ -2,11 +2,13 @@
 systems answered the same inputs.
 
     python bench/bench_decisions.py topicalchat ../shared/data/criteria/topicalchat_dev.jsonl
-    python bench/bench_decisions.py mtrag ../shared/data/mtrag/mtrag_dev.jsonl
+    python bench/bench_decisions.py mtrag ../shared/data/mtrag/mtrag_dev.jsonl \\
+        --metrics appropriate_refusal,naturalness,completeness       # these only
     python bench/bench_decisions.py summeval ../shared/data/criteria/summeval_dev.jsonl \\
-        --anchors summeval_data.pkl
+        --groups 12 --anchors summeval_data.pkl                      # the first 12 articles
     python bench/bench_decisions.py ... --no-judge            # measure what is judged so far
-    python bench/bench_decisions.py ... --curve src/ragmeter/judges/decision_curve.json
+    python bench/bench_decisions.py ... --sizes 5,10,20 --draws 100 \\
+        --curve src/ragmeter/judges/decision_curve.json --chart docs/images/decision-curve.svg
 
 Every answer is scored by the ready criteria (each in its default reading) and, on MTRAG, the
 built-in metrics that answer the people's ratings, in one ``evaluate`` run, ``--out/SOURCE``: a
@@ -140,9 +142,10 @@ def measure(
     result: Result,
     by_rating: dict[str, list[Metric]],
     sizes: list[int],
+    draws: int = 100,
 ) -> dict[str, Any]:
     """Print each (rating, metric)'s system-level agreement and decisions; return the curve's
-    entries of this set (by metric)."""
+    entries of this set (by metric), each N drawn ``draws`` times."""
     print(f"| rating | metric | systems | inputs | {COLUMNS} |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     entries: dict[str, Any] = {}
@@ -181,7 +184,7 @@ def measure(
                 "kendall": _dumped(correlation["kendall"]),
                 "spearman": _dumped(correlation["spearman"]),
                 "full": decided.model_dump(exclude={"outcomes", "inputs"}),
-                "sizes": curve(complete, rated, sizes),
+                "sizes": curve(complete, rated, sizes, draws=draws),
             }
     return entries
 
@@ -308,6 +311,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/decisions"))
     parser.add_argument("--no-judge", action="store_true", help="Measure what is scored so far.")
     parser.add_argument("--metrics", default=None, help="Judge and measure these only (a,b).")
+    parser.add_argument("--draws", type=int, default=100, help="Draws of N inputs for a curve.")
     parser.add_argument(
         "--sizes", default="5,10,20,30,40,50", help="Inputs drawn, comma-separated."
     )
@@ -334,8 +338,8 @@ def main() -> None:
     if result is None:
         sys.exit(f"{out}: nothing scored yet")
     sizes = [int(n) for n in args.sizes.split(",") if n]
-    entries = measure(args.source, rows, result, by_rating, sizes)
-    print("\nDecisions on N inputs drawn (100 draws each), against the people's on all:")
+    entries = measure(args.source, rows, result, by_rating, sizes, args.draws)
+    print(f"\nDecisions on N inputs drawn ({args.draws} draws each), against the people's on all:")
     print("\n".join(curve_lines(entries)))
     if args.anchors:
         unscored = {s.sample_id for s in result.scores if s.value is None}

@@ -39,7 +39,7 @@ SHIPPED = {FORMAT: CURVE_FILE, RATINGS_FORMAT: RATINGS_CURVE_FILE}
 def load_curve(path: Path | None, kind: str = FORMAT) -> tuple[dict[str, Any], str] | None:
     """The curve of ``kind`` (a format) in ``path``, else the one shipped with ragmeter, with
     where it came from; None where none ships, or where ``path`` holds the other kind."""
-    found = read_curve(path, SHIPPED[kind], tuple(SHIPPED), "learning curve")
+    found = read_curve(path, SHIPPED[kind], tuple(SHIPPED), "curve")
     if found is None or found[0]["format"] != kind:
         return None
     return found
