@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -101,6 +104,16 @@ def test_grades_qrels_and_the_runs_on_each_source(files, monkeypatch):
     assert set(rankings) == {"human", "judge", "merged"}
     # People and the judge agree on both pairs they share (d1: 3, d2: 0): kappa 1.
     assert "Cohen's kappa 1.000" in " ".join(result.output.split())
+    # The bench that holds the judge's decisions against the people's reads the folder.
+    bench = Path(__file__).parent.parent / "bench" / "bench_retrieval_grades.py"
+    told = subprocess.run(
+        [sys.executable, str(bench), str(out), "--measure", "nDCG@2"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "| b vs a | cannot tell | cannot tell | -1.000 / " in told
+    assert "Kendall tau of the 2 runs' means 1.000" in told
     # A rerun judges nothing: the grades are in the run's store.
     again = grade(files, monkeypatch, FakeJudge())  # this judge fails every call
     assert again.exit_code == 0, again.output
