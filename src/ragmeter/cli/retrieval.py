@@ -25,6 +25,7 @@ from ragmeter.cli.common import (
 )
 from ragmeter.cli.compare import pairs_table
 from ragmeter.evaluate import evaluate
+from ragmeter.metrics.passage_relevance import PassageRelevance
 from ragmeter.retrieval import (
     DEFAULT_MEASURES,
     HUMAN,
@@ -34,7 +35,6 @@ from ragmeter.retrieval import (
 )
 from ragmeter.retrieval.evaluation import evaluate_runs, read_files, write_sources
 from ragmeter.retrieval.grading import (
-    PassageRelevance,
     agreement,
     grades_of,
     judge_qrels,
@@ -157,7 +157,7 @@ def _grade(
             on_score=lambda _: advance(bar),
         )
     seconds = time.perf_counter() - started
-    grades = grades_of(result, human)
+    grades = grades_of(result.scores_for(PassageRelevance.name), human)
     write_grades(grades, out)
     by_judge = judge_qrels(grades)
     sources = {

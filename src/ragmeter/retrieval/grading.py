@@ -1,93 +1,33 @@
 """Relevance graded by the judge where no person graded: every (query, passage) pair in the pool
-of the runs' top k, on UMBRELA's 0-3 scale (Upadhyay et al., 2024, after Bing's relevance
-assessors), read as a distribution over the four grades in one read.
-
-Each pair is a sample of the ``passage_relevance`` metric, judged through ``evaluate``: the call
-cache and the run's store make a killed grading resume and a rerun judge nothing, and a pair the
-judge could not grade is unscored with its reason, never a grade of 0. The query comes before
-the passage, and the pairs go by query, so a local judge reads the instructions and the query
-once for all of a query's passages.
+of the runs' top k becomes a sample of the ``passage_relevance`` metric (UMBRELA's 0-3 scale,
+``metrics.passage_relevance``), judged through ``evaluate`` by the command: the call cache and
+the run's store make a killed grading resume and a rerun judge nothing, and a pair the judge
+could not grade is unscored with its reason, never a grade of 0. The pairs go by query, so a
+local judge reads the instructions and the query once for all of a query's passages. Here:
+the pool, the pairs as samples, the grades read back as qrels, and their agreement with
+people's.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
 
-from ragmeter.metrics.base import Metric
-from ragmeter.prompts import DATA_NOTICE, Message, YesNoPrompt, render_inputs
-from ragmeter.result import Result
 from ragmeter.retrieval.qrels import Qrels
 from ragmeter.retrieval.runs import Run
 from ragmeter.retrieval.texts import Passage
 from ragmeter.sample import Sample
-from ragmeter.session import JudgeSession
+from ragmeter.score import Score
 from ragmeter.stats import Interval, cohen_kappa, percentile_interval
 
-GRADES = ("0", "1", "2", "3")
 RELEVANT = 2
 """The least grade that counts as relevant (TREC DL: 1 is related, not relevant)."""
 PAIR_SEPARATOR = "\t"
 """Between the query id and the document id in a pair's sample id."""
-
-INSTRUCTION = (
-    "You grade how relevant a passage is to a search query, as a search engine's relevance "
-    "assessor does. Grades:\n"
-    "0 = the passage has nothing to do with the query.\n"
-    "1 = the passage is on the query's topic but does not answer it.\n"
-    "2 = the passage holds some answer to the query, though unclear or mixed with other "
-    "information.\n"
-    "3 = the passage is about the query and holds its exact answer."
-)
-
-
-@dataclass(frozen=True)
-class GradePrompt(YesNoPrompt):
-    """The query and the passage, then the grades asked for as one digit."""
-
-    def render(self, inputs: Mapping[str, Any], **fields: str) -> tuple[Message, ...]:
-        system = f"{self.instruction}\n\n{DATA_NOTICE}"
-        user = f"{render_inputs(inputs)}\n\n{self.question}"
-        return (Message(role="system", content=system), Message(role="user", content=user))
-
-
-GRADE_PROMPT = GradePrompt(
-    name="passage_relevance",
-    instruction=INSTRUCTION,
-    question="How relevant is the passage to the query? Reply with one digit: 0, 1, 2 or 3.",
-)
-
-
-class PassageRelevance(Metric):
-    """The judge's expected grade of the passage (the sample's one context) for the query (its
-    question), over 3; the explanation holds the distribution and the most likely grade."""
-
-    name = "passage_relevance"
-
-    @property
-    def prompts(self) -> Sequence[Any]:
-        return (GRADE_PROMPT,)
-
-    def unreadable(self, sample: Sample) -> str | None:
-        return None if len(sample.contexts) == 1 else "a graded pair holds one passage"
-
-    def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
-        inputs = {"query": sample.question, "passage": sample.contexts[0]}
-        distribution, method = session.ask_levels(GRADE_PROMPT, inputs, GRADES)
-        expected = sum(int(grade) * p for grade, p in distribution.items())
-        likeliest = max(GRADES, key=lambda grade: distribution[grade])
-        return expected / 3, {
-            "distribution": {g: round(p, 4) for g, p in distribution.items()},
-            "expected_grade": round(expected, 4),
-            "grade": int(likeliest),
-            "method": method,
-        }
 
 
 def pool(runs: Sequence[Run], depth: int) -> list[tuple[str, str]]:
@@ -136,10 +76,11 @@ class Grade(BaseModel):
     human: int | None = None
 
 
-def grades_of(result: Result, human: Qrels) -> list[Grade]:
-    """Each graded pair, with the people's grade where there is one."""
+def grades_of(scores: Sequence[Score], human: Qrels) -> list[Grade]:
+    """Each graded pair (its ``passage_relevance`` score), with the people's grade where there
+    is one."""
     found = []
-    for score in result.scores_for(PassageRelevance.name):
+    for score in scores:
         qid, docid = score.sample_id.split(PAIR_SEPARATOR, 1)
         explanation = score.explanation if score.scored else {}
         found.append(
