@@ -49,6 +49,8 @@ BUILTINS: dict[Kind, dict[str, str]] = {
         "mrr": "ragmeter.metrics.ir:MRR",
         "map": "ragmeter.metrics.ir:MAP",
         "ndcg": "ragmeter.metrics.ir:NDCG",
+        # a passage's relevance to a query, graded 0-3 by the judge (ragmeter retrieval --grade)
+        "passage_relevance": "ragmeter.metrics.passage_relevance:PassageRelevance",
         # the ready criteria (ragmeter.criteria.library)
         "appropriate_refusal": "ragmeter.criteria.library:appropriate_refusal",
         "naturalness": "ragmeter.criteria.library:naturalness",

@@ -85,8 +85,8 @@ def label_command(
             metavar="[METRIC=]LOW-HIGH",
             help="The rating scale: LOW-HIGH of whole numbers 0-9 (a digit key per level) or "
             "'binary'; with --pull, any LOW-HIGH, METRIC=LOW-HIGH for one metric (repeat). "
-            "\\[default: the scale the run's ratings of the metric are on, else 1-5; with "
-            "--pull, else 0-1]",
+            "\\[default: the scale the run's ratings of the metric are on, else the "
+            "metric's own (0-3 for passage_relevance), else 1-5; with --pull, else 0-1]",
         ),
     ] = None,
     data: Annotated[

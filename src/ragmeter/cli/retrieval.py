@@ -1,11 +1,12 @@
 """``ragmeter retrieval QRELS RUN... --out DIR``: retriever runs evaluated alone, no answers
 needed. Per run, each measure's mean over the queries with its 95 % bootstrap interval and the
 judged share of its top k; per measure, every pair of runs decided by a paired test over the
-queries, adjusted for the number of pairs (Holm). Exit status: 0 done, 2 bad input."""
+queries, adjusted for the number of pairs (Holm). With ``--grade``, the pool of the runs' top k
+graded by the judge on a 0-3 scale (``retrieval.grading``), the runs scored on its grades and on
+both merged too, and the grades' agreement with people's. Exit status: 0 done, 2 bad input."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Annotated
 
@@ -15,9 +16,15 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from ragmeter.budget import estimate
 from ragmeter.cli.common import (
+    CacheFlag,
+    JudgeOptions,
     JudgeSpec,
+    Workers,
     advance,
+    parse_options,
+    print_reasons,
     print_warning,
     progress,
     user_errors,
@@ -25,7 +32,10 @@ from ragmeter.cli.common import (
 )
 from ragmeter.cli.compare import pairs_table
 from ragmeter.evaluate import evaluate
+from ragmeter.manifest import Counts
 from ragmeter.metrics.passage_relevance import PassageRelevance
+from ragmeter.report import estimate_table, write_outputs
+from ragmeter.result import Result
 from ragmeter.retrieval import (
     DEFAULT_MEASURES,
     HUMAN,
@@ -35,18 +45,25 @@ from ragmeter.retrieval import (
 )
 from ragmeter.retrieval.evaluation import evaluate_runs, read_files, write_sources
 from ragmeter.retrieval.grading import (
+    Grading,
     agreement,
     grades_of,
+    grading_of,
     judge_qrels,
     merged_qrels,
     pair_samples,
-    pool,
     write_grades,
 )
+from ragmeter.retrieval.grading import pool as pool_of
+from ragmeter.retrieval.qrels import Qrels
+from ragmeter.retrieval.runs import Run
 from ragmeter.retrieval.texts import read_passages, read_queries
+from ragmeter.sample import Sample
 from ragmeter.stats import P_VALUE_METHOD, Interval
 from ragmeter.viewer.views import fmt, interval
 
+GRADES_FOLDER = "grades"
+"""The evaluate run of the pool's grades, inside the output folder."""
 SHOWN_IDS = 5
 """Query ids named on a line before the rest are counted."""
 
@@ -91,6 +108,13 @@ def retrieval_command(
     ] = None,
     pool: Annotated[int, typer.Option(min=1, help="--grade: the depth of the pool.")] = 10,
     judge: JudgeSpec = "local",
+    judge_option: JudgeOptions = None,
+    cache: CacheFlag = True,
+    workers: Workers = 1,
+    dry_run: Annotated[
+        bool,
+        typer.Option(help="--grade: say the pool and the judge calls it needs; call no model."),
+    ] = False,
 ) -> None:
     """Evaluate retriever runs against qrels: each measure's mean with its 95% CI over the
     queries, the judged share of each run's top k, and every pair of runs decided per measure.
@@ -101,14 +125,45 @@ def retrieval_command(
     """
     console = wide_console()
     with user_errors(console):
+        if dry_run and not grade:
+            raise ValueError("--dry-run says what --grade would judge: give --grade too")
         found = evaluate_files(qrels, runs, metrics, rounds=rounds, seed=seed)
         if grade:
             if queries is None or passages is None:
                 raise ValueError("--grade reads the texts: give --queries and --passages")
-            read_queries(queries), read_passages(passages)  # bad files are said before judging
+            human, read, _ = read_files(qrels, runs)
+            # Bad texts, or a pooled id they lack, are said before any judging.
+            samples = pair_samples(
+                pool_of(read, pool), read_queries(queries), read_passages(passages)
+            )
+            judge_options = parse_options(judge_option, "--judge-option")
+            if dry_run:
+                _dry_run(console, samples, pool)
+                return
         written = found.write(out)
     if grade:
-        _grade(console, found, qrels, runs, queries, passages, pool, judge, out)  # type: ignore[arg-type]
+        with user_errors(console), progress(console, "grading", len(samples)) as bar:
+            result = evaluate(
+                samples,
+                [PassageRelevance()],
+                judge=judge,
+                judge_options=judge_options,
+                cache=cache,
+                max_workers=workers,
+                out_dir=out / GRADES_FOLDER,
+                on_score=lambda _: advance(bar),
+            )
+        write_outputs(result, out / GRADES_FOLDER)  # what the label page and report read
+        counts = result.run.counts or Counts()
+        grading = grading_of(
+            result.scores_for(PassageRelevance.name),
+            judge=result.run.judge,
+            pool=pool,
+            judged_now=counts.judged,
+            resumed=counts.resumed,
+            seconds=result.run.seconds,
+        )
+        _scored_on_grades(console, found, human, read, result, grading, out)
         return
     console.print(_runs_table(found))
     for ranking in found.rankings:
@@ -131,34 +186,37 @@ def retrieval_command(
     console.print(f"written: {', '.join(map(str, written))}", highlight=False, soft_wrap=True)
 
 
-def _grade(
+def _dry_run(console: Console, samples: list[Sample], depth: int) -> None:
+    """The pool and what grading it asks of the judge, no model called."""
+    queries = len({sample.question for sample in samples})
+    console.print(
+        f"the pool of the runs' top {depth}: {len(samples)} (query, passage) pairs over "
+        f"{queries} queries",
+        highlight=False,
+    )
+    console.print(estimate_table(estimate(samples, [PassageRelevance()])))
+    console.print(
+        "tokens in count each prompt whole; a local judge reads the instructions and a query "
+        "once for all of its passages. No model was called.",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _scored_on_grades(
     console: Console,
     found: RetrievalEvaluation,
-    qrels: Path,
-    runs: list[Path],
-    queries: Path,
-    passages: Path,
-    depth: int,
-    judge: str,
+    human: Qrels,
+    read: list[Run],
+    result: Result,
+    grading: Grading,
     out: Path,
 ) -> None:
-    """Grade the pool, then score the runs on the people's qrels, the judge's and both merged,
-    and say how far the judge's grades agree with the people's."""
-    human, read, _ = read_files(qrels, runs)
-    with user_errors(console):
-        samples = pair_samples(pool(read, depth), read_queries(queries), read_passages(passages))
-    started = time.perf_counter()
-    with user_errors(console), progress(console, "grading", len(samples)) as bar:
-        result = evaluate(
-            samples,
-            [PassageRelevance()],
-            judge=judge,
-            out_dir=out / "grades",
-            on_score=lambda _: advance(bar),
-        )
-    seconds = time.perf_counter() - started
+    """The runs scored on the people's qrels, the judge's grades and both merged; the grades
+    written as qrels; and how far they agree with the people's."""
     grades = grades_of(result.scores_for(PassageRelevance.name), human)
     write_grades(grades, out)
+    (out / "grading.json").write_text(grading.model_dump_json(indent=2) + "\n")
     by_judge = judge_qrels(grades)
     sources = {
         HUMAN: found,
@@ -186,18 +244,38 @@ def _grade(
                 highlight=False,
                 soft_wrap=True,
             )
-    unscored = sum(g.grade is None for g in grades)
-    scored = [s for s in result.scores if s.scored]
-    tokens = sum(s.usage.prompt_tokens for s in scored) / max(1, len(scored))
+    print_reasons(console, grading.unscored_reasons, "unscored", " (not in the judge's qrels)")
+    console.print(_grading_line(grading, out), highlight=False, soft_wrap=True)
     console.print(
-        f"{len(grades)} pairs graded in {seconds:.0f} s ({unscored} unscored; "
-        f"{60 * len(grades) / max(seconds, 1e-9):.0f} pairs a minute; {tokens:.0f} prompt tokens "
-        f"read a pair after the shared prefix); against the people on their {agreed.pairs} "
-        f"pairs: Cohen's kappa {_kappa(agreed.kappa)} on 0-3, {_kappa(agreed.kappa_relevant)} "
-        "on relevant (grade >= 2) or not, 95% CI over queries",
+        f"against the people on the {agreed.pairs} pairs of the pool both graded: Cohen's "
+        f"kappa {_kappa(agreed.kappa)} on 0-3, {_kappa(agreed.kappa_relevant)} on relevant "
+        "(grade >= 2) or not; 95% CI: percentile bootstrap over queries",
         highlight=False,
         soft_wrap=True,
     )
+    console.print(
+        f"written: {out / 'summary.json'}, {out / 'rankings.json'}, {out / 'grades.qrels'}, "
+        f"{out / 'grades.jsonl'}, {out / 'agreement.json'}, {out / 'grading.json'}, "
+        f"{out / GRADES_FOLDER}/",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _grading_line(grading: Grading, out: Path) -> str:
+    line = (
+        f"{grading.pairs} pairs (pool of the top {grading.pool}): {grading.scored} graded, "
+        f"{grading.unscored} unscored; {grading.judged_now} judged now, {grading.resumed} "
+        f"from {out / GRADES_FOLDER}/"
+    )
+    if grading.pairs_a_minute is not None:
+        line += f"; {grading.pairs_a_minute:.1f} pairs a minute now"
+    if grading.seconds_a_pair is not None and grading.prompt_tokens_a_pair is not None:
+        line += (
+            f"; a pair the judge read took {grading.seconds_a_pair:.2f} s and "
+            f"{grading.prompt_tokens_a_pair:.0f} prompt tokens"
+        )
+    return line + f" ({grading.cached_calls} judge calls answered from the cache)"
 
 
 def _kappa(found: Interval | None) -> str:

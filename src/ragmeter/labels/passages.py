@@ -3,8 +3,9 @@
 A run folder keeps each sample's question and answer (``samples.csv``) but its passages only
 inside the judge's prompts, kept with every score: each prompt that checks against them holds
 them in a ``<context>`` block, as the judge read them (passages one after another, a context
-too long for the judge's window in the parts it was read in). They are read back from there,
-or, given the data file the run scored (``--data``), from that file, checked against the run.
+too long for the judge's window in the parts it was read in), or, for a passage graded alone
+(``passage_relevance``), in a ``<passage>`` block. They are read back from there, or, given
+the data file the run scored (``--data``), from that file, checked against the run.
 """
 
 from __future__ import annotations
@@ -17,16 +18,17 @@ from ragmeter.data import load_samples
 from ragmeter.manifest import dataset_fingerprint
 from ragmeter.result import Result
 
-CONTEXT = re.compile(r"<context>\n(.*?)\n</context>", re.S)
-"""A context block of a rendered prompt: data cannot close it early (``prompts._defuse``)."""
+BLOCK = re.compile(r"<(context|passage)>\n(.*?)\n</\1>", re.S)
+"""A context or passage block of a rendered prompt: data cannot close it early
+(``prompts._defuse``)."""
 
 
 def judged_passages(
     result: Result, prefer: Sequence[str]
 ) -> tuple[dict[str, list[str]], list[str]]:
-    """Per sample, the passages as the judge read them: the context blocks of the first of
-    ``prefer``'s metrics (then the run's others) whose prompts hold any, each block once, in
-    the order asked, split into the passages it joined."""
+    """Per sample, the passages as the judge read them: the context (or passage) blocks of
+    the first of ``prefer``'s metrics (then the run's others) whose prompts hold any, each
+    block once, in the order asked, split into the passages it joined."""
     found: dict[str, list[str]] = {}
     wanted = {sample.key for sample in result.samples}
     for metric in dict.fromkeys([*prefer, *result.metrics]):
@@ -41,12 +43,16 @@ def judged_passages(
                     for exchange in score.exchanges
                     for message in exchange.messages
                     if message.role == "user"
-                    for block in CONTEXT.findall(message.content)
+                    for block in BLOCK.findall(message.content)
                 )
             )
             if blocks:
+                # A context joins its passages with blank lines; a passage block is one.
                 found[score.sample_id] = [
-                    passage for block in blocks for passage in block.split("\n\n") if passage
+                    passage
+                    for tag, block in blocks
+                    for passage in (block.split("\n\n") if tag == "context" else [block])
+                    if passage
                 ]
     notes = []
     missing = len(wanted - set(found))

@@ -40,6 +40,7 @@ from ragmeter.labels.store import (
     fold,
     rating_scale,
 )
+from ragmeter.plugins import load
 from ragmeter.result import Result
 from ragmeter.viewer import open_run
 
@@ -147,7 +148,8 @@ class LabelSession:
     ) -> LabelSession:
         """The session over the ``evaluate`` run in ``folder``: its claims, or its samples on
         ``metric`` (the run's first metric by default) on ``scale`` (the scale the run's
-        labels of that metric were given on, else ``DEFAULT_SCALE``). The passages shown are
+        labels of that metric were given on, else the metric's own: a criterion's levels, the
+        passage grades' 0-3; else ``DEFAULT_SCALE``). The passages shown are
         read from the judge's prompts the run kept, or from ``data``, the file it scored."""
         opened = open_run(folder)
         if opened.kind != "evaluate" or opened.result is None:
@@ -177,8 +179,11 @@ class LabelSession:
             else:
                 items, more = rating_items(result, chosen, passages)
                 config = result.run.metrics.get(chosen)
-                own = criterion_scale(config.config if config else {})
+                rated_on, guide = metric_scale(chosen)
+                own = criterion_scale(config.config if config else {}) or rated_on
                 on, threshold = _scale(store, chosen, scale or own), 0.5
+                if guide and on.text == rated_on:
+                    more = [guide, *more]
             return cls(
                 store,
                 ordered(items, order, seed, threshold),
@@ -428,6 +433,17 @@ def criterion_scale(config: dict[str, Any]) -> str | None:
         return "binary"
     low, high = criterion.scale
     return f"{low:g}-{high:g}"
+
+
+def metric_scale(name: str) -> tuple[str | None, str]:
+    """The scale people rate the metric ``name`` on where it has its own (``Metric.rated_on``)
+    and what its levels mean; (None, "") for any other, and for a name not registered here
+    (a criterion of the run's own, a plugin not installed)."""
+    try:
+        found = load("metric", name)
+    except (ValueError, ImportError, AttributeError):
+        return None, ""
+    return getattr(found, "rated_on", None), str(getattr(found, "rating_guide", ""))
 
 
 def _scale(store: LabelStore, metric: str, stated: str | None) -> Scale:

@@ -38,6 +38,11 @@ class Metric(ABC):
     rules: ClassVar[tuple[str, ...]] = ()
     """The rules in code (not a prompt or an option) that decide the output, each in words
     that change whenever the rule does (``claims.CLAIM_RULES``, ...): part of ``version``."""
+    rated_on: ClassVar[str | None] = None
+    """The scale people rate the metric's samples on in ``ragmeter label`` where the metric has
+    one of its own (``"0-3"``: the passage grades); None: the page's default."""
+    rating_guide: ClassVar[str] = ""
+    """What the levels of ``rated_on`` mean, shown to the people who rate."""
 
     def __init__(self, **options: Any) -> None:
         self.options = self.options_model.parse(options, f"the metric {self.name}")

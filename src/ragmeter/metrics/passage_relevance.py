@@ -8,23 +8,34 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from ragmeter.metrics.base import Metric
-from ragmeter.prompts import DATA_NOTICE, Message, YesNoPrompt, render_inputs
+from ragmeter.prompts import (
+    DATA_NOTICE,
+    Message,
+    PlannedCalls,
+    YesNoPrompt,
+    render_inputs,
+    yes_no_call,
+)
 from ragmeter.sample import Sample
 from ragmeter.session import JudgeSession
 
 GRADES = ("0", "1", "2", "3")
 
+GRADE_MEANINGS = (
+    "0 = the passage has nothing to do with the query.",
+    "1 = the passage is on the query's topic but does not answer it.",
+    "2 = the passage holds some answer to the query, though unclear or mixed with other "
+    "information.",
+    "3 = the passage is about the query and holds its exact answer.",
+)
+"""What each grade means, as the judge is told and as people grading the pairs are shown."""
+
 INSTRUCTION = (
     "You grade how relevant a passage is to a search query, as a search engine's relevance "
-    "assessor does. Grades:\n"
-    "0 = the passage has nothing to do with the query.\n"
-    "1 = the passage is on the query's topic but does not answer it.\n"
-    "2 = the passage holds some answer to the query, though unclear or mixed with other "
-    "information.\n"
-    "3 = the passage is about the query and holds its exact answer."
+    "assessor does. Grades:\n" + "\n".join(GRADE_MEANINGS)
 )
 
 
@@ -50,6 +61,11 @@ class PassageRelevance(Metric):
     question), over 3; the explanation holds the distribution and the most likely grade."""
 
     name = "passage_relevance"
+    rated_on: ClassVar[str | None] = "0-3"
+    rating_guide: ClassVar[str] = (
+        "Grade how relevant the passage is to the query (shown as the question): "
+        + " ".join(GRADE_MEANINGS)
+    )
 
     @property
     def prompts(self) -> Sequence[Any]:
@@ -58,9 +74,11 @@ class PassageRelevance(Metric):
     def unreadable(self, sample: Sample) -> str | None:
         return None if len(sample.contexts) == 1 else "a graded pair holds one passage"
 
+    def planned_calls(self, sample: Sample) -> PlannedCalls:
+        return [yes_no_call(GRADE_PROMPT.render(self._inputs(sample)))]
+
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
-        inputs = {"query": sample.question, "passage": sample.contexts[0]}
-        distribution, method = session.ask_levels(GRADE_PROMPT, inputs, GRADES)
+        distribution, method = session.ask_levels(GRADE_PROMPT, self._inputs(sample), GRADES)
         expected = sum(int(grade) * p for grade, p in distribution.items())
         likeliest = max(GRADES, key=lambda grade: distribution[grade])
         return expected / 3, {
@@ -69,3 +87,8 @@ class PassageRelevance(Metric):
             "grade": int(likeliest),
             "method": method,
         }
+
+    @staticmethod
+    def _inputs(sample: Sample) -> dict[str, str]:
+        """The query before the passage: a query's passages share the prompt up to it."""
+        return {"query": sample.question, "passage": sample.contexts[0]}

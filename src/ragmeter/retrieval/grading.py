@@ -11,6 +11,7 @@ people's.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -123,6 +124,70 @@ def write_grades(grades: Sequence[Grade], out: Path) -> list[Path]:
     )
     lines.write_text("".join(json.dumps(g.model_dump()) + "\n" for g in grades))
     return [qrels, lines]
+
+
+class Grading(BaseModel):
+    """What grading the pool took (``grading.json``): the pairs graded and unscored, with why,
+    and the judge's pace."""
+
+    judge: str
+    pool: int
+    """The depth of the runs' tops pooled."""
+    pairs: int
+    scored: int
+    unscored: int
+    unscored_reasons: dict[str, int]
+    judged_now: int
+    resumed: int
+    """Pairs whose grade was in the grading's run folder already."""
+    seconds: float | None
+    """From the first pair judged to the last, the judge's loading not counted."""
+    pairs_a_minute: float | None
+    """Over the pairs judged now; None where none was."""
+    seconds_a_pair: float | None
+    """The judging time kept with each grade the judge read (not answered from the call cache),
+    on average: the pace of the grading whenever it was done, a rerun's too."""
+    prompt_tokens_a_pair: float | None
+    """Prompt tokens the judge read for a graded pair, over the pairs it read any for: a
+    prefix a local judge kept from the query's earlier passages is not read again."""
+    model_calls: int
+    cached_calls: int
+    """Judge calls answered from the call cache (no tokens read)."""
+
+
+def grading_of(
+    scores: Sequence[Score],
+    *,
+    judge: str,
+    pool: int,
+    judged_now: int,
+    resumed: int,
+    seconds: float | None,
+) -> Grading:
+    """The grading's counts and pace from the pairs' scores (their usage, kept with each) and
+    the run's record of what it judged now and in how long."""
+    scored = [s for s in scores if s.scored]
+    read = [s for s in scored if s.usage.model_calls]
+    reasons = Counter(s.unscored_reason or "" for s in scores if not s.scored)
+    pace = 60 * judged_now / seconds if judged_now and seconds else None
+    return Grading(
+        judge=judge,
+        pool=pool,
+        pairs=len(scores),
+        scored=len(scored),
+        unscored=len(scores) - len(scored),
+        unscored_reasons=dict(reasons),
+        judged_now=judged_now,
+        resumed=resumed,
+        seconds=seconds,
+        pairs_a_minute=pace,
+        seconds_a_pair=sum(s.seconds for s in read) / len(read) if read else None,
+        prompt_tokens_a_pair=(
+            sum(s.usage.prompt_tokens for s in read) / len(read) if read else None
+        ),
+        model_calls=sum(s.usage.model_calls for s in scores),
+        cached_calls=sum(s.usage.cached_calls for s in scores),
+    )
 
 
 class Agreement(BaseModel):

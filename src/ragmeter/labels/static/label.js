@@ -144,8 +144,10 @@
     } else {
       root.appendChild(el("h2", "Question"));
       root.appendChild(el("p", item.question, "text"));
-      root.appendChild(el("h2", "Answer"));
-      root.appendChild(el("p", item.answer, "text"));
+      if (item.answer) {  // a (query, passage) pair to grade has none
+        root.appendChild(el("h2", "Answer"));
+        root.appendChild(el("p", item.answer, "text"));
+      }
       root.appendChild(el("h2", "Retrieved passages"));
       item.contexts.forEach((context) => root.appendChild(el("p", context, "passage text")));
     }
