@@ -49,6 +49,7 @@ from ragmeter.meta.decisions import (
     complete_inputs,
     curve,
     decide,
+    on_inputs,
     system_correlation,
 )
 from ragmeter.metrics import metric_by_name
@@ -159,8 +160,7 @@ def measure(
                     f"| {rating} | {metric.name} | {len(judge)} | {len(inputs)} | too few inputs |"
                 )
                 continue
-            complete = {s: {k: judge[s][k] for k in inputs} for s in judge}
-            rated = {s: {k: people[s][k] for k in inputs} for s in people}
+            complete, rated = on_inputs(judge, inputs), on_inputs(people, inputs)
             correlation = system_correlation(complete, rated)
             decided = decide(complete, rated)
             print(

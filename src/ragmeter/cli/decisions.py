@@ -15,7 +15,13 @@ from rich.text import Text
 from ragmeter.cli.common import LabelScales, user_errors, wide_console
 from ragmeter.heads.ratings import ID_FIELD, parse_scales, read_labels, read_rows
 from ragmeter.meta.decisions import Table as Scores
-from ragmeter.meta.decisions import complete_inputs, curve, decide, system_correlation
+from ragmeter.meta.decisions import (
+    complete_inputs,
+    curve,
+    decide,
+    on_inputs,
+    system_correlation,
+)
 from ragmeter.result import Result
 from ragmeter.stats import Interval
 from ragmeter.viewer import open_run
@@ -75,7 +81,7 @@ def decisions_command(
         if len(inputs) < 3:
             measured[metric] = {"inputs": len(inputs), "note": "fewer than 3 complete inputs"}
             continue
-        judge, people = _on(judge, inputs), _on(people, inputs)
+        judge, people = on_inputs(judge, inputs), on_inputs(people, inputs)
         correlation = system_correlation(judge, people, seed=seed)
         decided = decide(judge, people, seed=seed)
         measured[metric] = {
@@ -124,10 +130,6 @@ def _table(places: dict[str, tuple[str, str]], values: dict[str, float | None]) 
     for key, (system, answered) in places.items():
         table.setdefault(system, {})[answered] = values.get(key)
     return table
-
-
-def _on(table: Scores, inputs: list[str]) -> dict[str, dict[str, float | None]]:
-    return {s: {k: table[s][k] for k in inputs} for s in table}
 
 
 def _interval(found: dict | None) -> str:

@@ -105,7 +105,8 @@ def complete_inputs(judge: Table, people: Table) -> list[str]:
     return sorted(found)
 
 
-def _on(table: Table, inputs: Sequence[str]) -> dict[str, dict[str, float | None]]:
+def on_inputs(table: Table, inputs: Sequence[str]) -> dict[str, dict[str, float | None]]:
+    """``table`` on ``inputs`` only (those of :func:`complete_inputs`, say)."""
     return {s: {k: table[s][k] for k in inputs} for s in table}
 
 
@@ -139,7 +140,7 @@ def system_correlation(
 
 
 def _rank(table: Table, inputs: Sequence[str], metric: str, rounds: int, seed: int) -> Ranking:
-    return rank_systems(_on(table, inputs), metric=metric, rounds=rounds, seed=seed)
+    return rank_systems(on_inputs(table, inputs), metric=metric, rounds=rounds, seed=seed)
 
 
 def decide(judge: Table, people: Table, *, rounds: int = 1000, seed: int = 0) -> Decisions:
