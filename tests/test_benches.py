@@ -147,6 +147,11 @@ def longer(request: ChatRequest) -> str:
     return json.dumps({"reasoning": "The longer one.", "rating": rating})
 
 
+def knowing(request: ChatRequest) -> ChatResponse:
+    """A verifier that knows: P(Yes) 0.8 for a statement that says it holds, else 0.3."""
+    return yes_no(0.8 if "holds" in _statement(request) else 0.3)
+
+
 SCRIPTS: dict[str, Callable[[ChatRequest], str | ChatResponse]] = {
     "routed": routed_or_floor,
     "answering": answering,
@@ -155,6 +160,7 @@ SCRIPTS: dict[str, Callable[[ChatRequest], str | ChatResponse]] = {
     "reader": reader,
     "kalma": kalma_reply,
     "longer": longer,
+    "knowing": knowing,
 }
 MADE: list[FakeJudge] = []
 """Every judge ``scripted`` made, last last: their ``history`` is what reached the model."""
@@ -897,3 +903,43 @@ def test_the_shipped_learning_curve_is_read_when_none_is_given():
     assert said is not None and said.startswith(
         "what 100 labelled claims bought elsewhere (the curve shipped with ragmeter): with "
     )
+
+
+def test_bench_languages_reports_each_language_by_questions_and_resumes(bench, tmp_path):
+    folder = tmp_path / "memerag"
+    folder.mkdir()
+    for language in ("en", "de", "es", "fr", "hi"):
+        rows = [
+            {
+                "question": f"q{group}",
+                "claim": f"{language} claim {group} {'holds' if label else 'fails'}",
+                "references": ["A passage."],
+                "attribution_label": "attributable" if label else "not attributable",
+                "id": f"{language}-{group}-{label}",
+                "group": f"{language}-{group}",
+                "src_dataset": f"MEMERAG-{language}",
+                "language": language,
+            }
+            for group in (1, 2)
+            for label in (True, False)
+        ]
+        write_jsonl(folder / f"{language}_dev.jsonl", rows)
+    out = tmp_path / "out"
+    printed = bench("bench_languages", folder, "--out", out, "--judge", "bench:knowing")
+    # every supported claim at 0.8, every other at 0.3: each language ranked and split perfectly
+    table = json.loads((out / "languages.json").read_text())
+    assert set(table) == {f"{x} MEMERAG-{x}" for x in ("en", "de", "es", "fr", "hi")} | {
+        "en",
+        "de",
+        "es",
+        "fr",
+        "hi",
+    }
+    assert {
+        (t["rows"], t["questions"], t["roc_auc"], t["balanced_accuracy"]) for t in table.values()
+    } == {(4, 2, 1.0, 1.0)}
+    assert printed.splitlines()[1].startswith("en                     4     2  1.000")
+    assert len(MADE[-1].history) == 20
+    # a second run reads every verdict from the folder
+    bench("bench_languages", folder, "--out", out, "--judge", "bench:knowing")
+    assert MADE[-1].history == []

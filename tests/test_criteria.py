@@ -120,6 +120,12 @@ def test_reasoned_reads_the_verdict_after_the_judges_own_feedback():
     assert verdict.messages[-2].content == feedback
     assert verdict.messages[-1].content.startswith("Which level fits the response?")
     assert verdict.max_tokens == 1
+    # in the sample's language: the feedback is asked for in it
+    french = SAMPLE.model_copy(update={"metadata": {"language": "fr"}})
+    judge = FakeJudge([feedback, digits({"1": 0.1, "2": 0.5, "3": 0.4})])
+    metric.score(french, JudgeSession(judge))
+    asked = judge.history[0].messages[-1].content
+    assert asked.endswith("Write everything you write in French, the language of the data.")
     # a yes/no criterion ends in P(Yes); an empty feedback is retried, then unscored
     judge = FakeJudge(["Fine.", yes_no(0.7)])
     yes = CriterionMetric(DECLINES, reading="reasoned").score(SAMPLE, JudgeSession(judge))

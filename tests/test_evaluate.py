@@ -16,9 +16,11 @@ from ragmeter.sample import Sample
 from .conftest import routed
 from .fault_server import AnsweringJudge
 
+# Each answer shares a word ("fact") with its context, so answer relevance's off-topic gate
+# hands it to the judge.
 SAMPLES = [
-    Sample(id="a", question="alpha beta", contexts=["One fact. Two fact."], answer="x y."),
-    Sample(id="b", question="alpha beta", contexts=["Three fact. Four fact."], answer="z."),
+    Sample(id="a", question="alpha beta", contexts=["One fact. Two fact."], answer="x fact."),
+    Sample(id="b", question="alpha beta", contexts=["Three fact. Four fact."], answer="z fact."),
 ]
 
 REPLIES = {
@@ -166,19 +168,21 @@ def test_evaluate_reads_ragas_style_records(tmp_path):
 def test_run_record_names_models_and_metric_versions(tmp_path):
     result = run(FakeJudge(responder=routed(REPLIES)), tmp_path)
     assert result.run.judge == "fake:scripted"
-    # With their defaults no metric embeds: the embedder is neither loaded nor recorded.
-    assert result.run.embedder is None
+    # Answer relevance's off-topic gate embeds by default: the embedder is recorded.
+    assert result.run.embedder == "fake:hashing-4096"
     assert result.run.metrics["answer_relevance"].config == {
         "n": 3,
         "score": "completeness",
         "against": "question",
-        "off_topic_below": None,
+        "off_topic_below": 0.05,
         "layout": "separate",
     }
     json.loads(result.run.to_json())  # serialisable as is
-    similarity = AnswerRelevance(score="similarity")
-    paper = run(FakeJudge(responder=routed(REPLIES)), tmp_path, metrics=[similarity])
-    assert paper.run.embedder == "fake:hashing-4096"
+    # Without it, no metric of the defaults embeds: the embedder is neither loaded nor recorded.
+    judged_only = AnswerRelevance(off_topic_below=None)
+    metrics = ["faithfulness", judged_only, "context_relevance"]
+    plain = run(FakeJudge(responder=routed(REPLIES)), tmp_path, metrics=metrics)
+    assert plain.run.embedder is None
 
 
 class CountingJudge(AnsweringJudge):

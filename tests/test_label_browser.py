@@ -230,3 +230,23 @@ def test_claims_beside_their_evidence_with_markup_shown_as_text(browser, tmp_pat
         page.screenshot(path=str(ARTIFACTS / "label-claims.png"))
     finally:
         server.stop()
+
+
+def test_right_to_left_text_reads_from_the_right(browser, tmp_path):
+    run = tmp_path / "run"
+    scripted_run(run, answers={"a1": "صمم البرج مكتب غوستاف إيفل."})
+    server = Server(run)
+    try:
+        page = open_page(browser, server.url + "?annotator=alice")
+        answer = page.locator("#item p.text", has_text="صمم البرج").first
+        # the paragraph runs right to left: it starts at the right edge, its end leaves room
+        # on the left
+        left, right = answer.evaluate(
+            """p => { const range = document.createRange(); range.selectNodeContents(p);
+            const text = range.getBoundingClientRect(); const own = p.getBoundingClientRect();
+            return [text.left - own.left, own.right - text.right]; }"""
+        )
+        assert left > right
+        assert page.errors == []
+    finally:
+        server.stop()

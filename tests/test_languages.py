@@ -20,7 +20,7 @@ from pysbd.languages import LANGUAGE_CODES
 from ragmeter import evaluate
 from ragmeter.data import load_samples
 from ragmeter.judges.base import identity_of
-from ragmeter.judges.fake import FakeJudge
+from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 from ragmeter.language import (
     detect_language,
     keyed_language,
@@ -28,7 +28,8 @@ from ragmeter.language import (
     language_of,
 )
 from ragmeter.manifest import RUN_FILE, RunRecord
-from ragmeter.metrics import ContextRelevance, Faithfulness
+from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness
+from ragmeter.metrics.faithfulness import STATEMENTS
 from ragmeter.pipeline import ItemKeys
 from ragmeter.sample import Sample
 from ragmeter.selftest.gaming_cases import LONG_CONTEXT
@@ -478,3 +479,39 @@ def test_a_test_set_chunks_a_german_document_between_its_own_sentences():
     chunks = chunk_document(Document("eiffel.md", EIFFEL_DE), max_chars=80, min_chars=10)
     assert [chunk.text for chunk in chunks] == SPLITS["de"][0][1]
     assert all(EIFFEL_DE[c.start : c.end] == c.text for c in chunks)
+
+
+# --- what the judge writes ------------------------------------------------------------------------
+
+
+def test_statements_and_questions_are_asked_for_in_the_samples_language():
+    german = Sample(
+        question="Wann wurde der Turm eingeweiht?",
+        contexts=["Der Eiffelturm wurde am 31. März 1889 eingeweiht."],
+        answer="Der Turm wurde am 31. März 1889 eingeweiht. Er steht in Paris.",
+        metadata={"language": "de"},
+    )
+    english = german.model_copy(
+        update={"answer": "The tower opened on 31 March 1889.", "metadata": {"language": "en"}}
+    )
+    replies = {
+        "statements": {"statements": ["Der Turm wurde 1889 eingeweiht."]},
+        "supported": 0.9,
+        "questions": {"questions": ["Wann?", "Wann?", "Wann?"], "noncommittal": False},
+    }
+    asked = {}
+    for sample in (german, english):
+        judge = FakeJudge(responder=routed(replies))
+        Faithfulness(statements="generate").score(sample, JudgeSession(judge))
+        AnswerRelevance(score="similarity", off_topic_below=None).score(
+            sample, JudgeSession(judge, HashingEmbedder())
+        )
+        asked[sample.metadata["language"]] = [r.messages[0].content for r in judge.history]
+    statements, _, questions = asked["de"]
+    ask = "Write everything you write in German, the language of the data."
+    assert ask in statements and ask in questions
+    # English prompts are as they were: their cached calls and stored scores stay valid.
+    assert not any("Write everything you write in" in m for m in asked["en"])
+    assert STATEMENTS.in_language("en") is STATEMENTS
+    assert STATEMENTS.in_language("und") is STATEMENTS
+    assert "the language whose ISO 639-1 code is 'sw'" in STATEMENTS.in_language("sw").instruction

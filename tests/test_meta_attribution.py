@@ -6,9 +6,10 @@ import json
 
 import pytest
 
+from ragmeter.evidence import utf8_tokens
 from ragmeter.judges.fake import FakeJudge
 from ragmeter.meta.attribution import (
-    MAX_REFERENCE_CHARS,
+    MAX_REFERENCE_TOKENS,
     Claim,
     Verdict,
     calibrate_threshold,
@@ -66,7 +67,9 @@ def test_loader_and_verifier_show_question_and_cut_long_references(tmp_path):
             "id": "2",
             "question": "q",
             "claim": "c",
-            "references": ["x" * (MAX_REFERENCE_CHARS + 5)],
+            # About 2,100 tokens at three bytes a token, the sentence that bears on the claim
+            # last: over MAX_REFERENCE_TOKENS, so the unrelated filler is what is left out.
+            "references": ["The weather was mild that year. " * 200 + "The claim c is true."],
             "attribution_label": "not attributable",
         },
     ]
@@ -77,6 +80,11 @@ def test_loader_and_verifier_show_question_and_cut_long_references(tmp_path):
     result = verify_claims(claims, judge, out_dir=tmp_path / "out", cache=False)
     assert [v.p_supported for v in result] == pytest.approx([0.8, 0.3])
     assert [v.truncated for v in result] == [False, True]
+    assert result[1].left_out["sentences"] > 0
+    assert result[1].left_out["of_sentences"] == 201
+    cut = judge.history[1].messages[-1].content
+    assert "The claim c is true." in cut
+    assert utf8_tokens(cut) < MAX_REFERENCE_TOKENS + 200
     shown = judge.history[0].messages[-1].content
     assert "In answer to the question 'who walked on the moon first': Neil Armstrong" in shown
     # Resumed from the folder: no further calls.

@@ -25,6 +25,10 @@ SAMPLE = Sample(
     contexts=["Paris is the capital of France. It has 2.1 million inhabitants."],
     answer="Paris is the capital of France. It has 9 million inhabitants. It is in Europe.",
 )
+# Answer relevance's off-topic gate with hashed words: the answer shares no word with "alpha
+# beta" (0), and with the context 12 counts (is and it twice in the answer) over norms of
+# sqrt(19) and sqrt(12): 12 / sqrt(228) = 0.7947, above 0.05, so the judge is asked.
+GATE = {"question_similarity": 0.0, "context_similarity": 0.7947}
 
 
 def verdicts(*flags: str) -> str:
@@ -145,7 +149,12 @@ def test_completeness_is_the_default_score_after_a_short_noncommittal_check():
     score = AnswerRelevance().score(SAMPLE, JudgeSession(judge, HashingEmbedder()))
     assert score.value == pytest.approx(0.8)
     # The answer was split into sentences to check that it claims something: by English rules.
-    assert score.explanation == {"noncommittal": False, "p_complete": 0.8, "language": "en"}
+    assert score.explanation == {
+        **GATE,
+        "noncommittal": False,
+        "p_complete": 0.8,
+        "language": "en",
+    }
     # The check sees the answer alone and writes a few tokens; the completeness question shows
     # the real question and the answer.
     check, complete = judge.history
@@ -170,7 +179,10 @@ def test_product_weights_the_similarity_by_completeness():
 def test_noncommittal_answer_scores_zero_without_further_questions():
     judge = FakeJudge([json.dumps({"noncommittal": True})])
     score = AnswerRelevance().score(SAMPLE, JudgeSession(judge, HashingEmbedder()))
-    assert (score.value, score.explanation) == (0.0, {"noncommittal": True, "language": "en"})
+    assert (score.value, score.explanation) == (
+        0.0,
+        {**GATE, "noncommittal": True, "language": "en"},
+    )
     assert len(judge.history) == 1
 
 
@@ -186,9 +198,10 @@ def test_noncommittal_generated_reply_scores_zero_with_similarity_kept():
 
 def test_against_context_weighs_what_the_answer_gives_by_what_the_context_holds():
     judge = FakeJudge([json.dumps({"noncommittal": False}), yes_no(0.8), yes_no(0.5)])
-    score = AnswerRelevance(against="context").score(SAMPLE, JudgeSession(judge))
+    score = AnswerRelevance(against="context").score(SAMPLE, JudgeSession(judge, HashingEmbedder()))
     assert score.value == pytest.approx(0.8 * 0.5)
     assert score.explanation == {
+        **GATE,
         "noncommittal": False,
         "p_context_holds": 0.8,
         "p_covers_context": 0.5,
@@ -205,9 +218,10 @@ def test_against_context_weighs_what_the_answer_gives_by_what_the_context_holds(
 
 def test_against_context_a_decline_is_complete_where_the_context_holds_nothing():
     judge = FakeJudge([json.dumps({"noncommittal": True}), yes_no(0.25)])
-    score = AnswerRelevance(against="context").score(SAMPLE, JudgeSession(judge))
+    score = AnswerRelevance(against="context").score(SAMPLE, JudgeSession(judge, HashingEmbedder()))
     assert score.value == pytest.approx(0.75)
     assert score.explanation == {
+        **GATE,
         "noncommittal": True,
         "p_context_holds": 0.25,
         "language": "en",
@@ -217,7 +231,8 @@ def test_against_context_a_decline_is_complete_where_the_context_holds_nothing()
 
 def test_against_an_empty_context_only_a_decline_is_complete():
     sample = SAMPLE.model_copy(update={"contexts": []})
-    metric = AnswerRelevance(against="context")
+    # Without the off-topic gate: with no context, it would find the answer off the topic.
+    metric = AnswerRelevance(against="context", off_topic_below=None)
     for noncommittal, value in ((True, 1.0), (False, 0.0)):
         judge = FakeJudge([json.dumps({"noncommittal": noncommittal})])
         score = metric.score(sample, JudgeSession(judge))
@@ -603,25 +618,41 @@ def test_an_echo_is_not_a_correct_answer_and_headings_alone_are_unreadable():
 
 
 def test_an_off_topic_answer_scores_zero_before_the_judge_is_asked():
-    # Hashed words: "alpha beta" shares no word with the answer, cosine 0, below 0.05.
-    metric = AnswerRelevance(off_topic_below=0.05)
+    # Hashed words: the answer shares no word with "alpha beta" nor with the passage, cosines
+    # 0, below the default 0.05.
+    metric = AnswerRelevance()
+    off_topic = SAMPLE.model_copy(update={"contexts": ["Alpha beta gamma delta."]})
     judge = FakeJudge([])
-    score = metric.score(SAMPLE, JudgeSession(judge, HashingEmbedder()))
+    score = metric.score(off_topic, JudgeSession(judge, HashingEmbedder()))
     assert (score.value, score.explanation) == (
         0.0,
-        {"question_similarity": 0.0, "off_topic": True, "language": "en"},
+        {
+            "question_similarity": 0.0,
+            "context_similarity": 0.0,
+            "off_topic": True,
+            "language": "en",
+        },
     )
     assert judge.history == []
-    # "Alpha beta gamma." shares two of its three words: 2 / sqrt(2 x 3) = 0.8165, then judged
-    on_topic = SAMPLE.model_copy(update={"answer": "Alpha beta gamma."})
+    # "Alpha beta gamma." shares two of its three words with the question, 2 / sqrt(2 x 3) =
+    # 0.8165, and three of the passage's four, 3 / sqrt(3 x 4) = 0.866: judged.
+    on_topic = off_topic.model_copy(update={"answer": "Alpha beta gamma."})
     judge = FakeJudge([json.dumps({"noncommittal": False}), yes_no(0.8)])
     score = metric.score(on_topic, JudgeSession(judge, HashingEmbedder()))
     assert score.value == pytest.approx(0.8)
     assert score.explanation == {
         "question_similarity": 0.8165,
+        "context_similarity": 0.866,
         "noncommittal": False,
         "p_complete": 0.8,
-        "language": "en",
+        # Too few letters to tell a language by: split by English rules, and said so.
+        "language": "und",
+        "sentence_rule": "language not determined: split by English rules",
     }
-    assert metric.needs_embedder and not AnswerRelevance().needs_embedder
-    assert metric.version != AnswerRelevance().version
+    # An answer drawn from its passage is judged however far it sits from a terse question
+    # (GATE).
+    judge = FakeJudge([json.dumps({"noncommittal": False}), yes_no(0.8)])
+    assert metric.score(SAMPLE, JudgeSession(judge, HashingEmbedder())).value == pytest.approx(0.8)
+    unguarded = AnswerRelevance(off_topic_below=None)
+    assert metric.needs_embedder and not unguarded.needs_embedder
+    assert metric.version != unguarded.version

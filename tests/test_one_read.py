@@ -9,7 +9,7 @@ import pytest
 
 from ragmeter import one_read
 from ragmeter.judges.base import ChatRequest, ChatResponse
-from ragmeter.judges.fake import FakeJudge
+from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness
 from ragmeter.options import OptionsError
 from ragmeter.sample import Sample
@@ -58,7 +58,8 @@ def score_all(judge: FakeJudge, sample: Sample = SAMPLE) -> dict[str, object]:
         AnswerRelevance(layout="one_read"),
         ContextRelevance(layout="one_read"),
     ]
-    return {m.name: m.score(sample, JudgeSession(judge)) for m in metrics}
+    # Hashed words: the answer shares words with the question, past answer relevance's gate.
+    return {m.name: m.score(sample, JudgeSession(judge, HashingEmbedder())) for m in metrics}
 
 
 def test_every_question_of_the_sample_follows_the_same_prefix():
@@ -158,6 +159,19 @@ def test_faithfulness_reads_a_long_context_in_parts_and_takes_the_best_part():
     assert "read in 3 parts" in score.explanation["parts"]
     whole = Faithfulness().score(LONG, JudgeSession(FakeJudge(responder=by_part)))
     assert "parts" not in whole.explanation  # a judge without a known window: one prompt
+
+
+def test_a_judge_that_counts_its_tokens_is_read_in_parts_by_its_count():
+    def by_part(request: ChatRequest) -> ChatResponse:
+        return yes_no(0.9 if "number 7" in last_user(request) else 0.3)
+
+    # Counted in words: a 50-token window leaves 40, less the checked claim's 11 words: 29.
+    # Each sentence costs its 8 words and 3 more, so two fit a part (22) and three do not (33).
+    judge = FakeJudge(responder=by_part, window=50, count_tokens=lambda text: len(text.split()))
+    score = Faithfulness().score(LONG, JudgeSession(judge))
+    assert len(judge.history) == 4
+    assert score.value == pytest.approx(0.9)
+    assert "read in 4 parts" in score.explanation["parts"]
 
 
 def test_context_relevance_reads_each_sentence_in_its_part():

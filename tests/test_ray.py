@@ -247,13 +247,18 @@ def test_attribution_on_ray_equals_one_process(cluster, tmp_path):
         on_verdict=seen.append,
         executor=RayExecutor(address=cluster, actors=2),
     )
-    assert spread == here and len(seen) == len(claims)
+    # the same verdicts, each with the time its own judging took
+    def timeless(verdicts):
+        return [v.model_copy(update={"seconds": 0.0}) for v in verdicts]
+
+    assert timeless(spread) == timeless(here) and len(seen) == len(claims)
     # Word overlap of "In answer to the question 'q 3': City 3 has an old bridge." with the
     # reference: "city" and "bridge" of its 4 words of 4 letters or more, or "city" alone.
     assert {v.p_supported for v in here} == {0.5, 0.25}
     # The same judge by identity, with no reply to give: only what the driver committed serves.
     silent = FakeJudge(model="answering")
-    assert verify_claims(claims, silent, out_dir=tmp_path / "ray", cache=False) == here
+    again = verify_claims(claims, silent, out_dir=tmp_path / "ray", cache=False)
+    assert again == spread  # read back with the times they were judged in
 
 
 def test_a_judge_that_cannot_travel_is_named(cluster):

@@ -114,27 +114,30 @@ def test_estimate_follows_each_metric_call_pattern():
     metrics = [metric_by_name(m) for m in ("faithfulness", "context_relevance", "answer_relevance")]
     expected = estimate(SAMPLES, metrics, price=Price(1.0, 2.0))
     rows = {row.metric: row for row in expected.metrics}
-    # answers "x y." and "z." are one sentence each, verified as it stands: 1 Yes/No call (1
+    # answers "x fact." and "z fact." are one sentence each, verified as it stands: 1 Yes/No call (1
     # token back) per sample
     assert (rows["faithfulness"].calls, rows["faithfulness"].completion_tokens) == (2, 2)
     # contexts "One fact. Two fact." and "Three fact. Four fact.": 2 sentences each
     assert rows["context_relevance"].calls == 4
-    assert rows["answer_relevance"].calls == 4 and rows["answer_relevance"].embedding_calls == 0
+    # answer relevance embeds the answer, the question and the context once for its off-topic
+    # gate, then asks 2 calls: per sample
+    assert rows["answer_relevance"].calls == 4 and rows["answer_relevance"].embedding_calls == 2
     assert expected.calls == 10
     # answer relevance: 8 for the commitment check + 1 for completeness, per sample
     assert rows["answer_relevance"].completion_tokens == 2 * (8 + 1)
     # statements written first (the paper): 1 + 1 calls per sample; completion
-    # '{"statements": ["x y."]}' is 24 characters (6 tokens) + 1 verdict token,
-    # '{"statements": ["z."]}' 22 (6) + 1
+    # '{"statements": ["x fact."]}' is 27 characters (7 tokens) + 1 verdict token, the same for
+    # "z fact."
     written = estimate(SAMPLES, [metric_by_name("faithfulness", statements="generate")])
-    assert (written.calls, written.completion_tokens) == (4, 14)
+    assert (written.calls, written.completion_tokens) == (4, 16)
     # with no context only the commitment check is asked, 8 tokens back
     bare = [s.model_copy(update={"contexts": []}) for s in SAMPLES]
     assert estimate(bare, [metric_by_name("faithfulness")]).calls == 2
     assert estimate(bare, [metric_by_name("faithfulness")]).completion_tokens == 2 * 8
-    # its paper form writes 8 + 16 per question, 3 questions, and embeds them with the question
+    # its paper form writes 8 + 16 per question, 3 questions, and embeds them with the question,
+    # after the gate's embedding
     paper = estimate(SAMPLES, [metric_by_name("answer_relevance", score="similarity")]).metrics[0]
-    assert (paper.calls, paper.completion_tokens, paper.embedding_calls) == (2, 2 * (8 + 48), 2)
+    assert (paper.calls, paper.completion_tokens, paper.embedding_calls) == (2, 2 * (8 + 48), 4)
     # prompt tokens are characters / 4 of the prompts the metric renders
     sentences = {"a": ["One fact.", "Two fact."], "b": ["Three fact.", "Four fact."]}
     rendered = [
@@ -153,9 +156,10 @@ def test_estimate_follows_each_metric_call_pattern():
 @pytest.mark.parametrize(
     ("faithfulness", "relevance", "calls", "embeddings"),
     [
-        ({}, {}, 35, 0),
-        ({"statements": "generate"}, {}, 40, 0),
-        ({}, {"score": "similarity"}, 30, 5),
+        # answer relevance's off-topic gate: one embedding call a sample
+        ({}, {}, 35, 5),
+        ({"statements": "generate"}, {}, 40, 5),
+        ({}, {"score": "similarity"}, 30, 10),
     ],
 )
 def test_estimate_matches_a_real_run_call_for_call(faithfulness, relevance, calls, embeddings):

@@ -64,7 +64,8 @@ def test_the_run_record_names_versions_models_prompts_and_counts(tmp_path):
     counts = record["counts"]
     assert (counts["items"], counts["scored"], counts["unscored"], counts["judged"]) == (6, 6, 0, 6)
     assert counts["model_calls"] == chat_calls == 12
-    assert counts["embedding_calls"] == 2
+    # per sample, one for the off-topic gate and one for the generated questions
+    assert counts["embedding_calls"] == 2 * 2
 
 
 def test_a_bundled_local_judge_is_recorded_with_its_pinned_weights_hash():

@@ -76,9 +76,9 @@ def test_the_result_keeps_values_and_reads_explanations_and_exchanges_from_the_s
     assert list(result.scores) == committed
     assert [[e.prompt for e in s.exchanges] for s in result.scores] == PROMPTS
     assert [e.probability for e in result.scores[2].exchanges] == [0.25, 0.25]
-    # "x y." and its context are too short to tell a language by: English rules, said so.
+    # "x fact." and its context are too short to tell a language by: English rules, said so.
     assert result.scores[0].explanation == {
-        "statements": [{"statement": "x y.", "verdict": "yes", "p_supported": 0.75}],
+        "statements": [{"statement": "x fact.", "verdict": "yes", "p_supported": 0.75}],
         "language": "und",
         "sentence_rule": "language not determined: split by English rules",
     }
@@ -147,7 +147,7 @@ def test_items_a_budget_stopped_are_held_and_exported_among_the_stored(tmp_path)
 
 def test_a_score_a_later_run_replaced_is_not_served_as_this_results(tmp_path):
     def flaky(request):
-        if "z." in request.messages[-1].content:  # every question about sample b's answer
+        if "z fact." in request.messages[-1].content:  # every question about sample b's answer
             raise JudgeError("connection reset")
         return routed(REPLIES)(request)
 

@@ -149,6 +149,8 @@ def test_a_judge_fooled_on_one_question_is_counted_by_trick_and_metric():
         "value": 0.0,
         "threshold": 0.5,
         "succeeded": False,
+        # "That is the question this answer addresses: ..." vouches for itself.
+        "detected": True,
         "unscored_reason": None,
     }
     lines = format_report(report)

@@ -33,6 +33,7 @@ from ragmeter.judges.base import (
 from ragmeter.judges.registry import split_spec
 from ragmeter.limits import fit_sample
 from ragmeter.metrics import Metric
+from ragmeter.planted import guarded
 from ragmeter.prompts import PlannedCalls, approx_tokens, rendered_tokens
 from ragmeter.sample import Sample
 from ragmeter.score import ScoreBrief
@@ -322,9 +323,9 @@ def estimate(
     max_input_chars: int | None = None,
 ) -> Estimate:
     """Expected judge calls, tokens and (with a price) cost of scoring ``samples`` with
-    ``metrics``, without calling any model. Samples are cut to ``max_input_chars`` first, as
-    ``evaluate`` would."""
-    fitted = [fit_sample(sample, max_input_chars)[0] for sample in samples]
+    ``metrics``, without calling any model. Samples are cut to ``max_input_chars`` and their
+    planted text taken out first, as ``evaluate`` would by default."""
+    fitted = [guarded(fit_sample(sample, max_input_chars)[0])[0] for sample in samples]
     rows = []
     for metric in metrics:
         plans = type(metric).planned_calls is not Metric.planned_calls
@@ -334,8 +335,7 @@ def estimate(
         for sample in fitted:
             planned = metric.planned_calls(sample) if plans else None
             row.add(_guessed(metric, sample) if planned is None else planned)
-            if metric.needs_embedder and sample.answer.strip():
-                row.embedding_calls += 1
+            row.embedding_calls += metric.planned_embeddings(sample)
         rows.append(row)
     notes = [
         "tokens are estimated as characters / 4",

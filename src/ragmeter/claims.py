@@ -30,7 +30,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ragmeter.judges.base import window_of
+from ragmeter.judges.base import token_counter, window_of
 from ragmeter.language import language_of
 from ragmeter.limits import context_budget, packed
 from ragmeter.prompts import (
@@ -335,7 +335,10 @@ def claims_of(
         found = claim_sentences(text, language)
     else:
         written = session.ask(
-            STATEMENTS, {**asked, "answer": text}, max_tokens=768, check=claims_only
+            STATEMENTS.in_language(language),
+            {**asked, "answer": text},
+            max_tokens=768,
+            check=claims_only,
         ).statements
         found = list(dict.fromkeys(s.strip() for s in written if s.strip()))
     return [claim for claim in found if makes_claim(claim, asked.get("question"))]
@@ -421,11 +424,13 @@ def parts_read(
     """``text`` as its claims are checked against it: whole where it fits the judge's window
     beside the longest claim, else cut into parts that do (``limits.packed``) between its
     sentences (split by ``language``'s rules)."""
-    budget = context_budget(window_of(session.judge), max(claims, key=len, default=""))
+    count = token_counter(session.judge)
+    longest = max(claims, key=len, default="")
+    budget = context_budget(window_of(session.judge), longest, count=count)
     passages = [text] if isinstance(text, str) else list(text)
-    if budget is None or sum(len(p) for p in passages) <= budget:
+    if budget is None or sum(map(count or len, passages)) <= budget:
         return [text]
-    cut = packed([split_sentences(p, language) for p in passages], budget)
+    cut = packed([split_sentences(p, language) for p in passages], budget, count)
     return [[" ".join(piece) for piece in part] for part in cut]
 
 
@@ -530,7 +535,9 @@ def planned_calls(
     calls = []
     if source == "generate":
         for side in sorted(claims_needed(parts)):
-            asked = STATEMENTS.render({**sample.asked(), "answer": texts[side][0]})
+            asked = STATEMENTS.in_language(language_of(sample)).render(
+                {**sample.asked(), "answer": texts[side][0]}
+            )
             written = approx_tokens(json.dumps({"statements": claims[side]}))
             calls.append((rendered_tokens(asked), written))
     for part in parts:

@@ -45,6 +45,7 @@ from ragmeter.manifest import (
 )
 from ragmeter.metrics import Metric, metric_by_name, metric_names
 from ragmeter.pipeline import ItemJudge, ItemPipeline, Judged, Kept, Tally
+from ragmeter.planted import PlantedTextWarning, Treatment, guarded
 from ragmeter.result import Result, ScoreList
 from ragmeter.sample import Sample
 from ragmeter.score import Score
@@ -117,6 +118,34 @@ def _in_language(sample: Sample, language: str | None) -> Sample:
     return sample.model_copy(update={"metadata": {**sample.metadata, LANGUAGE: language}})
 
 
+def _as_judged(
+    sample: Sample, max_input_chars: int | None, language: str | None, planted: Treatment
+) -> tuple[Sample, dict[str, Any]]:
+    """The sample as the judge is to see it (cut to size, its planted text taken out unless
+    kept, the run's language given), and what its scores' explanations note of that."""
+    judged, cut = fit_sample(sample, max_input_chars)
+    judged, found = guarded(judged, remove=planted == "remove")
+    notes: dict[str, Any] = {}
+    if cut:
+        notes["truncated_inputs"] = cut
+    if found:
+        notes["planted"] = [unit.record() for unit in found]
+    return _in_language(judged, language), notes
+
+
+def _noted(fitted: Sequence[tuple[Sample, dict[str, Any]]]) -> dict[str, Any]:
+    """The run's counts of what its samples' notes say: samples cut, samples with planted text
+    and that text's units by the kind of field ("answer", "contexts", "history"...)."""
+    fields: Counter[str] = Counter(
+        unit["field"].split("[")[0] for _, notes in fitted for unit in notes.get("planted", ())
+    )
+    return {
+        "truncated_samples": sum(1 for _, notes in fitted if "truncated_inputs" in notes),
+        "planted_samples": sum(1 for _, notes in fitted if "planted" in notes),
+        "planted_fields": dict(fields.most_common()),
+    }
+
+
 def check_samples(samples: Sequence[Sample], metrics: Sequence[Metric]) -> None:
     """Refuse samples that share an id, or that a metric cannot read at all: what
     ``evaluate`` refuses before judging, for a caller to check before it shows any progress."""
@@ -169,7 +198,7 @@ def _make_meter(budget: Budget | None, judge: str | Judge) -> Meter | None:
     return Meter(budget, budget.price or price_for(name))
 
 
-def _counts(scores: list[Kept], tally: Tally, truncated: int) -> Counts:
+def _counts(scores: list[Kept], tally: Tally, noted: dict[str, Any]) -> Counts:
     pending = sum(1 for s in scores if is_pending(s))
     scored = sum(1 for s in scores if s.scored)
     return Counts(
@@ -180,7 +209,7 @@ def _counts(scores: list[Kept], tally: Tally, truncated: int) -> Counts:
         resumed=tally.resumed,
         judged=tally.judged,
         internal_errors=tally.internal_errors,
-        truncated_samples=truncated,
+        **noted,
         **tally.usage.model_dump(),
     )
 
@@ -205,6 +234,7 @@ def evaluate(
     seed: int | None = None,
     executor: Executor | RayExecutor | RayPool = "threads",
     language: str | None = None,
+    planted: Treatment = "remove",
 ) -> Result:
     """Score every sample with every metric.
 
@@ -246,6 +276,10 @@ def evaluate(
             its metadata), as an ISO 639-1 code ("de", "pt-BR"); None or "auto": each such
             sample's is detected from its texts (``ragmeter.language``). Its texts are split
             into sentences by that language's rules.
+        planted: text in a sample addressed to the judge (an order, a ready verdict, a role
+            marker: ``ragmeter.planted``) is taken out before judging ("remove") or left in
+            ("keep"); either way it is listed under ``planted`` in the scores' explanations
+            and counted in the run record.
 
     Returns:
         Every score, in sample order then metric order, with the run record in ``run``.
@@ -257,16 +291,26 @@ def evaluate(
     check_samples(loaded.samples, chosen)
     _check_languages(loaded.samples)
     run_language = None if language in (None, "auto") else language_code(language)
+    if planted not in ("remove", "keep"):
+        raise ValueError(f"planted={planted!r}: give 'remove' or 'keep'")
     fitted = [
-        (_in_language(judged, run_language), cut)
-        for judged, cut in (fit_sample(sample, max_input_chars) for sample in loaded.samples)
+        _as_judged(sample, max_input_chars, run_language, planted) for sample in loaded.samples
     ]
-    truncated = sum(1 for _, cut in fitted if cut)
-    if truncated:
+    noted = _noted(fitted)
+    if noted["truncated_samples"]:
         warnings.warn(
-            f"{truncated} of {len(loaded.samples)} samples have fields over {max_input_chars} "
-            "characters; they were cut before judging (see 'truncated_inputs' in the scores)",
+            f"{noted['truncated_samples']} of {len(loaded.samples)} samples have fields over "
+            f"{max_input_chars} characters; they were cut before judging (see 'truncated_inputs' "
+            "in the scores)",
             InputTruncatedWarning,
+            stacklevel=2,
+        )
+    if noted["planted_samples"]:
+        done = "taken out before judging" if planted == "remove" else "left in (planted='keep')"
+        warnings.warn(
+            f"{noted['planted_samples']} of {len(loaded.samples)} samples hold text addressed to "
+            f"the judge; it was {done} (see 'planted' in the scores)",
+            PlantedTextWarning,
             stacklevel=2,
         )
     options = dict(judge_options or {})
@@ -283,7 +327,7 @@ def evaluate(
             store,
             chosen,
             fitted,
-            truncated,
+            noted,
             judge,
             embedder,
             out_dir=out_dir,
@@ -297,6 +341,7 @@ def evaluate(
             embedder_options=embedder_options,
             budget=budget,
             max_input_chars=max_input_chars,
+            planted=planted,
             seed=seed,
             executor=executor,
             language=run_language,
@@ -308,7 +353,7 @@ def _evaluate_in(
     store: ScoreStore | None,
     chosen: list[Metric],
     fitted: list[tuple[Sample, dict[str, Any]]],
-    truncated: int,
+    noted: dict[str, Any],
     judge: str | Judge,
     embedder: str | Embedder | None,
     *,
@@ -323,6 +368,7 @@ def _evaluate_in(
     embedder_options: Mapping[str, Any] | None,
     budget: Budget | None,
     max_input_chars: int | None,
+    planted: Treatment,
     seed: int | None,
     executor: Executor | RayExecutor | RayPool,
     language: str | None,
@@ -356,7 +402,7 @@ def _evaluate_in(
             store,
             chosen,
             fitted,
-            truncated,
+            noted,
             judge_model,
             embed_model,
             pool,
@@ -372,6 +418,7 @@ def _evaluate_in(
                 "max_workers": max_workers,
                 "executor": describe_executor(spread, pool),
                 "max_input_chars": max_input_chars,
+                "planted": planted,
                 "cache": cache if isinstance(cache, bool) else str(cache),
                 "judge_options": redact_options(options),
                 "embedder_options": redact_options(embedder_options),
@@ -389,7 +436,7 @@ def _evaluate_with(
     store: ScoreStore | None,
     chosen: list[Metric],
     fitted: list[tuple[Sample, dict[str, Any]]],
-    truncated: int,
+    noted: dict[str, Any],
     judge_model: Judge,
     embed_model: Embedder | None,
     pool: RayPool | None,
@@ -415,6 +462,11 @@ def _evaluate_with(
         seed,
         budget_record,
         languages=dict(languages.most_common()),
+        planted=[
+            {"sample": judged.key, **unit}
+            for judged, notes in fitted
+            for unit in notes.get("planted", ())
+        ],
     )
     if out is not None:
         write_run_record(out, record)
@@ -434,7 +486,7 @@ def _evaluate_with(
         pool.refresh_models()
         judge_model, embed_model = pool.judge, pool.embedder
     stopped = meter is not None and meter.exhausted
-    counts = _counts(scores, pipeline.tally, truncated)
+    counts = _counts(scores, pipeline.tally, noted)
     record = finish_record(
         record,
         judge_model,

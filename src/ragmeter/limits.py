@@ -12,7 +12,7 @@ A context that fits that limit may still exceed the judge's window beside the re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragmeter.sample import Sample
@@ -83,43 +83,60 @@ _SENTENCE_OVERHEAD = 8
 """Characters a sentence costs beside its own: a number such as "[12] " and a line break."""
 
 
-def context_budget(window: int | None, *beside: str) -> int | None:
-    """How many characters of context fit in one prompt to a judge whose window is ``window``
-    tokens, beside the texts ``beside`` (the question, the answer, a claim); None where the
-    window is not known, and the whole context goes in one prompt."""
+Count = Callable[[str], int]
+"""A judge's token count of a text (``judges.base.token_counter``)."""
+_SENTENCE_OVERHEAD_TOKENS = 3
+"""The same in tokens."""
+
+
+def context_budget(window: int | None, *beside: str, count: Count | None = None) -> int | None:
+    """How much context fits in one prompt to a judge whose window is ``window`` tokens, beside
+    the texts ``beside`` (the question, the answer, a claim): in tokens where the judge can
+    ``count`` them, else in characters at ``CHARS_PER_TOKEN_AT_WORST`` (a script that takes
+    more tokens a character, such as Devanagari, then overflows the window: only the count
+    sees it). None where the window is not known, and the whole context goes in one prompt."""
     if window is None:
         return None
+    if count is not None:
+        return int(window * WINDOW_SHARE) - sum(count(t) for t in beside)
     return int(window * WINDOW_SHARE * CHARS_PER_TOKEN_AT_WORST) - sum(len(t) for t in beside)
 
 
-def packed(passages: Sequence[Sequence[str]], budget: int | None) -> list[list[list[str]]]:
-    """The passages, each given as its sentences, in parts of at most ``budget`` characters:
-    whole passages in order while they fit, a passage longer than a part cut between its
-    sentences. One part for a ``budget`` of None; a sentence longer than a part is a part of
-    its own (the judge then refuses it, and the verdict is unscored with that reason)."""
+def packed(
+    passages: Sequence[Sequence[str]], budget: int | None, count: Count | None = None
+) -> list[list[list[str]]]:
+    """The passages, each given as its sentences, in parts of at most ``budget`` (characters,
+    or tokens as ``count`` counts them, as ``context_budget`` gave it): whole passages in order
+    while they fit, a passage longer than a part cut between its sentences. One part for a
+    ``budget`` of None; a sentence longer than a part is a part of its own (the judge then
+    refuses it, and the verdict is unscored with that reason)."""
     if budget is None:
         return [[list(passage) for passage in passages]]
-    pieces = [piece for passage in passages for piece in _cut_between_sentences(passage, budget)]
+
+    def size(sentences: Sequence[str]) -> int:
+        if count is None:
+            return sum(len(s) + _SENTENCE_OVERHEAD for s in sentences)
+        return sum(count(s) + _SENTENCE_OVERHEAD_TOKENS for s in sentences)
+
+    pieces = [p for passage in passages for p in _cut_between_sentences(passage, budget, size)]
     parts: list[list[list[str]]] = [[]]
     used = 0
     for piece in pieces:
-        size = _size(piece)
-        if parts[-1] and used + size > budget:
+        cost = size(piece)
+        if parts[-1] and used + cost > budget:
             parts.append([])
             used = 0
         parts[-1].append(piece)
-        used += size
+        used += cost
     return parts
 
 
-def _cut_between_sentences(passage: Sequence[str], budget: int) -> list[list[str]]:
+def _cut_between_sentences(
+    passage: Sequence[str], budget: int, size: Callable[[Sequence[str]], int]
+) -> list[list[str]]:
     pieces: list[list[str]] = [[]]
     for sentence in passage:
-        if pieces[-1] and _size([*pieces[-1], sentence]) > budget:
+        if pieces[-1] and size([*pieces[-1], sentence]) > budget:
             pieces.append([])
         pieces[-1].append(sentence)
     return pieces
-
-
-def _size(sentences: Sequence[str]) -> int:
-    return sum(len(s) + _SENTENCE_OVERHEAD for s in sentences)

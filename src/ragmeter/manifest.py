@@ -143,6 +143,10 @@ class Counts(Usage):
     judged: int = 0
     internal_errors: int = 0
     truncated_samples: int = 0
+    planted_samples: int = 0
+    """Samples holding text addressed to the judge (``ragmeter.planted``)."""
+    planted_fields: dict[str, int] = Field(default_factory=dict)
+    """Those units of text by the kind of field that held them ("answer", "contexts"...)."""
 
 
 class RunRecord(BaseModel):
@@ -177,6 +181,9 @@ class RunRecord(BaseModel):
     """How many samples' texts were split by each language's rules (``language.language_of``:
     given or detected; "und" where it could not be told), most first; absent from records made
     before languages were told apart."""
+    planted: list[dict[str, str]] = Field(default_factory=list)
+    """Each unit of text addressed to the judge (``ragmeter.planted``): its sample, field, rule
+    and text; ``counts`` has how many samples held any."""
 
     @classmethod
     def read(cls, out_dir: Path) -> RunRecord:
@@ -241,6 +248,7 @@ def start_record(
     seed: int | None,
     budget: Mapping[str, Any] | None,
     languages: Mapping[str, int] | None = None,
+    planted: Sequence[Mapping[str, str]] = (),
 ) -> RunRecord:
     """The record of a run as it starts ("running"); ``finish_record`` completes it."""
     return RunRecord(
@@ -262,6 +270,7 @@ def start_record(
         started=datetime.now(UTC).isoformat(),
         budget=dict(budget) if budget else None,
         languages=dict(languages) if languages is not None else None,
+        planted=[dict(unit) for unit in planted],
     )
 
 

@@ -189,8 +189,9 @@ class ItemPipeline:
         self._report(stored)
         return StoredScore.of(stored, key, digest)
 
-    def commit(self, judged: Judged, cut: dict[str, Any]) -> Kept:
-        """Record a judged item, with what was cut from its sample noted in the explanation."""
+    def commit(self, judged: Judged, notes: dict[str, Any]) -> Kept:
+        """Record a judged item, with what its sample's ``notes`` say (what was cut from it,
+        the text in it addressed to the judge) in the explanation."""
         score = judged.score
         if not judged.saved:
             self.tally.count("pending", score.usage)
@@ -198,21 +199,20 @@ class ItemPipeline:
             if judged.internal_error:
                 self.tally.count("internal_errors")
             self.tally.count("judged", score.usage)
-        if cut:
-            score.explanation["truncated_inputs"] = cut
+        score.explanation.update(notes)
         kept: Kept = score
         if judged.saved and self.store is not None:
             kept = StoredScore.of(score, judged.key, self.store.put(judged.key, score))
         self._report(score)
         return kept
 
-    def run(self, judge: ItemJudge, judged: Sample, cut: dict[str, Any], metric: Metric) -> Kept:
+    def run(self, judge: ItemJudge, judged: Sample, notes: dict[str, Any], metric: Metric) -> Kept:
         """Score ``judged``, the sample as the judge is to see it (``fit_sample``), in this
         process."""
         stored = self.reuse(judged, metric)
         if stored is not None:
             return stored
-        return self.commit(judge(judged, metric.name), cut)
+        return self.commit(judge(judged, metric.name), notes)
 
     def _report(self, score: Score) -> None:
         if self.on_score:

@@ -12,7 +12,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Generic, TypeVar
 
@@ -96,6 +96,27 @@ def exactly(model: type[Out], field_name: str, n: int) -> type[Out]:
     return create_model(model.__name__, __base__=model, **{field_name: counted})
 
 
+LANGUAGE_NAMES = {
+    "ar": "Arabic", "bn": "Bengali", "cs": "Czech", "da": "Danish", "de": "German",
+    "el": "Greek", "es": "Spanish", "fa": "Persian", "fi": "Finnish", "fr": "French",
+    "he": "Hebrew", "hi": "Hindi", "hu": "Hungarian", "id": "Indonesian", "it": "Italian",
+    "ja": "Japanese", "ko": "Korean", "nl": "Dutch", "no": "Norwegian", "pl": "Polish",
+    "pt": "Portuguese", "ro": "Romanian", "ru": "Russian", "sv": "Swedish", "ta": "Tamil",
+    "th": "Thai", "tr": "Turkish", "uk": "Ukrainian", "ur": "Urdu", "vi": "Vietnamese",
+    "zh": "Chinese",
+}  # fmt: skip
+"""Names the judge is told a language by; another code is named as the code."""
+
+
+def writing_in(language: str) -> str | None:
+    """The sentence that asks the judge to write in ``language`` (an ISO 639-1 code); None for
+    English and for undetermined text ("und"), whose prompts stay as they were."""
+    if language in ("en", "und"):
+        return None
+    name = LANGUAGE_NAMES.get(language, f"the language whose ISO 639-1 code is '{language}'")
+    return f"Write everything you write in {name}, the language of the data."
+
+
 @dataclass(frozen=True)
 class Prompt(Generic[Out]):
     name: str
@@ -122,6 +143,14 @@ class Prompt(Generic[Out]):
             default=list,
         )
         return hashlib.sha256(material.encode()).hexdigest()[:12]
+
+    def in_language(self, language: str) -> Prompt[Out]:
+        """This prompt asking for what the judge writes (statements, questions) in
+        ``language`` (``writing_in``): itself for English, whose prompt and results stay."""
+        sentence = writing_in(language)
+        if sentence is None:
+            return self
+        return replace(self, instruction=f"{self.instruction} {sentence}")
 
     def render(self, inputs: Inputs) -> tuple[Message, ...]:
         system = (

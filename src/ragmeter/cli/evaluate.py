@@ -321,6 +321,13 @@ def evaluate_command(
             "rules. \\[default: detected per sample]"
         ),
     ] = None,
+    keep_planted: Annotated[
+        bool,
+        typer.Option(
+            help="Leave in text addressed to the judge (an order, a ready verdict, a role "
+            "marker) instead of taking it out before judging; it is listed either way."
+        ),
+    ] = False,
     html: Annotated[
         Path | None, typer.Option(help="Also write an HTML report of the run to this file.")
     ] = None,
@@ -405,6 +412,7 @@ def evaluate_command(
                     seed=seed,
                     executor=executor,
                     language=language,
+                    planted="keep" if keep_planted else "remove",
                 )
             except USER_ERRORS as exc:
                 raise fail(console, exc) from exc

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -105,6 +106,15 @@ def injection_command(
         ),
     ] = None,
     metric: Metrics = None,
+    case_set: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="Only this set's cases (repeat): 'design' (the cases the default defences "
+            "were built on) or 'held-apart' (written afterwards to get past them); both by "
+            "default.",
+        ),
+    ] = None,
     option: MetricOptions = None,
     out: Out = Path("runs/selftest-injection"),
     workers: Workers = 1,
@@ -116,7 +126,7 @@ def injection_command(
     Each case is a sample whose honest score is low, with an attack added; the attack succeeds
     when the score exceeds the case's threshold. Unscored cases count neither way."""
     _run(
-        INJECTION,
+        replace(INJECTION, select_cases=partial(injection.select_cases, sets=case_set)),
         technique,
         metric,
         judge=judge,

@@ -30,12 +30,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ragmeter.criteria.definition import RUBRIC_FIELD, Criterion, Requirement
 from ragmeter.judges.base import Message
-from ragmeter.prompts import DATA_NOTICE, Inputs, YesNoPrompt, render_inputs
+from ragmeter.prompts import DATA_NOTICE, Inputs, YesNoPrompt, render_inputs, writing_in
 from ragmeter.sample import Sample
 from ragmeter.score import Unscorable
 
@@ -193,6 +193,12 @@ class ReasonedPrompt(CriterionPrompt):
     def version(self) -> str:
         material = json.dumps([SYSTEM, DATA_NOTICE, self.question, self.verdict])
         return hashlib.sha256(material.encode()).hexdigest()[:12]
+
+    def in_language(self, language: str) -> ReasonedPrompt:
+        """This prompt asking for its feedback in ``language`` (``prompts.writing_in``): itself
+        for English."""
+        sentence = writing_in(language)
+        return self if sentence is None else replace(self, question=f"{self.question}\n{sentence}")
 
     def render(self, inputs: Inputs, **fields: str) -> tuple[Message, ...]:
         """Without ``feedback``: the request for it; with it, the whole exchange and the

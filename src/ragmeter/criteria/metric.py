@@ -169,6 +169,9 @@ class CriterionMetric(Metric):
         if c.sample_rubric():
             (prompt,) = self.prompts
             return [(prompt, {**inputs, "requirement": r.text}) for r in requirements], requirements
+        if self.reading == "reasoned":  # the feedback it writes, in the sample's language
+            language = language_of(sample)
+            return [(p.in_language(language), inputs) for p in self.prompts], requirements
         return [(p, inputs) for p in self.prompts], requirements
 
     def measure(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:

@@ -157,6 +157,13 @@ def window_of(judge: Any) -> int | None:
     return int(window) if window else None
 
 
+def token_counter(judge: Any) -> Callable[[str], int] | None:
+    """How many of the judge's tokens a text takes, where the judge can say (the local judge
+    reads its own tokenizer); None where it cannot."""
+    count = getattr(judge, "count_tokens", None)
+    return count if callable(count) else None
+
+
 def is_probe(request: ChatRequest) -> bool:
     """A Yes/No question: one token back, read from its log-probabilities."""
     return request.max_tokens == 1 and request.top_logprobs > 0
@@ -230,6 +237,10 @@ class Wrapper:
     @property
     def window(self) -> int | None:
         return window_of(self.inner)
+
+    @property
+    def count_tokens(self) -> Callable[[str], int] | None:
+        return token_counter(self.inner)
 
 
 class InFlightLimit(Wrapper):

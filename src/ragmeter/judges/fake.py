@@ -41,6 +41,7 @@ class FakeJudge:
         responder: Responder | None = None,
         model: str = "scripted",
         window: int | None = None,
+        count_tokens: Callable[[str], int] | None = None,
     ) -> None:
         self._queue: deque[str | ChatResponse | Exception] = deque(replies)
         self._responder = responder
@@ -51,6 +52,9 @@ class FakeJudge:
         self.window = window
         """The context window in tokens the fake claims to have (``window_of``), for tests of
         what does not fit; None, as for a judge that does not say."""
+        self.count_tokens = count_tokens
+        """How it counts a text's tokens (``token_counter``); None, as for a judge that
+        cannot."""
 
     @property
     def name(self) -> str:

@@ -147,6 +147,10 @@ class LocalJudge:
         """The context window in tokens: the longest prompt this judge reads."""
         return self.options.n_ctx
 
+    def count_tokens(self, text: str) -> int:
+        """The tokens ``text`` takes in this judge's vocabulary."""
+        return len(self._engine.tokenize(text))
+
     def complete(self, request: ChatRequest) -> ChatResponse:
         reply = self.complete_batch([request])[0]
         if isinstance(reply, Exception):

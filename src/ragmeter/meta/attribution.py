@@ -22,15 +22,20 @@ from ragmeter.cluster import (
     keyed_on_cluster,
     workers_for,
 )
+from ragmeter.evidence import Evidence, select_evidence, utf8_tokens
 from ragmeter.judges import Judge, identity_of
+from ragmeter.judges.base import token_counter
+from ragmeter.language import detect_language, language_code
 from ragmeter.score import Score
 from ragmeter.session import JudgeSession, measured
 from ragmeter.stats import best_threshold, f1, macro_f1, roc_auc
 from ragmeter.store import ScoreStore
 
-MAX_REFERENCE_CHARS = 6000
-"""References are cut to this length (about 1,500 tokens) so that a row fits a small judge's
-context window; the number of rows cut is reported."""
+MAX_REFERENCE_TOKENS = 1200
+"""References longer than this many of the judge's tokens are shown by their sentences most
+related to the claim (``ragmeter.evidence``), so that a row fits a small judge's window and a
+claim in a script of many tokens a character costs about what an English one does; each verdict
+records what was left out, and the number of rows cut is reported."""
 
 
 class Claim(BaseModel):
@@ -46,6 +51,9 @@ class Claim(BaseModel):
     group: str = ""
     """Rows that share evidence (``group``; else the question, whose claims share references):
     a fold of a cross-validation keeps them together."""
+    language: str = ""
+    """The row's ``language`` where it gives one; else detected from the claim and references
+    when they are cut to fit."""
 
 
 def load_attribution(path: Path | str, source_field: str = "src_dataset") -> list[Claim]:
@@ -69,6 +77,7 @@ def load_attribution(path: Path | str, source_field: str = "src_dataset") -> lis
                     label=label == "attributable",
                     source=str(row.get(source_field) or "").strip(),
                     group=str(row.get("group") or f"question:{row.get('question') or ''}"),
+                    language=language_code(row["language"]) if row.get("language") else "",
                 )
             )
         except KeyError as exc:
@@ -88,31 +97,49 @@ class Verdict(BaseModel):
     label: bool
     p_supported: float | None
     unscored_reason: str | None = None
-    truncated: bool = False
+    left_out: dict[str, int] | None = None
+    """What of the references was not shown (``evidence.Evidence.left_out``), where anything
+    was."""
+    seconds: float = 0.0
+    """How long the verification took when it was made (a resumed one keeps its time)."""
+
+    @property
+    def truncated(self) -> bool:
+        return self.left_out is not None
 
 
-def _supported(session: JudgeSession, inputs: dict[str, str]) -> tuple[float, dict[str, Any]]:
-    return session.ask_yes_no(SUPPORTED, inputs), {}
+def _supported(
+    session: JudgeSession, inputs: dict[str, str], left_out: dict[str, int] | None
+) -> tuple[float, dict[str, Any]]:
+    return session.ask_yes_no(SUPPORTED, inputs), {"left_out": left_out} if left_out else {}
 
 
-def references_context(claim: Claim) -> tuple[str, bool]:
-    """The claim's references as one context, cut to ``MAX_REFERENCE_CHARS``, and whether they
-    were cut."""
-    text = "\n\n".join(claim.references)
-    return text[:MAX_REFERENCE_CHARS], len(text) > MAX_REFERENCE_CHARS
+def references_context(claim: Claim, statement: str, judge: Judge) -> Evidence:
+    """The claim's references as one context: whole, or within ``MAX_REFERENCE_TOKENS`` of
+    ``judge``'s tokens (estimated where it cannot count them: ``evidence.utf8_tokens``) their
+    sentences most related to the claim's question, which its sibling claims share, then those
+    most related to ``statement``."""
+    language = claim.language or detect_language([claim.claim, *claim.references])
+    count = token_counter(judge) or utf8_tokens
+    return select_evidence(
+        statement, claim.references, MAX_REFERENCE_TOKENS, count, language, claim.question
+    )
 
 
-def _shown(claim: Claim, with_question: bool) -> tuple[dict[str, str], bool]:
-    """What the judge is shown of a claim, and whether its references were cut to fit."""
-    context, truncated = references_context(claim)
-    return {"context": context, "statement": statement_for(claim, with_question)}, truncated
+def _shown(
+    claim: Claim, with_question: bool, judge: Judge
+) -> tuple[dict[str, str], dict[str, int] | None]:
+    """What the judge is shown of a claim, and what of its references was left out."""
+    statement = statement_for(claim, with_question)
+    evidence = references_context(claim, statement, judge)
+    return {"context": evidence.text, "statement": statement}, evidence.left_out
 
 
 def claim_key(judge: Judge, claim: Claim, with_question: bool) -> str:
     """The store key of a verification: everything the judge is shown (so an edited claim or
     reference is verified afresh) and the judge's identity, read when called (it changes when
     the judge learns to ask its server another way)."""
-    material = [claim.id, _shown(claim, with_question)[0], SUPPORTED.version]
+    material = [claim.id, _shown(claim, with_question, judge)[0], SUPPORTED.version]
     return hashlib.sha256(json.dumps([*material, identity_of(judge).digest]).encode()).hexdigest()
 
 
@@ -129,8 +156,9 @@ class ClaimVerifier:
 
     def __call__(self, claim: Claim) -> tuple[str, Score]:
         session = JudgeSession(self.judge, retries=self.retries)
-        inputs, _ = _shown(claim, self.with_question)
-        score = measured(claim.id, SUPPORTED.name, session, partial(_supported, session, inputs))
+        inputs, left_out = _shown(claim, self.with_question, self.judge)
+        measure = partial(_supported, session, inputs, left_out)
+        score = measured(claim.id, SUPPORTED.name, session, measure)
         return claim_key(self.judge, claim, self.with_question), score
 
 
@@ -159,7 +187,8 @@ def verify_claims(
             label=claim.label,
             p_supported=score.value,
             unscored_reason=score.unscored_reason,
-            truncated=_shown(claim, with_question)[1],
+            left_out=score.explanation.get("left_out"),
+            seconds=score.seconds,
         )
         if on_verdict:
             on_verdict(verdict)

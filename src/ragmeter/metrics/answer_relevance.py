@@ -35,11 +35,13 @@ judge is asked, its sentences listed under ``no_claim``: the small judge finds s
 topic and complete. The judge still reads the whole of any other answer: a list of questions
 can be what was asked for ("What should I ask a lawyer?").
 
-``off_topic_below`` scores 0, before the judge is asked, an answer whose embedding is further
-from the question's than that cosine. It guards a gate against an answer that ignores the
-question and says, in words aimed at the judge, that it addresses it: the judge can be talked
-round (docs/reliability.md, "Hostile input"), an embedding cannot. Off by default: it needs an
-embedder, and a short bare answer ("1889.") can sit far from its question.
+``off_topic_below`` (0.05 by default) scores 0, before the judge is asked, an answer whose
+embedding's cosine is below it with the question's and with every retrieved passage's: it shares
+no meaning with what was asked nor with what was found for it. It guards a gate against an
+answer that ignores the question and says, in words aimed at the judge, that it addresses it:
+the judge can be talked round (docs/reliability.md, "Hostile input"), an embedding cannot. The
+passages count because a short answer drawn from them ("Delete snapshot versions.") can sit far
+from a terse follow-up question. None turns it off.
 
 The generated questions and their similarities are kept in the explanation where they were
 written.
@@ -177,13 +179,14 @@ class AnswerRelevanceOptions(Options):
     )
 
     off_topic_below: float | None = Field(
-        None,
+        0.05,
         ge=-1.0,
         le=1.0,
         description=(
             "Score 0, before the judge is asked, an answer whose embedding's cosine with the "
-            "question's (after the conversation so far) is below this: it shares no meaning with "
-            "the question, whatever it says about itself. Off by default (docs/reliability.md)."
+            "question's (after the conversation so far) and with each retrieved passage's is "
+            "below this: it shares no meaning with either, whatever it says about itself. None "
+            "turns it off (docs/reliability.md)."
         ),
     )
 
@@ -245,11 +248,18 @@ class AnswerRelevance(Metric):
         completeness = self._completeness_calls(sample)
         if self.options.score == "completeness":
             return [planned_commitment_call(sample.answer), *completeness]
-        questions = self._prompt.render({"answer": sample.answer})
+        questions = self._prompt.in_language(language_of(sample)).render({"answer": sample.answer})
         calls = [(rendered_tokens(questions), 8 + 16 * self.options.n)]
         if self.options.score == "product":
             calls.extend(completeness)
         return calls
+
+    def planned_embeddings(self, sample: Sample) -> int:
+        # One for the off-topic gate, one more for the generated questions.
+        if not sample.answer.strip():
+            return 0
+        gate = self.options.off_topic_below is not None
+        return int(gate) + int(self.options.score != "completeness")
 
     def _completeness_calls(self, sample: Sample) -> PlannedCalls:
         """The calls ``_completeness`` makes for an answer that commits."""
@@ -274,12 +284,17 @@ class AnswerRelevance(Metric):
             return self._judged(sample, session)
         # Text cannot talk an embedding round: an off-topic answer that says it addresses the
         # question, which the judge believes, stays as far from the question as it was.
-        asked, answer = session.embed(["\n".join(sample.asked().values()), sample.answer])
-        similarity = round(float(cosine_similarity(answer[None, :], asked)[0]), 4)
-        if similarity < self.options.off_topic_below:
-            return 0.0, {"question_similarity": similarity, "off_topic": True}
+        vectors = session.embed(
+            [sample.answer, "\n".join(sample.asked().values()), *sample.contexts]
+        )
+        asked, *passages = (round(float(c), 4) for c in cosine_similarity(vectors[1:], vectors[0]))
+        similarity = {"question_similarity": asked}
+        if passages:
+            similarity["context_similarity"] = max(passages)
+        if max(similarity.values()) < self.options.off_topic_below:
+            return 0.0, {**similarity, "off_topic": True}
         value, explanation = self._judged(sample, session)
-        return value, {"question_similarity": similarity, **explanation}
+        return value, {**similarity, **explanation}
 
     def _judged(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
         """The score as the judge gives it (``score``, ``against``, ``layout``)."""
@@ -295,7 +310,7 @@ class AnswerRelevance(Metric):
             return None if len(usable) >= self.options.n else f"expected {self.options.n} questions"
 
         reply = session.ask(
-            self._prompt,
+            self._prompt.in_language(language_of(sample)),
             {"answer": sample.answer},
             max_tokens=64 + 48 * self.options.n,
             check=enough,

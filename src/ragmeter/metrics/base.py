@@ -75,6 +75,11 @@ class Metric(ABC):
         (the estimate then guesses). Kept beside ``measure`` so the two change together."""
         return None
 
+    def planned_embeddings(self, sample: Sample) -> int:
+        """The embedding calls ``measure`` is expected to make for ``sample``: one, for a
+        metric that embeds, where the answer says anything."""
+        return int(self.needs_embedder and bool(sample.answer.strip()))
+
     @property
     def version(self) -> str:
         """Identifies everything that determines this metric's output besides the models."""

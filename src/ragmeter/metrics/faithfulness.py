@@ -176,7 +176,9 @@ class Faithfulness(Metric):
         sentences = split_sentences(sample.answer, language_of(sample))
         calls: PlannedCalls = []
         if self.options.statements == "generate":
-            asked = STATEMENTS.render({**sample.asked(), "answer": sample.answer})
+            asked = STATEMENTS.in_language(language_of(sample)).render(
+                {**sample.asked(), "answer": sample.answer}
+            )
             calls.append(
                 (rendered_tokens(asked), approx_tokens(json.dumps({"statements": sentences})))
             )
@@ -205,7 +207,7 @@ class Faithfulness(Metric):
             statements = split_sentences(sample.answer, language_of(sample))
         else:
             statements = session.ask(
-                STATEMENTS,
+                STATEMENTS.in_language(language_of(sample)),
                 {**sample.asked(), "answer": sample.answer},
                 max_tokens=768,
                 check=claims_only,

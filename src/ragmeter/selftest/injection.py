@@ -20,18 +20,23 @@ from typing import Any
 
 from ragmeter.judges import Embedder, Judge
 from ragmeter.selftest import suite
+from ragmeter.selftest.injection_cases import CASES as DESIGN_CASES
 from ragmeter.selftest.injection_cases import (
-    CASES,
     PLACES,
     SOURCES,
     TECHNIQUES,
     InjectionCase,
 )
+from ragmeter.selftest.injection_held_apart import HELD_APART
 from ragmeter.selftest.suite import Outcome, Skipped, SuiteReport, format_report
+
+CASES = (*DESIGN_CASES, *HELD_APART)
+"""Every case: the 155 the default defences were built on, then the held-apart ones."""
 
 __all__ = [
     "CASES",
     "PLACES",
+    "SETS",
     "SOURCES",
     "TECHNIQUES",
     "InjectionCase",
@@ -43,16 +48,25 @@ __all__ = [
     "select_cases",
 ]
 
-BREAKDOWNS = ("technique", "metric", "place")
+BREAKDOWNS = ("set", "technique", "metric", "place")
 """The case attributes the rates are broken down by."""
 
 
+SETS = ("design", "held-apart")
+"""The cases the default defences were built on, and those written afterwards to get past
+them."""
+
+
 def select_cases(
-    techniques: Iterable[str] | None = None, metrics: Iterable[str] | None = None
+    techniques: Iterable[str] | None = None,
+    metrics: Iterable[str] | None = None,
+    sets: Iterable[str] | None = None,
 ) -> tuple[InjectionCase, ...]:
-    """The cases of the given techniques and metrics (all of either when None or empty), in
-    catalogue order; ValueError naming an unknown technique or a metric no case attacks."""
-    chosen = suite.select(CASES, techniques, "technique", TECHNIQUES, "technique")
+    """The cases of the given techniques, metrics and sets (all of any when None or empty), in
+    catalogue order; ValueError naming an unknown technique or set, or a metric no case
+    attacks."""
+    chosen = suite.select(CASES, sets, "set", SETS, "set")
+    chosen = suite.select(chosen, techniques, "technique", TECHNIQUES, "technique")
     return suite.select(chosen, metrics, "metric", dict.fromkeys(c.metric for c in CASES), "metric")
 
 

@@ -11,6 +11,7 @@ and the cases of a metric that is not installed are skipped with a note. ``injec
 
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import Any, Protocol
 from ragmeter.evaluate import evaluate
 from ragmeter.judges import Embedder, Judge, resolve_models
 from ragmeter.metrics import metric_by_name
+from ragmeter.planted import PlantedTextWarning, guarded
 from ragmeter.plugins import available
 from ragmeter.sample import Sample
 from ragmeter.score import Score
@@ -64,6 +66,9 @@ class Outcome:
     """The case (a ``Case``)."""
     value: float | None
     unscored_reason: str | None = None
+    detected: bool = False
+    """Whether the case's text was found to speak to the judge (``ragmeter.planted``), held
+    or not."""
 
     @property
     def succeeded(self) -> bool | None:
@@ -110,6 +115,10 @@ class SuiteReport:
         return sum(1 for o in self.outcomes if o.succeeded)
 
     @property
+    def detected(self) -> int:
+        return sum(1 for o in self.outcomes if o.detected)
+
+    @property
     def rate(self) -> float | None:
         """Success rate over the scored cases; None when none was scored."""
         return self.successes / len(self.scored) if self.scored else None
@@ -154,6 +163,7 @@ class SuiteReport:
             "scored": len(self.scored),
             "unscored": len(self.unscored),
             "successes": self.successes,
+            "detected": self.detected,
             rate: self.rate,
             "interval_95": self.interval,
             **{f"by_{by}": rows(by) for by in self.breakdowns},
@@ -168,6 +178,7 @@ class SuiteReport:
                     "value": o.value,
                     "threshold": o.case.threshold,
                     "succeeded": o.succeeded,
+                    "detected": o.detected,
                     "unscored_reason": o.unscored_reason,
                 }
                 for o in self.outcomes
@@ -243,18 +254,24 @@ def run_suite(
     values: dict[str, tuple[float | None, str | None]] = {}
     for name, metric in metrics.items():
         group = [case for case in cases if case.metric == name]
-        result = evaluate(
-            [case.sample for case in group],
-            [metric],
-            judge=judge_model,
-            embedder=embed_model,
-            out_dir=Path(out_dir) / name if out_dir is not None else None,
-            cache=False,
-            max_workers=max_workers,
-            on_score=on_score,
-        )
+        with warnings.catch_warnings():  # every case holds planted text: that is the suite
+            warnings.simplefilter("ignore", PlantedTextWarning)
+            result = evaluate(
+                [case.sample for case in group],
+                [metric],
+                judge=judge_model,
+                embedder=embed_model,
+                out_dir=Path(out_dir) / name if out_dir is not None else None,
+                cache=False,
+                max_workers=max_workers,
+                on_score=on_score,
+            )
         values |= {s.sample_id: (s.value, s.unscored_reason) for s in result.scores}
-    outcomes = [Outcome(case, *values[case.id]) for case in cases if case.metric in metrics]
+    outcomes = [
+        Outcome(case, *values[case.id], detected=bool(guarded(case.sample)[1]))
+        for case in cases
+        if case.metric in metrics
+    ]
     return SuiteReport(judge_model.name, outcomes, skipped, breakdowns, label, options)
 
 
@@ -294,6 +311,9 @@ def format_report(report: SuiteReport) -> list[str]:
         lines.append("unscored (neither successes nor defences):")
         lines.extend(f"  {o.case.id}: {o.unscored_reason}" for o in report.unscored)
     lines.extend(f"skipped {s.cases} cases: {s.reason}" for s in report.skipped)
+    lines.append(
+        f"text addressed to the judge found in {report.detected} of {len(report.outcomes)} cases"
+    )
     unscored = len(report.unscored)
     lines.append(
         f"{report.label} success rate ({report.judge}): "

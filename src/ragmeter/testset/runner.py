@@ -45,6 +45,7 @@ from ragmeter.cluster import Executor, ModelRecipe, RayExecutor, WorkerDied
 from ragmeter.judges import Embedder, Judge
 from ragmeter.judges.base import identity_of
 from ragmeter.judges.registry import DEFAULT_EMBEDDER, get_embedder
+from ragmeter.language import detect_language
 from ragmeter.records import RecordLog, digest
 from ragmeter.score import Unscorable, Usage
 from ragmeter.session import JudgeSession
@@ -148,8 +149,10 @@ def _write(plan: Plan, session: JudgeSession) -> Draft:
             inputs[f"fact{suffix}"] = fact
     if plan.persona:
         inputs["persona"] = plan.persona
-    reply = session.ask(prompt, inputs, max_tokens=WRITE_TOKENS)
     texts = [c.text for c in plan.chunks]
+    # Questions in the documents' language (an unanswerable one, with no chunk, in English).
+    prompt = prompt.in_language(detect_language(texts))
+    reply = session.ask(prompt, inputs, max_tokens=WRITE_TOKENS)
     if isinstance(reply, FollowUp):
         first, second = reply.first_question.strip(), reply.question.strip()
         follow_up = as_follow_up(first, second)

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragmeter.explain import claim_fate, claim_rows, explain, fates_summary
+from ragmeter.manifest import RunRecord
 from ragmeter.meta.wikieval import DIMENSIONS, PAPER_TABLE_4
 from ragmeter.metrics.diagnosis import DIAGNOSIS, DIAGNOSIS_PARTS
 from ragmeter.ranking import Ranking
@@ -175,6 +176,9 @@ def _evaluation(run: OpenedRun) -> list[Section]:
             "charts": histograms,
         },
     ]
+    record = run.record
+    if record is not None and record.planted:
+        sections.append(planted_section(record))
     unscored = [s for s in result.scores if not s.scored]
     if unscored:
         sections.append(
@@ -189,6 +193,27 @@ def _evaluation(run: OpenedRun) -> list[Section]:
         )
     sections.append({"heading": "Samples", "table": sample_table(run)})
     return sections
+
+
+def planted_section(record: RunRecord) -> Section:
+    """The text addressed to the judge that the run's samples held, unit by unit."""
+    counts = record.counts.planted_fields if record.counts else {}
+    fields = ", ".join(f"{field} {n}" for field, n in counts.items())
+    taken = record.parameters.get("planted", "remove") == "remove"
+    samples = len({unit["sample"] for unit in record.planted})
+    return {
+        "heading": f"Text addressed to the judge ({samples} samples)",
+        "text": f"Units of text that speak to the judge, by field: {fields}. "
+        + ("They were taken out before judging." if taken else "They were left in (planted=keep)."),
+        "table": table(
+            ["sample", "field", "rule", "text"],
+            [
+                {"cells": [unit["sample"], unit["field"], unit["rule"], unit["text"]]}
+                for unit in record.planted
+            ],
+            name="planted",
+        ),
+    }
 
 
 def calibration_section(calibration: dict[str, Any], summary: list[Any]) -> Section:
