@@ -151,7 +151,7 @@ def test_evaluate_notes_counts_and_records_what_it_took_out(tmp_path):
     assert record["planted"] == [{"sample": "p", **unit}]
     assert record["parameters"]["planted"] == "remove"
     section = planted_section(result.run)
-    assert section["heading"] == "Text addressed to the judge (1 samples)"
+    assert section["heading"] == "Text addressed to the judge: 1 of 2 samples"
     assert "answer 1" in section["text"] and "taken out before judging" in section["text"]
 
     # kept: the judge reads it, and it is still listed

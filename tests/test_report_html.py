@@ -289,7 +289,7 @@ def test_text_addressed_to_the_judge_is_listed_in_the_report(browser, tmp_path):
         runner.invoke(app, ["report", str(tmp_path / "run"), "--html", str(report)]).exit_code == 0
     )
     page = open_page(browser, report)
-    heading = page.get_by_text("Text addressed to the judge (1 samples)")
+    heading = page.get_by_text("Text addressed to the judge: 1 of 2 samples")
     assert heading.count() == 1
     row = page.locator("[data-table=planted] tbody tr").first
     assert [c.inner_text() for c in row.locator("td").all()] == [

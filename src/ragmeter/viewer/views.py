@@ -202,7 +202,7 @@ def planted_section(record: RunRecord) -> Section:
     taken = record.parameters.get("planted", "remove") == "remove"
     samples = len({unit["sample"] for unit in record.planted})
     return {
-        "heading": f"Text addressed to the judge ({samples} samples)",
+        "heading": f"Text addressed to the judge: {samples} of {record.samples} samples",
         "text": f"Units of text that speak to the judge, by field: {fields}. "
         + ("They were taken out before judging." if taken else "They were left in (planted=keep)."),
         "table": table(
