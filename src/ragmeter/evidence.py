@@ -51,10 +51,19 @@ def _trigrams(text: str) -> set[str]:
 def relatedness(claim: str, sentences: Sequence[str]) -> list[float]:
     """Each sentence's cosine with ``claim`` over IDF-weighted character trigrams (the IDF
     counted among ``sentences``), in 0-1."""
+    return _cosines(claim, *_weighed(sentences))
+
+
+def _weighed(sentences: Sequence[str]) -> tuple[list[set[str]], dict[str, float]]:
+    """Each sentence's trigrams, and each trigram's IDF among them: read once for every text
+    the sentences are compared with."""
     grams = [_trigrams(s) for s in sentences]
     seen = Counter(g for found in grams for g in found)
-    idf = {g: math.log((1 + len(grams)) / (1 + n)) + 1 for g, n in seen.items()}
-    wanted = _trigrams(claim)
+    return grams, {g: math.log((1 + len(grams)) / (1 + n)) + 1 for g, n in seen.items()}
+
+
+def _cosines(wanted_text: str, grams: list[set[str]], idf: dict[str, float]) -> list[float]:
+    wanted = _trigrams(wanted_text)
     wanted_norm = math.sqrt(sum(idf.get(g, 1.0) ** 2 for g in wanted)) or 1.0
     out = []
     for found in grams:
@@ -108,7 +117,7 @@ def select_evidence(
         for piece in _fitting(sentence, budget, count)
     ]
     costs = [count(piece) + 1 for *_, piece in pieces]
-    texts = [piece for *_, piece in pieces]
+    grams, idf = _weighed([piece for *_, piece in pieces])
     blocks: list[list[int]] = []
     used = 0
     # The shared block takes only what relates to the question; the claim's fills the budget.
@@ -118,7 +127,7 @@ def select_evidence(
     ):
         if not wanted:
             continue
-        scores = relatedness(wanted, texts)
+        scores = _cosines(wanted, grams, idf)
         taken = {k for block in blocks for k in block}
         block = []
         # Most related first; among equals, the earlier.

@@ -273,7 +273,8 @@ def find_planted(text: str) -> list[tuple[int, int, str]]:
         masked[match.start() : match.end()] = " " * (match.end() - match.start())
     rest = "".join(masked)  # the text around the comments, at the same offsets
     for line in _UNIT.finditer(rest):
-        if rule_of(line.group()) is None:
+        line_rule = rule_of(line.group())
+        if line_rule is None:
             continue
         # Narrow a matching line to its matching sentences, where they tell it apart.
         start, pieces = line.start(), []
@@ -283,7 +284,7 @@ def find_planted(text: str) -> list[tuple[int, int, str]]:
             if rule is not None and sentence.strip():
                 pieces.append((begin, begin + len(sentence), rule))
             start = begin + len(sentence)
-        found.extend(pieces or [(line.start(), line.end(), rule_of(line.group()) or "")])
+        found.extend(pieces or [(line.start(), line.end(), line_rule)])
     # Words spelled in Unicode tag characters, which no reader sees (an emoji flag's few tag
     # letters spell no words), on a line no rule took.
     for match in _TAG_CHARS.finditer(rest):
