@@ -148,8 +148,10 @@ def english_check(path: Path, judge_spec: str, threshold: float, limit: int | No
     for name, p in (("first 6,000 characters", before), ("chosen sentences", after)):
         p = np.array(p)
         accuracy = float(((p >= threshold) == truth).mean())
+        auc = roc_auc(truth, p)  # None where the rows hold one label only
         print(
-            f"{path.name}: {len(cut)} rows cut, {name}: ROC AUC {roc_auc(truth, p):.3f}, "
+            f"{path.name}: {len(cut)} rows cut, {name}: ROC AUC "
+            f"{'—' if auc is None else f'{auc:.3f}'}, "
             f"accuracy at {threshold} {accuracy:.3f}"
         )
 
