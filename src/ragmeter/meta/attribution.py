@@ -135,11 +135,16 @@ def _shown(
     return {"context": evidence.text, "statement": statement}, evidence.left_out
 
 
-def claim_key(judge: Judge, claim: Claim, with_question: bool) -> str:
-    """The store key of a verification: everything the judge is shown (so an edited claim or
-    reference is verified afresh) and the judge's identity, read when called (it changes when
-    the judge learns to ask its server another way)."""
-    material = [claim.id, _shown(claim, with_question, judge)[0], SUPPORTED.version]
+def claim_key(
+    judge: Judge, claim: Claim, with_question: bool, shown: dict[str, str] | None = None
+) -> str:
+    """The store key of a verification: everything the judge is shown (``shown``, worked out
+    here when not given: so an edited claim or reference is verified afresh) and the judge's
+    identity, read when called (it changes when the judge learns to ask its server another
+    way)."""
+    if shown is None:
+        shown = _shown(claim, with_question, judge)[0]
+    material = [claim.id, shown, SUPPORTED.version]
     return hashlib.sha256(json.dumps([*material, identity_of(judge).digest]).encode()).hexdigest()
 
 
@@ -159,7 +164,7 @@ class ClaimVerifier:
         inputs, left_out = _shown(claim, self.with_question, self.judge)
         measure = partial(_supported, session, inputs, left_out)
         score = measured(claim.id, SUPPORTED.name, session, measure)
-        return claim_key(self.judge, claim, self.with_question), score
+        return claim_key(self.judge, claim, self.with_question, inputs), score
 
 
 def verify_claims(
