@@ -247,6 +247,7 @@ def test_attribution_on_ray_equals_one_process(cluster, tmp_path):
         on_verdict=seen.append,
         executor=RayExecutor(address=cluster, actors=2),
     )
+
     # the same verdicts, each with the time its own judging took
     def timeless(verdicts):
         return [v.model_copy(update={"seconds": 0.0}) for v in verdicts]
