@@ -21,7 +21,8 @@ import time
 import numpy as np
 
 from ragmeter.arena.battles import Battle, OrderVerdict
-from ragmeter.arena.ratings import ELO_SCALE, BattleArrays, battle_arrays, elo_ratings
+from ragmeter.arena.ratings import BattleArrays, battle_arrays, elo_ratings
+from ragmeter.bradley_terry import ELO_SCALE
 
 
 def simulate(true: np.ndarray, battles: int, tie_rate: float, seed: int) -> BattleArrays:

@@ -9,12 +9,24 @@ systems answered the same inputs.
     python bench/bench_decisions.py ... --no-judge            # measure what is judged so far
     python bench/bench_decisions.py ... --sizes 5,10,20 --draws 100 \\
         --curve src/ragmeter/judges/decision_curve.json --chart docs/images/decision-curve.svg
+    python bench/bench_decisions.py topicalchat ../shared/data/criteria/topicalchat_dev.jsonl \\
+        --side-by-side --metrics groundedness              # two systems' answers read together
+    python bench/bench_decisions.py nq301 ../shared/data/openqa/nq301_dev.jsonl \\
+        --side-by-side --design anchor                     # 12 systems, each against the first
+    python bench/bench_decisions.py wikieval ../shared/data/wikieval/wikieval_dev_pairs.jsonl
 
 Every answer is scored by the ready criteria (each in its default reading) and, on MTRAG, the
 built-in metrics that answer the people's ratings, in one ``evaluate`` run, ``--out/SOURCE``: a
 killed bench resumes where it stopped, an unchanged rerun judges nothing, and ``--no-judge``
 measures on the inputs whose every answer is scored so far (a set judged in part is usable in
 part). Inputs are judged in sorted order, so the part is a fixed one.
+
+``--side-by-side`` reads every pair of systems' answers to each input together instead
+(``ragmeter.side_by_side``, all pairs, both orders), through the call cache: a killed bench
+resumes where it stopped and a rerun judges nothing. The same measures follow, with the pairs
+decided on the preferences and the systems ranked by their Bradley-Terry ratings; also the
+anchor design (each system against the first only) and the length-controlled preferences, from
+the same reads, and the reads' order bias.
 
 For each (rating, metric): the system-level Kendall tau and Spearman between ragmeter's system
 means and the people's, with bootstrap intervals over inputs; every pair of systems decided on
@@ -58,12 +70,17 @@ from ragmeter.result import Result
 from ragmeter.stats import Interval
 from ragmeter.viewer import open_run
 
-BUILT_IN = {"mtrag": {"faithfulness": "faithfulness", "appropriateness": "answer_relevance"}}
+BUILT_IN = {
+    "mtrag": {"faithfulness": "faithfulness", "appropriateness": "answer_relevance"},
+    "nq301": {"correct": "answer_correctness"},
+}
 """Per source: the people's rating -> the built-in metric that answers it."""
 
 
 def load(source: str, path: Path, groups: int | None) -> list[Any]:
     """The set's rows (``bench_criteria``'s), each with its ``system``, sorted by input."""
+    if source == "nq301":
+        return sorted(first_groups(nq301_rows(path), groups), key=lambda r: (r.group, r.system))
     if source == "mtrag":
         rows = mtrag_rows(path)
         systems = {r.sample.key: r.responder for r in _mtrag_responders(path)}
@@ -82,11 +99,34 @@ def _mtrag_responders(path: Path) -> list[Any]:
     return load_mtrag(path)
 
 
+def nq301_rows(path: Path) -> list[Any]:
+    """NQ301's answers (``../shared/data/openqa``): the question, the gold answers joined with
+    " or " as the reference, and the people's verdict (1 correct, 0 not) as the rating."""
+    from bench_criteria import Row
+
+    from ragmeter.sample import Sample
+
+    rows = []
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        sample = Sample(
+            id=record["id"],
+            question=record["question"],
+            answer=record["answer"],
+            reference=record["reference"],
+        )
+        row = Row(sample, record["group"], {"correct": float(record["human"])}, {"correct": (0, 1)})
+        row.system = record["system"]
+        row.anchors = record["anchors"]
+        rows.append(row)
+    return rows
+
+
 def metrics_of(source: str) -> dict[str, list[Metric]]:
     """The people's rating -> the metrics that answer it: ready criteria in their default
     reading, and the built-in metrics."""
     wanted: dict[str, list[Metric]] = {}
-    for rating, name in CRITERIA[source].items():
+    for rating, name in CRITERIA.get(source, {}).items():
         wanted.setdefault(rating, []).append(CriterionMetric(LIBRARY[name]))
     for rating, name in BUILT_IN.get(source, {}).items():
         wanted.setdefault(rating, []).append(metric_by_name(name))
@@ -197,10 +237,14 @@ def _dumped(found: Interval | None) -> dict[str, float] | None:
     return None if found is None else {k: round(v, 4) for k, v in found.model_dump().items()}
 
 
-def write_curve(path: Path, source: str, entries: dict[str, Any]) -> None:
-    """Merge this set's entries into the decision curve at ``path``, keeping the other sets'."""
+def write_curve(
+    path: Path, source: str, entries: dict[str, Any], section: str | None = None
+) -> None:
+    """Merge this set's entries into the decision curve at ``path``, keeping the other sets';
+    under ``section`` (``side_by_side``: what ``compare --side-by-side`` reads) where given."""
     found = json.loads(path.read_text()) if path.exists() else {"format": FORMAT}
-    found.setdefault("sets", {})[source] = entries
+    part = found.setdefault(section, {}) if section else found
+    part.setdefault("sets", {})[source] = entries
     path.write_text(json.dumps(found, indent=1) + "\n")
 
 
@@ -302,9 +346,180 @@ def anchors(rows: list[Any], path: Path) -> None:
             print(f"| {rating} | {metric} | " + cells(correlation, decide(judge, people)))
 
 
+def side_by_side(
+    source: str,
+    rows: list[Any],
+    by_rating: dict[str, list[Metric]],
+    out: Path,
+    judge_spec: str | None,
+    design: str = "all",
+    sizes: list[int] | None = None,
+    draws: int = 100,
+) -> dict[str, Any]:
+    """Read each metric side by side (``design``'s pairs, both orders) and measure it as
+    ``measure`` does the scores read alone; return the curve's entries of this set. The reads
+    are kept in ``out/side_by_side/METRIC.json``; with no ``judge_spec`` they are measured from
+    there, where present."""
+    from ragmeter.judges.registry import resolve_models
+    from ragmeter.side_by_side import SideBySide, compare_side_by_side, criterion_named
+
+    judge_model = resolve_models(judge_spec, needs_embedder=False)[0] if judge_spec else None
+    systems: dict[str, list[Any]] = {}
+    for row in rows:  # paired by input: each answer filed under its input's id
+        systems.setdefault(row.system, []).append(row.sample.model_copy(update={"id": row.group}))
+    folder = out / "side_by_side"
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"| rating | metric | systems | inputs | {COLUMNS} |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    entries: dict[str, Any] = {}
+    for rating, metrics in by_rating.items():
+        for metric in metrics:
+            path = folder / f"{metric.name}.json"
+            if judge_model is not None:
+                found = compare_side_by_side(
+                    systems,
+                    [criterion_named(metric.name)],
+                    judge_model,
+                    design=design,  # type: ignore[arg-type]
+                    on_input=_progress(metric.name),
+                )
+                path.write_text(found.model_dump_json(indent=1))
+            elif path.is_file():
+                found = SideBySide.model_validate_json(path.read_text())
+            else:
+                print(f"| {rating} | {metric.name} | not read yet |")
+                continue
+            read = found.metrics[0]
+            _, people = tables(rows, {}, rating)
+            for figure in side_by_side_figures(read, people, found.systems):
+                print(f"| {rating} | {metric.name} {figure}", flush=True)
+            print(
+                f"  {found.reads} reads ({found.judge_calls} made now) in {found.seconds:.0f} s; "
+                f"first position preferred in {read.order_bias.first_preferred} of "
+                f"{read.order_bias.reads} reads; longer answer preferred on "
+                f"{share(read.length_bias.longer_preferred)} of {read.length_bias.inputs} inputs",
+                flush=True,
+            )
+            entries[metric.name] = curve_entry(read, people, found.systems, rating, sizes, draws)
+    if source == "nq301":
+        nq301_anchors(rows)
+    return entries
+
+
+def _progress(name: str) -> Any:
+    done = [0]
+
+    def progress(reads: int) -> None:
+        done[0] += 1
+        if done[0] % 5 == 0:
+            print(f"  {name}: {done[0]} inputs read", file=sys.stderr, flush=True)
+
+    return progress
+
+
+def curve_entry(
+    read: Any, people: Table, systems: list[str], rating: str, sizes: list[int] | None, draws: int
+) -> dict[str, Any]:
+    """The decision curve's entry of one metric read side by side, as ``measure`` makes one of
+    scores read alone."""
+    from ragmeter.meta.decisions import decide_preferences, preference_curve
+    from ragmeter.side_by_side import table_of
+
+    table = table_of(read.preferences)
+    correlation, decided = decide_preferences(table, people, systems)
+    return {
+        "rating": rating,
+        "systems": len(systems),
+        "inputs": decided.inputs,
+        "kendall": _dumped(correlation["kendall"]),
+        "spearman": _dumped(correlation["spearman"]),
+        "full": decided.model_dump(exclude={"outcomes", "inputs"}),
+        "sizes": preference_curve(table, people, systems, sizes, draws=draws) if sizes else {},
+    }
+
+
+def nq301_anchors(rows: list[Any]) -> None:
+    """The set's own judges (EM, F1, BEM, InstructGPT-eval, GPT-4-eval) decided by the same
+    code on the same rows: each system's answers scored alone, on the questions every system
+    has a verdict for."""
+    print("\nNQ301's anchors on the same rows, each answer scored alone:")
+    for anchor in ("em", "f1", "bem", "instructgpt", "gpt4"):
+        values = {r.sample.key: r.anchors.get(anchor) for r in rows}
+        judge, people = tables(rows, values, "correct")
+        inputs = complete_inputs(judge, people)
+        complete, rated = on_inputs(judge, inputs), on_inputs(people, inputs)
+        correlation = system_correlation(complete, rated)
+        print(
+            f"| correct | {anchor} | {len(judge)} | {len(inputs)} | "
+            + cells(correlation, decide(complete, rated)),
+            flush=True,
+        )
+
+
+WIKIEVAL = {"faithfulness": "faithfulness", "answer_relevance": "answer_relevance"}
+"""WikiEval's answer pairs (``wikieval_dev_pairs.jsonl``) by dimension -> the metric read."""
+
+
+def wikieval_side_by_side(path: Path, judge_spec: str) -> None:
+    """Each WikiEval answer pair read side by side: the share of questions whose preferred
+    answer (people's, by construction) the judge prefers, a tie counting half, as ``ragmeter
+    meta wikieval`` counts the scores read alone."""
+    from ragmeter.judges.registry import resolve_models
+    from ragmeter.sample import Sample
+    from ragmeter.side_by_side import compare_side_by_side, criterion_named
+
+    judge_model, _ = resolve_models(judge_spec, needs_embedder=False)
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    for dimension, metric in WIKIEVAL.items():
+        chosen = [r for r in records if r["dimension"] == dimension]
+        systems = {
+            side: [
+                Sample(
+                    id=str(r["id"]), question=r["question"], contexts=r["context"], answer=r[side]
+                )
+                for r in chosen
+            ]
+            for side in ("preferred", "rejected")
+        }
+        found = compare_side_by_side(systems, [criterion_named(metric)], judge_model)
+        read = found.metrics[0]
+        said = [p.preference for p in read.preferences if p.preference is not None]
+        right = sum(1.0 if v < 0 else 0.5 if v == 0 else 0.0 for v in said)
+        pair = read.ranking.pairs[0]
+        print(
+            f"| {dimension} | {right / len(said):.2f} ({len(said)} pairs) | "
+            f"{pair.test.difference:+.3f} [{pair.test.ci_low:+.3f}, {pair.test.ci_high:+.3f}] | "
+            f"{read.order_bias.first_preferred} of {read.order_bias.reads} | "
+            f"{found.seconds:.0f} s, {found.judge_calls} reads made |",
+            flush=True,
+        )
+
+
+def side_by_side_figures(read: Any, people: Table, systems: list[str]) -> list[str]:
+    """Table rows: all pairs read, the anchor design (each system against the first) and the
+    length-controlled preferences, each decided against the people on the same inputs."""
+    from ragmeter.meta.decisions import decide_preferences
+    from ragmeter.side_by_side import length_controlled, table_of
+
+    controlled, _ = length_controlled(read.preferences)
+    anchor = systems[0]
+    variants = {
+        "(side by side) |": table_of(read.preferences),
+        f"(side by side, anchor {anchor}) |": {
+            pair: values for pair, values in table_of(read.preferences).items() if anchor in pair
+        },
+        "(side by side, length controlled) |": table_of(controlled),
+    }
+    lines = []
+    for name, table in variants.items():
+        correlation, decided = decide_preferences(table, people, systems)
+        lines.append(f"{name} {len(systems)} | {decided.inputs} | " + cells(correlation, decided))
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("source", choices=sorted(CRITERIA))
+    parser.add_argument("source", choices=sorted({*CRITERIA, *BUILT_IN, "wikieval"}))
     parser.add_argument("file", type=Path)
     parser.add_argument("--groups", type=int, default=None, help="The first N inputs only.")
     parser.add_argument("--judge", default="local")
@@ -318,8 +533,21 @@ def main() -> None:
     parser.add_argument("--curve", type=Path, default=None, help="Merge the curves into this file.")
     parser.add_argument("--chart", type=Path, default=None, help="Draw --curve's sets as an SVG.")
     parser.add_argument("--anchors", type=Path, default=None, help="BARTScore's SummEval data.pkl.")
+    parser.add_argument(
+        "--side-by-side", action="store_true", help="Read every pair's answers together."
+    )
+    parser.add_argument(
+        "--design", default="all", help="Side by side: 'all' pairs, or 'anchor' (the first)."
+    )
     args = parser.parse_args()
 
+    if args.source == "wikieval":
+        print(
+            "| dimension | preferred answer preferred | rejected - preferred | first position "
+            "preferred | cost |\n|---|---|---|---|---|"
+        )
+        wikieval_side_by_side(args.file, args.judge)
+        return
     rows = load(args.source, args.file, args.groups)
     by_rating = metrics_of(args.source)
     if args.metrics:
@@ -332,12 +560,22 @@ def main() -> None:
     metrics = list({m.name: m for found in by_rating.values() for m in found}.values())
     out = args.out / args.source
     print(f"{args.source}: {len(rows)} answers, {len({r.group for r in rows})} inputs", flush=True)
+    sizes = [int(n) for n in args.sizes.split(",") if n]
+    if args.side_by_side:
+        judge_spec = None if args.no_judge else args.judge
+        entries = side_by_side(
+            args.source, rows, by_rating, out, judge_spec, args.design, sizes, args.draws
+        )
+        print(f"\nDecisions on N inputs drawn ({args.draws} draws each), side by side:")
+        print("\n".join(curve_lines(entries)))
+        if args.curve:
+            write_curve(args.curve, args.source, entries, section="side_by_side")
+        return
     if not args.no_judge:
         judge(rows, metrics, out, args.judge)
     result = open_run(out).result
     if result is None:
         sys.exit(f"{out}: nothing scored yet")
-    sizes = [int(n) for n in args.sizes.split(",") if n]
     entries = measure(args.source, rows, result, by_rating, sizes, args.draws)
     print(f"\nDecisions on N inputs drawn ({args.draws} draws each), against the people's on all:")
     print("\n".join(curve_lines(entries)))

@@ -15,14 +15,8 @@ from ragmeter.arena.leaderboard import (
     win_rates,
     write_leaderboard,
 )
-from ragmeter.arena.ratings import (
-    ELO_SCALE,
-    BattleArrays,
-    battle_arrays,
-    elo_ratings,
-    fit_bradley_terry,
-    pair_counts,
-)
+from ragmeter.arena.ratings import BattleArrays, battle_arrays, elo_ratings, pair_counts
+from ragmeter.bradley_terry import ELO_SCALE, fit_bradley_terry
 
 ELO_3_TO_1 = 400 * math.log10(3)  # 190.85: the MLE gap when one side won 3 of 4
 

@@ -21,6 +21,7 @@ from ragmeter.viewer.html import build_page
 
 from .browser import ARTIFACTS, chromium
 from .report_runs import diagnosis_run, faithfulness_run, samples
+from .test_side_by_side import judged_by, write_answers  # noqa: F401 (a fixture)
 
 runner = CliRunner()
 MARKS = "svg .mark-rect path, svg .mark-symbol path, svg .mark-rule line"
@@ -482,4 +483,30 @@ def test_retriever_runs_are_shown_with_their_ranking(browser, tmp_path):
     assert pair.locator("td").nth(4).inner_text() == "cannot tell"  # two queries: p = 0.5
     assert page.locator("svg .mark-rule line").count() >= 2
     page.screenshot(path=str(ARTIFACTS / "report-retrieval.png"), full_page=True)
+    assert page.errors == [] and page.requests == []
+
+
+@pytest.mark.usefixtures("judged_by")
+def test_systems_read_side_by_side_are_ranked_in_the_report(browser, tmp_path):
+    # Eight inputs, every one preferring the good answer by 0.03 (test_side_by_side's judge):
+    # B better at p = 2/256, preferred on all eight; the first position won all 16 reads.
+    write_answers(tmp_path / "poor.jsonl", ["poor"] * 8)
+    write_answers(tmp_path / "good.jsonl", ["good"] * 8)
+    out = tmp_path / "sbs"
+    files = [str(tmp_path / "poor.jsonl"), str(tmp_path / "good.jsonl")]
+    made = runner.invoke(
+        app, ["compare", *files, "--side-by-side", "--metric", "groundedness", "--out", str(out)]
+    )
+    assert made.exit_code == 0, made.output
+    report = tmp_path / "sbs.html"
+    result = runner.invoke(app, ["report", str(out), "--html", str(report)])
+    assert result.exit_code == 0, result.output
+    page = open_page(browser, report)
+    (pair,) = page.locator("[data-table=pairs-groundedness] tbody tr.row").all()
+    cells = [pair.locator("td").nth(i).inner_text() for i in (0, 4, 6, 7)]
+    assert cells == ["good vs poor", "B better", "100% [1.00, 1.00]", "side by side"]
+    (bias,) = page.locator("[data-table=side-by-side-bias] tbody tr.row").all()
+    assert bias.locator("td").nth(2).inner_text() == "16 of 16"
+    assert page.locator("svg .mark-rule line").count() >= 2  # a whisker per system
+    page.screenshot(path=str(ARTIFACTS / "report-side-by-side.png"), full_page=True)
     assert page.errors == [] and page.requests == []

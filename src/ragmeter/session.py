@@ -74,6 +74,12 @@ def _yes_no_request(prompt: YesNoPrompt, inputs: Inputs, fields: dict[str, str])
     return ChatRequest(messages=prompt.render(inputs, **fields), max_tokens=1, top_logprobs=10)
 
 
+def _levels_request(prompt: YesNoPrompt, inputs: Inputs, fields: dict[str, str]) -> ChatRequest:
+    """A choice among labels as one forward pass: the first reply token's twenty likeliest
+    alternatives."""
+    return ChatRequest(messages=prompt.render(inputs, **fields), max_tokens=1, top_logprobs=20)
+
+
 def _read_levels(
     response: ChatResponse, wanted: Mapping[str, str]
 ) -> tuple[dict[str, float], str] | None:
@@ -289,18 +295,38 @@ class JudgeSession:
         at temperature 1 that name each label (``"sampled N replies"``, G-Eval's way with a
         model that shows none). A reply that names no label is asked again, then unscored.
         ``fields`` are the prompt's own, as ``ask_yes_no`` takes them."""
-        request = ChatRequest(
-            messages=prompt.render(inputs, **fields), max_tokens=1, top_logprobs=20
-        )
+        return self._levels(_levels_request(prompt, inputs, fields), prompt.name, labels, None)
+
+    def ask_levels_all(
+        self, questions: Sequence[Question], labels: Sequence[str]
+    ) -> list[tuple[dict[str, float], str] | Unscorable]:
+        """``ask_levels`` for each of ``questions``, sent to the judge as one batch
+        (``complete_each``: the local judge reads their shared prefix once): for each, its
+        labels' probabilities and how they were read, or why it could not be answered. A
+        question whose first reply failed or was unreadable is asked again on its own."""
+        requests = [_levels_request(prompt, inputs, fields) for prompt, inputs, fields in questions]
+        first = complete_each(self.judge, requests, self.fan_out)
+        answers: list[tuple[dict[str, float], str] | Unscorable] = []
+        for request, (prompt, _, _), reply in zip(requests, questions, first, strict=True):
+            try:
+                answers.append(self._levels(request, prompt.name, labels, reply))
+            except Unscorable as exc:
+                answers.append(exc)
+        return answers
+
+    def _levels(
+        self, request: ChatRequest, name: str, labels: Sequence[str], first: Reply | None
+    ) -> tuple[dict[str, float], str]:
         wanted = {label.casefold(): label for label in labels}
         (mass, method), _, _ = self._replied(
             request,
-            prompt.name,
+            name,
             lambda reply: _read_levels(reply, wanted),
             f"none of {', '.join(labels)}",
+            first,
         )
         if method == "reply":
-            mass, method = self._drawn_levels(request, prompt.name, wanted, mass)
+            mass, method = self._drawn_levels(request, name, wanted, mass)
         return {label: mass.get(label, 0.0) for label in labels}, method
 
     def _drawn_levels(

@@ -34,7 +34,8 @@ from ragmeter.arena.designs import complete_pairs, design_pairs, reference_pairs
 from ragmeter.arena.generate import generate_answers
 from ragmeter.arena.judge import PAIRWISE, judge_pair, judge_pairs
 from ragmeter.arena.leaderboard import Leaderboard, build_leaderboard, win_rates
-from ragmeter.arena.ratings import elo_ratings, fit_bradley_terry
+from ragmeter.arena.ratings import elo_ratings
+from ragmeter.bradley_terry import fit_bradley_terry
 
 __all__ = [
     "PAIRWISE",

@@ -65,22 +65,27 @@ from ragmeter.cluster import (
     keyed_on_cluster,
     ray_executor,
 )
+from ragmeter.criteria.definition import Criterion
 from ragmeter.judges.base import Judge, TokenLogprobs, identity_of
 from ragmeter.judges.registry import resolve_models
 from ragmeter.manifest import model_record
 from ragmeter.prompts import Prompt
+from ragmeter.sample import Sample
 from ragmeter.score import Score, Usage
 from ragmeter.session import JudgeSession, measured
+from ragmeter.side_by_side import read_input, side_by_side_prompt
 from ragmeter.store import ScoreStore
 from ragmeter.version import __version__
 
 Orders = Literal["both", "random"]
 Combine = Literal["agree", "sum", "confidence"]
 COMBINE_RULES: tuple[Combine, ...] = ("agree", "sum", "confidence")
-Method = Literal["generative", "claims"]
-"""How a pair is decided: the judge's verdict on the two answers (this module), or the
-answers' claim tables against the reference and the passages (``claim_judge``)."""
-METHODS: tuple[Method, ...] = ("generative", "claims")
+Method = Literal["generative", "claims", "side_by_side"]
+"""How a pair is decided: the judge's written verdict on the two answers (this module), the
+answers' claim tables against the reference and the passages (``claim_judge``), or the judge's
+probabilities of "A" and "B" with the two answers side by side (``ragmeter.side_by_side``, the
+reading every comparison of systems makes; a system against the reference is its special case)."""
+METHODS: tuple[Method, ...] = ("generative", "claims", "side_by_side")
 
 
 def check_combine(rule: str) -> None:
@@ -90,7 +95,7 @@ def check_combine(rule: str) -> None:
 
 def check_method(method: str) -> None:
     if method not in METHODS:
-        raise ValueError(f"method must be 'generative' or 'claims', not {method!r}")
+        raise ValueError(f"method must be 'generative', 'claims' or 'side_by_side', not {method!r}")
 
 
 MAX_TOKENS = 200
@@ -460,6 +465,54 @@ def judge_pair(
     return battle_of(pair, verdicts, combine_rule)
 
 
+ARENA = Criterion(
+    name="arena",
+    question=(
+        "Is the answer helpful and truthful for the query: only information that helps answer "
+        "it, all of it correct?"
+    ),
+    compared=(
+        "Which answer is better for the query? Prefer the answer whose information is all "
+        "truthful; if both are, the one with more truthful, helpful information."
+    ),
+    reads=("question", "answer"),
+)
+"""The paper's rubric (truthfulness, then helpfulness) as a side-by-side question."""
+
+
+def judge_pair_side_by_side(pair: Pair, judge: Judge, *, retries: int = 2) -> Battle:
+    """The pair read side by side in both orders (``side_by_side.read_input``): the verdict is
+    the sign of the preference for B, both orders' probabilities averaged; each order is kept
+    as a presentation, its ``probabilities`` the judge's P("1") and P("2") of the position."""
+    session = JudgeSession(judge, retries=retries)
+    sides = [
+        Sample(id=pair.id, question=pair.question, answer=pair.answer_a),
+        Sample(id=pair.id, question=pair.question, answer=pair.answer_b),
+    ]
+    (read,) = read_input(session, ARENA, [(pair.id, "A", sides[0], "B", sides[1])])
+    orders = [
+        OrderVerdict(
+            order=r.order,
+            preference=None
+            if r.first_better is None
+            else preference_in_pair(
+                1 if r.first_better > 0.5 else 2 if r.first_better < 0.5 else 0, r.order
+            ),
+            probabilities=None
+            if r.first_better is None
+            else {"1": r.first_better, "2": 1 - r.first_better, "0": 0.0},
+            unscored_reason=r.unscored_reason,
+        )
+        for r in read.reads
+    ]
+    if orders:  # what the pair's reads cost, whichever order made them
+        orders[0].usage = session.usage
+    if read.preference is None:
+        return battle(pair, verdict=None, unscored_reason=read.unscored_reason, orders=orders)
+    flipped = len({o.preference for o in orders}) > 1 if len(orders) == 2 else None
+    return battle(pair, verdict=sign(read.preference), flipped=flipped, orders=orders)
+
+
 def judge_pairs(
     pairs: Sequence[Pair],
     *,
@@ -510,6 +563,8 @@ def judge_pairs(
     if method == "claims":
         check_pairs(pairs)
     spread = ray_executor(executor, workers)
+    if spread is not None and method == "side_by_side":
+        raise ValueError("the side-by-side method judges in this process, not on a Ray cluster")
     out = Path(out_dir)
     started, clock = datetime.now(UTC), time.perf_counter()
     config: dict[str, Any] = {
@@ -526,6 +581,8 @@ def judge_pairs(
         decide: Callable[[Pair], Battle] = (
             partial(judge_pair_by_claims, judge=model, store=store, retries=retries, fresh=fresh)
             if method == "claims"
+            else partial(judge_pair_side_by_side, judge=model, retries=retries)
+            if method == "side_by_side"
             else partial(
                 judge_pair,
                 judge=model,
@@ -638,12 +695,12 @@ def _write_run(
     **config: Any,
 ) -> None:
     record = model_record(judge)  # its identity: what the judgements' keys hash
-    prompt = (
-        {"name": CLAIMS_NAME, "version": claims_version()}
-        if method == "claims"
-        else {"name": PAIRWISE.name, "version": PAIRWISE.version}
-    )
-    if method == "claims":  # the generative settings played no part
+    read = side_by_side_prompt(ARENA)
+    prompt = {
+        "claims": {"name": CLAIMS_NAME, "version": claims_version()},
+        "side_by_side": {"name": read.name, "version": read.version},
+    }.get(method, {"name": PAIRWISE.name, "version": PAIRWISE.version})
+    if method != "generative":  # the generative settings played no part
         config = {k: v for k, v in config.items() if k not in ("orders", "combine", "max_tokens")}
     run = {
         "ragmeter_version": __version__,

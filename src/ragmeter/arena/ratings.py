@@ -1,14 +1,12 @@
-"""Bradley-Terry ratings on the Elo scale, win rates against the reference, and their intervals.
+"""The arena's Bradley-Terry ratings on the Elo scale (``ragmeter.bradley_terry``) from its
+battles, and their intervals.
 
-Bradley-Terry gives system i strength p_i with P(i beats j) = p_i / (p_i + p_j); a tie counts as
-half a win for each side. The fit never looks at single battles: they are first aggregated into
-counts per (pair of systems, outcome), at most 3·K(K-1)/2 numbers, so 200,000 battles cost one
-``bincount``. A bootstrap round resamples the battles with replacement, which is the same as one
-multinomial draw over those cells, so 1,000 rounds are a (1000, cells) array, and the fits of all
-rounds run at once as batched minorise-maximise iterations (Hunter, 2004) on (1000, K, K) arrays.
-
-Ratings are 400/ln(10) times the log-strength (400·log10 of the odds, the Elo convention), shifted
-so that the mean rating is 1000, or so that one anchor system (e.g. the reference) is at 1000.
+A tie counts as half a win for each side. The fit never looks at single battles: they are first
+aggregated into counts per (pair of systems, outcome), at most 3·K(K-1)/2 numbers, so 200,000
+battles cost one ``bincount``. A bootstrap round resamples the battles with replacement, which is
+the same as one multinomial draw over those cells, so 1,000 rounds are a (1000, cells) array, and
+the fits of all rounds run at once as batched minorise-maximise iterations (Hunter, 2004) on
+(1000, K, K) arrays.
 """
 
 from __future__ import annotations
@@ -19,11 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragmeter.arena.battles import Battle
-
-ELO_SCALE = 400.0 / np.log(10.0)
-ELO_BASE = 1000.0
-TOLERANCE = 1e-10
-MAX_ITERATIONS = 100_000
+from ragmeter.bradley_terry import fit_bradley_terry, to_elo
 
 # Columns of the per-pair count table, for the pair's lower-indexed system i and the other, j.
 I_WINS, J_WINS, TIE = 0, 1, 2
@@ -88,67 +82,6 @@ def wins_matrix(counts: PairCounts) -> np.ndarray:
     return wins
 
 
-def fit_bradley_terry(
-    wins: np.ndarray, *, prior: float = 0.0, met: np.ndarray | None = None
-) -> np.ndarray:
-    """Log-strengths (mean 0) maximising the Bradley-Terry likelihood of ``wins`` (n, n), or of
-    a batch (..., n, n) at once.
-
-    Args:
-        wins: ``wins[..., i, j]`` = wins of i over j (ties as halves).
-        prior: virtual games added to every pair that met, split evenly; 0 gives the maximum
-            likelihood estimate, which exists only if every system has beaten, directly or through
-            others, every system that beat it (e.g. none is unbeaten or winless). A small prior
-            keeps ratings finite on small samples and vanishes against real counts.
-        met: which pairs get the prior; by default those with games in ``wins``. The bootstrap
-            passes the pairs that met in the full data, so that a resample in which a rare pair
-            happens to be missing is still on the same scale.
-
-    Raises:
-        ValueError: the estimate does not exist (with ``prior=0``), or the systems fall into
-            groups that never met, whose ratings cannot be put on one scale.
-    """
-    wins = np.asarray(wins, dtype=float)
-    games = wins + np.swapaxes(wins, -1, -2)
-    met = games > 0 if met is None else (met | (games > 0))
-    if not _connected(met if prior > 0 else games > 0):
-        raise ValueError(
-            "some systems were never compared with the others, directly or "
-            "through other systems: their ratings are not on a common scale"
-        )
-    if prior > 0:
-        wins = wins + met * (prior / 2)
-        games = wins + np.swapaxes(wins, -1, -2)
-    elif not _connected(wins > 0):
-        raise ValueError(
-            "the maximum likelihood ratings do not exist (a system never wins or "
-            "never loses against the rest); use a prior > 0"
-        )
-    total_wins = wins.sum(axis=-1)
-    log_p = np.zeros(total_wins.shape)
-    for _ in range(MAX_ITERATIONS):
-        p = np.exp(log_p)
-        expected = (games / (p[..., :, None] + p[..., None, :])).sum(axis=-1)
-        updated = np.log(total_wins / expected)
-        updated -= updated.mean(axis=-1, keepdims=True)
-        change = np.max(np.abs(updated - log_p))
-        log_p = updated
-        if change < TOLERANCE:
-            break
-    return log_p
-
-
-def to_elo(log_strength: np.ndarray, systems: Sequence[str], anchor: str = "mean") -> np.ndarray:
-    """Elo-scale ratings: mean 1000 (``anchor="mean"``) or the named system at 1000."""
-    ratings = ELO_SCALE * log_strength
-    if anchor == "mean":
-        return ratings - ratings.mean(axis=-1, keepdims=True) + ELO_BASE
-    if anchor not in systems:
-        raise ValueError(f"anchor {anchor!r} is not among the systems: {list(systems)}")
-    column = list(systems).index(anchor)
-    return ratings - ratings[..., column : column + 1] + ELO_BASE
-
-
 def bootstrap_counts(counts: PairCounts, rounds: int, seed: int = 0) -> PairCounts:
     """``rounds`` resamples of the battles with replacement, as multinomial draws of the counts."""
     flat = counts.counts.ravel()
@@ -189,13 +122,3 @@ def elo_ratings(
         tail = (1 - confidence) / 2 * 100
         low, high = np.percentile(boot, [tail, 100 - tail], axis=0)
     return EloRatings(counts.systems, rating, low, high, counts)
-
-
-def _connected(edges: np.ndarray) -> bool:
-    """Whether every system reaches every other along ``edges[..., i, j]`` (for every batch
-    entry); with symmetric edges this is plain connectivity, else strong connectivity."""
-    n = edges.shape[-1]
-    reach = edges | np.eye(n, dtype=bool)
-    for _ in range(max(1, int(np.ceil(np.log2(max(n, 2)))))):
-        reach = reach | (reach.astype(np.float32) @ reach.astype(np.float32) > 0)
-    return bool(reach.all())

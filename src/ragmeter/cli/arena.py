@@ -76,9 +76,10 @@ MethodOption = Annotated[
     Method,
     typer.Option(
         "--method",
-        help="How a pair is decided: 'generative' (the judge's verdict on the two answers) or "
-        "'claims' (each answer's claims checked against the reference answer and the passages; "
-        "--orders and --combine play no part).",
+        help="How a pair is decided: 'generative' (the judge's written verdict on the two "
+        "answers), 'claims' (each answer's claims checked against the reference answer and the "
+        "passages) or 'side_by_side' (the judge's probabilities of A and B, both orders "
+        "averaged); --orders and --combine apply to 'generative' only.",
     ),
 ]
 

@@ -16,10 +16,22 @@ from rich.table import Table
 from rich.text import Text
 
 from ragmeter.cli.calibrate import evaluation, print_differences
-from ragmeter.cli.common import LabelScales, LabelsFiles, print_warning, user_errors, wide_console
+from ragmeter.cli.common import (
+    CacheFlag,
+    CriteriaFile,
+    JudgeOptions,
+    JudgeSpec,
+    LabelScales,
+    LabelsFiles,
+    defined_criteria,
+    print_warning,
+    user_errors,
+    wide_console,
+)
+from ragmeter.cli.pairs import pair_sentences, pairs_table
+from ragmeter.cli.side_by_side import run_side_by_side
 from ragmeter.heads.ppi import DifferenceCalibration, calibrate_difference
 from ragmeter.heads.ratings import parse_scales, ratings_for_runs
-from ragmeter.ranking import Ranking
 from ragmeter.stats import P_VALUE_METHOD
 from ragmeter.viewer import Comparison, compare_runs, open_run
 from ragmeter.viewer.compare import MetricComparison, RankedMetric, rank_runs
@@ -54,6 +66,32 @@ def compare_command(
     ] = 0.0,
     labels: LabelsFiles = None,
     scale: LabelScales = None,
+    side_by_side: Annotated[
+        bool,
+        typer.Option(
+            "--side-by-side",
+            help="Read each input's answers together with the judge, in both orders, and decide "
+            "on its preferences; RUNS may be run folders or samples files, paired by id.",
+        ),
+    ] = False,
+    criteria: CriteriaFile = None,
+    judge: JudgeSpec = "local",
+    judge_option: JudgeOptions = None,
+    design: Annotated[
+        str,
+        typer.Option(help="Side by side: 'all' pairs, each system against an 'anchor', or 'auto'."),
+    ] = "auto",
+    anchor: Annotated[
+        str | None, typer.Option(help="Side by side: the anchor system (default: the first).")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Side by side: say the reads, judge nothing.")
+    ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Side by side: write side_by_side.json (every preference) here."),
+    ] = None,
+    cache: CacheFlag = True,
 ) -> None:
     """Per metric: each run's mean with its 95% CI, every pair's paired difference with a
     permutation p-value adjusted for the number of pairs (Holm), a verdict (better, worse,
@@ -62,6 +100,26 @@ def compare_command(
     better or worse, and those that changed most with both explanations. Arena runs: each
     system's rating difference."""
     console = wide_console()
+    if side_by_side:
+        with user_errors(console):
+            run_side_by_side(
+                console,
+                runs,
+                metrics=metric,
+                defined=defined_criteria(None, criteria),
+                judge=judge,
+                judge_options=judge_option,
+                design=design,  # type: ignore[arg-type]
+                anchor=anchor,
+                dry=dry_run,
+                as_json=as_json,
+                out=out,
+                cache=cache,
+                rounds=rounds,
+                seed=seed,
+                difference=difference,
+            )
+        return
     with user_errors(console):
         opened = [open_run(run) for run in runs]
         if len(opened) == 2 and opened[0].kind == opened[1].kind == "arena":
@@ -117,7 +175,8 @@ def compare_command(
         )
     for found in ranked.metrics:
         console.print(pairs_table(found.ranking, found))
-        _print_decision_notes(console, found, difference)
+        for line in pair_sentences(found, difference=difference):
+            console.print(Text(line), highlight=False, soft_wrap=True)
     if comparison is not None:
         for m in comparison.metrics:
             if m.changed:
@@ -154,71 +213,6 @@ def _ranking_table(found: RankedMetric) -> Table:
             str(len(ranking.left_out.get(system.system, []))),
         )
     return table
-
-
-def pairs_table(
-    ranking: Ranking, found: RankedMetric | None = None, unit: str = "samples"
-) -> Table:
-    """Every pair of a ranking: its difference, interval, p-values, verdict and what its
-    samples tell apart; with ``found``, what such decisions were worth on public rated sets."""
-    order = " > ".join(system.system for system in ranking.systems)
-    table = Table(
-        title=escape(f"{ranking.metric}: every pair, over {ranking.samples} {unit}"),
-        caption=escape(f"ranked: {order}"),
-    )
-    columns = ["B vs A", "B - A", "95% CI", "p", "p (Holm)", "verdict", "tells apart"]
-    columns += ["samples needed"] if any(p.needed for p in ranking.pairs) else []
-    columns += ["decided as people"] if found is not None else []
-    for column in columns:
-        table.add_column(column, justify="left" if column in ("B vs A", "verdict") else "right")
-    rates = found.rates if found is not None else [None] * len(ranking.pairs)
-    for pair, rate in zip(ranking.pairs, rates, strict=True):
-        test = pair.test
-        cells = [
-            Text(f"{pair.b} vs {pair.a}"),
-            f"{test.difference:+.4f}",
-            interval(test.ci_low, test.ci_high),
-            fmt(test.p_value, 4),
-            fmt(pair.adjusted_p, 4),
-            Text(pair.verdict if pair.verdict == "cannot tell" else f"B {pair.verdict}"),
-            "—" if pair.detectable is None else f"±{pair.detectable:.3f}",
-        ]
-        if "samples needed" in columns:
-            cells.append("—" if pair.needed is None else str(pair.needed))
-        if found is not None:
-            cells.append(_rate_cell(found, rate))
-        table.add_row(*cells)
-    return table
-
-
-def _rate_cell(found: RankedMetric, rate: object) -> str:
-    if rate is not None:
-        return f"{rate.share:.0%} of {rate.draws}"  # type: ignore[attr-defined]
-    return "not measured" if not found.measured else "no such draw"
-
-
-def _print_decision_notes(console: Console, found: RankedMetric, difference: float | None) -> None:
-    """What each pair's verdict means, in words: cannot tell with N, what N tells apart, and
-    what the decision curve measured."""
-    ranking = found.ranking
-    for pair, rate in zip(ranking.pairs, found.rates, strict=True):
-        words = f"{ranking.metric}, {pair.b} vs {pair.a}: "
-        if pair.verdict == "cannot tell":
-            words += f"cannot tell with {ranking.samples} samples"
-        else:
-            words += f"{pair.b} is {pair.verdict} than {pair.a}"
-        if pair.detectable is not None:
-            words += (
-                f"; {ranking.samples} samples tell apart differences of {pair.detectable:.3f} "
-                f"or more {ranking.power:.0%} of the time"
-            )
-        if difference is not None and pair.needed is not None:
-            words += f"; {difference:g} needs {pair.needed} samples"
-        if rate is not None:
-            words += f"; {rate.sentence()}"
-        elif not found.measured:
-            words += f"; what decisions of {ranking.metric} are worth was never measured"
-        console.print(Text(words), highlight=False, soft_wrap=True)
 
 
 def _on_people_scale(

@@ -30,7 +30,7 @@ from ragmeter.cli.common import (
     user_errors,
     wide_console,
 )
-from ragmeter.cli.compare import pairs_table
+from ragmeter.cli.pairs import pairs_table
 from ragmeter.evaluate import evaluate
 from ragmeter.manifest import Counts
 from ragmeter.metrics.passage_relevance import PassageRelevance

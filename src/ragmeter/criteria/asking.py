@@ -52,16 +52,16 @@ _TAGS = {"contexts": "context", "answer": "response"}
 @dataclass(frozen=True)
 class CriterionPrompt(YesNoPrompt):
     """A question about a sample, asked after it: ``question`` is everything that follows the
-    data (the criterion, its examples and the reply wanted). The system message is one for
-    every criterion."""
+    data (the criterion, its examples and the reply wanted). The system message (the
+    ``instruction``) is one for every criterion: ``SYSTEM``, or the side-by-side reading's."""
 
     @property
     def version(self) -> str:
-        material = json.dumps([SYSTEM, DATA_NOTICE, self.question])
+        material = json.dumps([self.instruction, DATA_NOTICE, self.question])
         return hashlib.sha256(material.encode()).hexdigest()[:12]
 
     def render(self, inputs: Inputs, **fields: str) -> tuple[Message, ...]:
-        system = f"{SYSTEM}\n\n{DATA_NOTICE}"
+        system = f"{self.instruction}\n\n{DATA_NOTICE}"
         user = f"{render_inputs(inputs)}\n\n{self.question}"
         return (Message(role="system", content=system), Message(role="user", content=user))
 
@@ -191,7 +191,7 @@ class ReasonedPrompt(CriterionPrompt):
 
     @property
     def version(self) -> str:
-        material = json.dumps([SYSTEM, DATA_NOTICE, self.question, self.verdict])
+        material = json.dumps([self.instruction, DATA_NOTICE, self.question, self.verdict])
         return hashlib.sha256(material.encode()).hexdigest()[:12]
 
     def in_language(self, language: str) -> ReasonedPrompt:

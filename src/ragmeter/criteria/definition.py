@@ -105,6 +105,9 @@ class Criterion(BaseModel):
     0 where the criterion asks whether the answer draws on the context (a reply that states
     nothing uses no knowledge). None leaves such an answer unscored, where the answer is plainly
     neither yes nor no."""
+    compared: str | None = Field(default=None, min_length=1)
+    """The criterion asked of two responses side by side ("Which response uses the knowledge
+    more?"); None asks the question as written, of the two (``side_by_side.comparative``)."""
 
     @field_validator("name")
     @classmethod
@@ -189,6 +192,9 @@ class Criterion(BaseModel):
     def sample_rubric(self) -> bool:
         return self.requirements == SAMPLE
 
-    def described(self) -> dict[str, Any]:
-        """The definition as data: the run record and the metric's version."""
-        return self.model_dump(mode="json", exclude_defaults=False)
+    def described(self, *, read_alone: bool = False) -> dict[str, Any]:
+        """The definition as data: the run record and the metric's version. ``read_alone``
+        leaves out the side-by-side wording, which plays no part in scoring one answer."""
+        return self.model_dump(
+            mode="json", exclude_defaults=False, exclude={"compared"} if read_alone else None
+        )

@@ -20,6 +20,11 @@ LIBRARY: dict[str, Criterion] = {
     for c in (
         Criterion(
             name="appropriate_refusal",
+            compared=(
+                "Which response does the right one of the two better: say that it cannot "
+                "answer from the given information where the context does not contain what is "
+                "asked, and answer where it does?"
+            ),
             question=(
                 "If the context does not contain what the question asks for, the response "
                 "should say that it cannot answer from the given information instead of "
@@ -30,6 +35,7 @@ LIBRARY: dict[str, Criterion] = {
         ),
         Criterion(
             name="naturalness",
+            compared="Which response reads more like something a person would naturally say?",
             question="Does the response read like something a person would naturally say?",
             kind="levels",
             levels=_levels(
@@ -41,6 +47,7 @@ LIBRARY: dict[str, Criterion] = {
         ),
         Criterion(
             name="maintains_context",
+            compared="Which response is the more sensible continuation of the conversation so far?",
             question="Is the response a sensible continuation of the conversation so far?",
             kind="levels",
             levels=_levels(
@@ -52,6 +59,9 @@ LIBRARY: dict[str, Criterion] = {
         ),
         Criterion(
             name="engagingness",
+            compared=(
+                "Which response is more interesting to read and invites the conversation on more?"
+            ),
             question="Is the response interesting to read and does it invite the conversation on?",
             kind="levels",
             levels=_levels(
@@ -63,6 +73,10 @@ LIBRARY: dict[str, Criterion] = {
         ),
         Criterion(
             name="groundedness",
+            compared=(
+                "Which response uses the information in the given context more (states "
+                "something from it)?"
+            ),
             # Read through the claim verifier by default (the response's statements against the
             # context), which agrees with people far better than this question asked directly
             # (docs/criteria.md); the words are asked where another reading is chosen.
@@ -77,6 +91,10 @@ LIBRARY: dict[str, Criterion] = {
         ),
         Criterion(
             name="completeness",
+            compared=(
+                "Which response answers more of the question, with more of the information a "
+                "person asking it needs?"
+            ),
             question=(
                 "Does the response answer every part of the question, with the information a "
                 "person asking it needs?"
@@ -92,6 +110,10 @@ LIBRARY: dict[str, Criterion] = {
         ),
         Criterion(
             name="coherence",
+            compared=(
+                "Which response is better structured and organised, each sentence building on "
+                "the ones before into a connected account?"
+            ),
             question=(
                 "Is the response well structured and organised, each sentence building on the "
                 "ones before into a connected account, rather than a heap of related facts?"
@@ -108,6 +130,10 @@ LIBRARY: dict[str, Criterion] = {
         ),
         Criterion(
             name="consistency",
+            compared=(
+                "Which response keeps closer to the context: fewer statements the context does "
+                "not support, less made up?"
+            ),
             # As groundedness: the claim verifier by default; the levels are asked elsewise.
             question=(
                 "Is every statement of the response supported by the context, with nothing made up?"
@@ -125,6 +151,10 @@ LIBRARY: dict[str, Criterion] = {
         ),
         Criterion(
             name="fluency",
+            compared=(
+                "Which response has better-formed sentences: grammatical, with fewer repetitions "
+                "or formatting problems, easier to read?"
+            ),
             question=(
                 "Is each sentence of the response well formed: grammatical, without repetition "
                 "or formatting problems, easy to read?"
@@ -141,6 +171,10 @@ LIBRARY: dict[str, Criterion] = {
         ),
         Criterion(
             name="relevance",
+            compared=(
+                "Which response keeps better to the important content the question calls for, "
+                "with less redundancy and unimportant detail?"
+            ),
             question=(
                 "Does the response keep to the important content the question calls for, "
                 "without redundancy or unimportant detail?"

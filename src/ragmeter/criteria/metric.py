@@ -51,7 +51,7 @@ class CriterionMetric(Metric):
         return DEFAULT_READING[self.criterion.kind] if chosen == "auto" else chosen
 
     def config(self) -> dict[str, Any]:
-        config = {"criterion": self.criterion.described(), "reading": self.reading}
+        config = {"criterion": self.criterion.described(read_alone=True), "reading": self.reading}
         if self.reading == "claims":  # the verifier's prompts and rules decide the score
             config["verifier"] = Faithfulness().version
         return config

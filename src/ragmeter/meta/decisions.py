@@ -23,14 +23,22 @@ difference over the spread of the differences), with whether its sign was the pe
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
 
 from ragmeter.decision_curve import effect_bin
-from ragmeter.ranking import Ranking, rank_systems
+from ragmeter.ranking import (
+    Preferences,
+    Ranking,
+    bradley_terry_ratings,
+    rank_preferences,
+    rank_systems,
+    resampled_inputs,
+    soft_wins,
+)
 from ragmeter.stats import (
     Interval,
     PairedTest,
@@ -152,6 +160,56 @@ def decide(judge: Table, people: Table, *, rounds: int = 1000, seed: int = 0) ->
     )
 
 
+def decide_preferences(
+    preferences: Preferences,
+    people: Table,
+    systems: Sequence[str],
+    *,
+    rounds: int = 1000,
+    seed: int = 0,
+) -> tuple[dict[str, Interval | None], Decisions]:
+    """Systems read side by side against the people's ratings, on the inputs rated for every
+    system and read for every pair: Kendall's tau between the Bradley-Terry ratings and the
+    people's means (with a bootstrap interval over inputs), and every pair decided as
+    ``decide`` decides scores read alone."""
+    people = {s: people[s] for s in systems}
+    rated = set(complete_inputs(people, people))
+    inputs = sorted(k for k in rated if all(v.get(k) is not None for v in preferences.values()))
+    read = {pair: {k: values[k] for k in inputs} for pair, values in preferences.items()}
+    reference = _rank(people, inputs, "people", rounds, seed)
+    ours = rank_preferences(read, systems, metric="ragmeter", rounds=rounds, seed=seed)
+    return _rating_correlation(read, people, systems, inputs, rounds, seed), decisions_of(
+        reference, ours
+    )
+
+
+def _rating_correlation(
+    read: Preferences,
+    people: Table,
+    systems: Sequence[str],
+    inputs: Sequence[str],
+    rounds: int,
+    seed: int,
+) -> dict[str, Interval | None]:
+    from scipy.stats import kendalltau
+
+    wins = soft_wins(read, systems, inputs)
+    rated = np.array([[people[s][k] for k in inputs] for s in systems], dtype=float)
+    weights = np.vstack([np.ones(len(inputs)), resampled_inputs(len(inputs), rounds, seed)])
+    ratings = bradley_terry_ratings(wins, systems, weights)
+    means = weights @ rated.T / len(inputs)
+    taus = np.array([kendalltau(r, m).statistic for r, m in zip(ratings, means, strict=True)])
+    if np.isnan(taus[0]):
+        return {"kendall": None, "spearman": None}
+    low, high = percentile_interval(taus[1:, None])
+    spearman = coefficients(ratings, means, "spearman")
+    s_low, s_high = percentile_interval(spearman[1:, None])
+    return {
+        "kendall": Interval(value=float(taus[0]), low=float(low[0]), high=float(high[0])),
+        "spearman": Interval(value=float(spearman[0]), low=float(s_low[0]), high=float(s_high[0])),
+    }
+
+
 def _effect(test: PairedTest) -> float | None:
     return test.difference / test.spread if test.spread > 0 else None
 
@@ -222,16 +280,64 @@ def curve(
     draws of N inputs without replacement, the mean shares of :class:`Decisions` and the mean
     system-level Kendall tau; and by the size of ragmeter's difference, how many drawn decisions
     of pairs the people tell apart had the people's sign (``right``) of how many (``draws``)."""
+    everything = complete_inputs(judge, people)
+    return curve_of(
+        lambda inputs: _rank(judge, inputs, "ragmeter", rounds, seed),
+        people,
+        everything,
+        sizes,
+        draws=draws,
+        rounds=rounds,
+        seed=seed,
+    )
+
+
+def preference_curve(
+    preferences: Preferences,
+    people: Table,
+    systems: Sequence[str],
+    sizes: Sequence[int],
+    *,
+    draws: int = 100,
+    rounds: int = 500,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """``curve`` of systems read side by side: each draw's pairs decided and systems ranked on
+    the preferences of its N inputs (``rank_preferences``)."""
+    people = {s: people[s] for s in systems}
+    rated = set(complete_inputs(people, people))
+    everything = sorted(k for k in rated if all(v.get(k) is not None for v in preferences.values()))
+
+    def ours(inputs: Sequence[str]) -> Ranking:
+        read = {pair: {k: values[k] for k in inputs} for pair, values in preferences.items()}
+        return rank_preferences(read, systems, metric="ragmeter", rounds=rounds, seed=seed)
+
+    return curve_of(ours, people, everything, sizes, draws=draws, rounds=rounds, seed=seed)
+
+
+def curve_of(
+    ours: Callable[[Sequence[str]], Ranking],
+    people: Table,
+    everything: Sequence[str],
+    sizes: Sequence[int],
+    *,
+    draws: int,
+    rounds: int,
+    seed: int,
+) -> dict[str, Any]:
+    """The curve of ``ours``, a ranking of the systems on any N of ``everything`` (their
+    means read alone, or their preferences read side by side), against the people's ranking on
+    all of ``everything``; the Kendall tau is of the order ``ours`` ranks the systems in."""
     from scipy.stats import kendalltau
 
-    everything = complete_inputs(judge, people)
     reference = _rank(people, everything, "people", rounds, seed)
     separated = {
         (p.a, p.b): p.test.difference
         for p in reference.pairs
         if _told_apart(p.test, reference.higher_is_better) != "cannot tell"
     }
-    people_means = [np.mean([people[s][k] for k in everything]) for s in people]
+    systems = list(people)
+    people_means = [np.mean([people[s][k] for k in everything]) for s in systems]
     rng = np.random.default_rng(seed)
     found: dict[str, Any] = {}
     for size in sizes:
@@ -241,13 +347,14 @@ def curve(
         by_effect: dict[str, list[int]] = {}
         for _ in range(draws):
             chosen = sorted(rng.choice(everything, size=size, replace=False).tolist())
-            ranking = _rank(judge, chosen, "ragmeter", rounds, seed)
+            ranking = ours(chosen)
             decided = decisions_of(reference, ranking)
             for name in SHARES:
                 value = getattr(decided, name)
                 if value is not None:
                     shares[name].append(value)
-            means = [np.mean([judge[s][k] for k in chosen]) for s in judge]
+            mine = {s.system: s.mean for s in ranking.systems}
+            means = [mine[s] for s in systems]
             shares["kendall"].append(float(kendalltau(means, people_means).statistic))
             for pair in ranking.pairs:
                 if (pair.a, pair.b) not in separated:

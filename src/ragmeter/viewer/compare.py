@@ -383,6 +383,20 @@ class RunsRanking(BaseModel):
     """Where the decision rates came from (None: no decision curve)."""
 
 
+def with_rates(ranking: Ranking, curve: dict[str, Any] | None) -> RankedMetric:
+    """The ranking with, per pair, how often decisions of its size were the people's on the
+    sets ``curve`` measured (a decision curve's ``sets``, of one reading)."""
+    metric = ranking.metric
+    rates = [
+        None
+        if curve is None
+        else decision_rate(curve, metric, p.test.pairs, p.test.difference, p.test.spread)
+        for p in ranking.pairs
+    ]
+    measured = curve is not None and any(metric in found for found in curve["sets"].values())
+    return RankedMetric(ranking=ranking, rates=rates, measured=measured)
+
+
 def rank_runs(
     runs: Sequence[OpenedRun],
     *,
@@ -445,14 +459,7 @@ def rank_runs(
             rounds=rounds,
             seed=seed,
         )
-        rates = [
-            None
-            if curve is None
-            else decision_rate(curve, metric, p.test.pairs, p.test.difference, p.test.spread)
-            for p in ranking.pairs
-        ]
-        measured = curve is not None and any(metric in found for found in curve["sets"].values())
-        ranked.append(RankedMetric(ranking=ranking, rates=rates, measured=measured))
+        ranked.append(with_rates(ranking, curve))
     return RunsRanking(
         runs=labels,
         problems=problems,

@@ -39,8 +39,10 @@ RunKind = Literal[
     "arena-agreement",
     "attribution",
     "retrieval",
+    "side-by-side",
 ]
 
+SIDE_BY_SIDE_FILE = "side_by_side.json"
 SCORES_FILE = "scores.jsonl"
 SCORES_DB = "scores.sqlite"
 SAMPLES_FILE = "samples.csv"
@@ -95,6 +97,8 @@ def open_run(path: str | Path) -> OpenedRun:
         if isinstance(data, dict) and "verdict" in data:
             return OpenedRun(folder, "arena-agreement", data=data)
         raise RunFolderError(f"{agreement}: neither a WikiEval nor an arena agreement report")
+    if (folder / SIDE_BY_SIDE_FILE).is_file():  # ragmeter compare --side-by-side --out
+        return OpenedRun(folder, "side-by-side", data=_json(folder / SIDE_BY_SIDE_FILE))
     if (folder / "leaderboard.json").is_file():
         return OpenedRun(folder, "arena", data=_json(folder / "leaderboard.json"))
     if (folder / "battles.jsonl").is_file():

@@ -31,6 +31,7 @@ KIND_TITLES = {
     "arena-agreement": "arena judge agreement with human labels",
     "attribution": "KaLMA attribution",
     "retrieval": "retriever runs (ragmeter retrieval)",
+    "side-by-side": "systems read side by side (compare --side-by-side)",
 }
 
 
@@ -94,6 +95,7 @@ def run_sections(run: OpenedRun, prefix: str = "") -> list[Section]:
         "arena-agreement": _arena_agreement,
         "attribution": _attribution,
         "retrieval": _retrieval,
+        "side-by-side": _side_by_side,
     }[run.kind]
     sections = build(run)
     for section in sections:
@@ -558,6 +560,7 @@ def ranking_sections(ranked: RunsRanking) -> list[Section]:
     for found in ranked.metrics:
         ranking = found.ranking
         direction = "higher" if ranking.higher_is_better else "lower"
+        side = any(p.win_rate is not None for p in ranking.pairs)
         rows = []
         for pair, rate in zip(ranking.pairs, found.rates, strict=True):
             if rate is not None:
@@ -575,16 +578,22 @@ def ranking_sections(ranked: RunsRanking) -> list[Section]:
                         pair.adjusted_p,
                         pair.verdict if pair.verdict == "cannot tell" else f"B {pair.verdict}",
                         "—" if pair.detectable is None else f"±{pair.detectable:.3f}",
+                        *([_won(pair.win_rate), pair.read] if side else []),
                         worth,
                     ],
                     "flags": [pair.verdict],
                 }
             )
         left_out = sum(len(keys) for keys in ranking.left_out.values())
+        read = (
+            f"{ranking.samples} inputs read side by side for every pair"
+            if side
+            else f"{ranking.samples} samples scored by every run"
+        )
         sections.append(
             {
                 "heading": f"{ranking.metric}: ranked, {direction} is better",
-                "text": f"{ranking.samples} samples scored by every run"
+                "text": read
                 + (f"; {left_out} left unscored by some run, so left out" if left_out else "")
                 + ".",
                 "charts": [
@@ -594,7 +603,9 @@ def ranking_sections(ranked: RunsRanking) -> list[Section]:
                         value="mean",
                         low="ci_low",
                         high="ci_high",
-                        title=f"{ranking.metric}: mean with 95% CI",
+                        title=f"{ranking.metric}: "
+                        + ("Bradley-Terry rating" if side else "mean")
+                        + " with 95% CI",
                     )
                 ],
                 "table": table(
@@ -605,6 +616,7 @@ def ranking_sections(ranked: RunsRanking) -> list[Section]:
                         ("p (Holm)", True),
                         "verdict",
                         "tells apart",
+                        *(["B preferred", "read"] if side else []),
                         "decided as people",
                     ],
                     rows,
@@ -612,6 +624,71 @@ def ranking_sections(ranked: RunsRanking) -> list[Section]:
                 ),
             }
         )
+    return sections
+
+
+def _won(rate: Any) -> str:
+    return "—" if rate is None else f"{rate.value:.0%} {interval(rate.low, rate.high, 2)}"
+
+
+def _side_by_side(run: OpenedRun) -> list[Section]:
+    """A ``compare --side-by-side`` folder: the systems ranked and every pair decided on the
+    preferences, then what the reading cost and how the judge leaned (position, length)."""
+    found = run.data
+    ranked = RunsRanking.model_validate(found["ranking"])
+    summary = found["side_by_side"]
+    sections = ranking_sections(ranked)
+    sections[0]["heading"] = "Which system is better, read side by side: " + ", ".join(ranked.runs)
+    sections[0]["text"] = (
+        f"Each input's answers were read together by the judge, in both orders, and the "
+        f"probabilities of A and B averaged over the orders ({summary['design']} pairs, "
+        f"{summary['reads']} reads). Each pair: the mean preference for B with its 95% "
+        "bootstrap interval, a sign-flip p-value adjusted for the number of pairs (Holm), the "
+        "verdict at 0.05 and the share of inputs on which B was preferred. Systems are ranked "
+        "by Bradley-Terry ratings."
+    )
+    rows = []
+    for metric in summary["metrics"]:
+        order, length = metric["order_bias"], metric["length_bias"]
+        controlled = metric["length_controlled"]
+        rows.append(
+            {
+                "cells": [
+                    metric["metric"],
+                    metric["comparative"],
+                    f"{order['first_preferred']} of {order['reads']}",
+                    "—"
+                    if length["longer_preferred"] is None
+                    else f"{length['longer_preferred']:.0%}",
+                    "—"
+                    if controlled is None
+                    else "; ".join(
+                        f"{p['b']} vs {p['a']}: {p['verdict']}" for p in controlled["pairs"]
+                    ),
+                    metric["unscored"],
+                ]
+            }
+        )
+    sections.append(
+        {
+            "heading": "How the judge leaned",
+            "text": "The first position's share of reads, whatever was shown there, and the "
+            "longer answer's share of the inputs whose answers differ in length; the verdicts "
+            "with the length term taken out are beside them.",
+            "table": table(
+                [
+                    "metric",
+                    "asked",
+                    "first shown preferred",
+                    "longer preferred",
+                    "verdicts, length controlled",
+                    ("unscored", True),
+                ],
+                rows,
+                name="side-by-side-bias",
+            ),
+        }
+    )
     return sections
 
 

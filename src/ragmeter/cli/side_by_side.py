@@ -1,0 +1,286 @@
+"""``ragmeter compare A B [C ...] --side-by-side``: each input's answers read together by the
+judge, in both orders, and the systems decided and ranked on the preferences
+(``ragmeter.side_by_side``). A system is a run folder or a samples file; inputs are paired by
+sample id."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from ragmeter.cli.common import open_models, progress_bar
+from ragmeter.cli.pairs import pair_sentences, pairs_table
+from ragmeter.criteria.asking import missing_field
+from ragmeter.criteria.definition import Criterion
+from ragmeter.data import load_samples
+from ragmeter.decision_curve import load_decision_curve
+from ragmeter.labels.passages import judged_passages
+from ragmeter.sample import Sample
+from ragmeter.side_by_side import (
+    Design,
+    MetricSideBySide,
+    SideBySide,
+    compare_side_by_side,
+    criterion_named,
+    paired_inputs,
+    planned_reads,
+)
+from ragmeter.viewer import open_run
+from ragmeter.viewer.compare import RankedMetric, RunsRanking, with_rates
+from ragmeter.viewer.folders import SIDE_BY_SIDE_FILE
+from ragmeter.viewer.views import fmt, interval
+
+DEFAULT_METRICS = ("faithfulness", "answer_relevance")
+"""Compared where no metric is named: the two RAGAS questions every sample can answer."""
+
+
+def counted(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def systems_of(paths: Sequence[Path]) -> dict[str, list[Sample]]:
+    """Each system's answers, named by its folder or file: a run folder's samples (their
+    passages read back from the judge's prompts), or a samples file."""
+    names = [p.name if p.is_dir() else p.stem for p in paths]
+    if len(set(names)) != len(names):
+        names = [str(p) for p in paths]
+    found: dict[str, list[Sample]] = {}
+    for name, path in zip(names, paths, strict=True):
+        if path.is_dir():
+            result = open_run(path).result
+            if result is None:
+                raise ValueError(f"{path}: not an evaluate run folder, nor a samples file")
+            passages, _ = judged_passages(result, ())
+            found[name] = [
+                s.model_copy(update={"contexts": passages.get(s.key, s.contexts)})
+                for s in result.samples
+            ]
+        else:
+            found[name] = load_samples(path).samples
+    return found
+
+
+def chosen_criteria(metrics: Sequence[str] | None, defined: Sequence[Criterion]) -> list[Criterion]:
+    """The criteria named (ready ones, RAGAS metrics, or defined in a file), else the defaults."""
+    own = {c.name: c for c in defined}
+    if not metrics:
+        return list(defined) or [criterion_named(m) for m in DEFAULT_METRICS]
+    return [own[m] if m in own else criterion_named(m) for m in metrics]
+
+
+def check_fields(systems: dict[str, list[Sample]], criteria: Sequence[Criterion]) -> None:
+    """Every answer compared holds what its criteria read; else an error naming the system,
+    the sample and the field."""
+    shared, _ = paired_inputs(systems)
+    wanted = set(shared)
+    for name, samples in systems.items():
+        for sample in samples:
+            for criterion in criteria:
+                field = missing_field(criterion, sample) if sample.key in wanted else None
+                if field:
+                    raise ValueError(
+                        f"{name}, sample {sample.key!r}: {criterion.name} reads {field!r}, "
+                        "which it lacks (give the samples file that holds it)"
+                    )
+
+
+def as_ranking(found: SideBySide) -> RunsRanking:
+    """The comparison in ``compare --json``'s ``ranking`` shape, with the decision rates of the
+    side-by-side decision curve."""
+    loaded = load_decision_curve()
+    curve = None if loaded is None else loaded[0].get("side_by_side")
+    missing = sorted({k for ids in found.missing.values() for k in ids})
+    return RunsRanking(
+        runs=found.systems,
+        problems=[],
+        notes=[
+            f"{name}: no answer to {counted(len(ids), 'input')}, left out"
+            for name, ids in found.missing.items()
+        ],
+        samples=found.inputs,
+        not_in_every_run=missing,
+        metrics=[with_rates(m.ranking, curve) for m in found.metrics],
+        curve=None if curve is None else loaded[1],  # type: ignore[index]
+    )
+
+
+def summary(found: SideBySide) -> dict[str, Any]:
+    """What the JSON and the results file add to the ranking: the reading, its cost, and per
+    metric the order and length biases and the length-controlled pairs."""
+    return {
+        "design": found.design,
+        "pairs_read": found.pairs_read,
+        "reads": found.reads,
+        "judge_calls": found.judge_calls,
+        "seconds": found.seconds,
+        "missing": found.missing,
+        "metrics": [
+            {
+                "metric": m.metric,
+                "comparative": m.comparative,
+                "unscored": m.unscored,
+                "order_bias": {**m.order_bias.model_dump(), "share": m.order_bias.share},
+                "length_bias": m.length_bias.model_dump(),
+                "length_controlled": None
+                if m.length_controlled is None
+                else m.length_controlled.model_dump(),
+            }
+            for m in found.metrics
+        ],
+    }
+
+
+def dry_run(
+    console: Console,
+    systems: dict[str, list[Sample]],
+    criteria: Sequence[Criterion],
+    design: Design,
+    anchor: str | None,
+) -> None:
+    shared, missing = paired_inputs(systems)
+    reads = planned_reads(list(systems), len(shared), len(criteria), design, anchor)
+    console.print(
+        f"dry run: {reads} reads ({len(systems)} systems, {counted(len(shared), 'input')} every "
+        f"system answered, {counted(len(criteria), 'metric')}, both orders); nothing was judged",
+        highlight=False,
+    )
+    for name, ids in missing.items():
+        console.print(
+            Text(f"{name}: no answer to {counted(len(ids), 'input')} (e.g. {ids[0]}), left out")
+        )
+
+
+def write_results(out: Path, found: SideBySide, ranked: RunsRanking) -> Path:
+    """The ranking, the summary and every input's preferences in ``out/side_by_side.json``."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / SIDE_BY_SIDE_FILE
+    record = {
+        "ranking": ranked.model_dump(),
+        "side_by_side": summary(found),
+        "preferences": {m.metric: [p.model_dump() for p in m.preferences] for m in found.metrics},
+    }
+    path.write_text(json.dumps(record, indent=1))
+    return path
+
+
+def print_side_by_side(console: Console, found: SideBySide, ranked: RunsRanking) -> None:
+    for metric, rated in zip(found.metrics, ranked.metrics, strict=True):
+        console.print(ratings_table(metric))
+        console.print(pairs_table(rated.ranking, rated, unit="inputs"))
+        for line in notes(metric, rated):
+            console.print(Text(line), highlight=False, soft_wrap=True)
+    made = f"{found.judge_calls} made now, the rest from the cache"
+    pace = (
+        f"{found.seconds / found.judge_calls:.2f} s a read" if found.judge_calls else "no read made"
+    )
+    console.print(
+        f"{found.inputs} inputs every system answered; {found.reads} reads ({made}) in "
+        f"{found.seconds:.0f} s, {pace}; both orders of each pair, P(A) from the judge's "
+        "probabilities; p: sign-flip permutation, adjusted for the number of pairs (Holm)",
+        highlight=False,
+    )
+
+
+def ratings_table(metric: MetricSideBySide) -> Table:
+    ranking = metric.ranking
+    table = Table(
+        title=escape(f"{ranking.metric}, side by side: {metric.comparative}"),
+        caption="Bradley-Terry rating (Elo scale, mean 1000) from the preferences",
+    )
+    for column in ("rank", "system", "rating", "95% CI"):
+        table.add_column(column, justify="left" if column == "system" else "right")
+    for rank, system in enumerate(ranking.systems, 1):
+        table.add_row(
+            str(rank),
+            Text(system.system),
+            fmt(system.mean, 0),
+            interval(system.ci_low, system.ci_high, 0),
+        )
+    return table
+
+
+def notes(metric: MetricSideBySide, rated: RankedMetric) -> list[str]:
+    """The pairs' verdicts in words, then the position and length biases measured."""
+    lines = pair_sentences(rated, unit="inputs")
+    bias = metric.order_bias
+    if bias.share is not None:
+        lines.append(
+            f"order bias: the response shown first was preferred in {bias.first_preferred} of "
+            f"{bias.reads} reads ({bias.share:.0%}); only both orders averaged are used"
+        )
+    length = metric.length_bias
+    if length.longer_preferred is not None:
+        lines.append(
+            f"length: the longer answer was preferred on {length.longer_preferred:.0%} of the "
+            f"{length.inputs} inputs whose answers differ in length (slope {length.slope:+.3f})"
+        )
+    if metric.length_controlled is not None:
+        verdicts = ", ".join(f"{p.b} vs {p.a}: {p.verdict}" for p in metric.length_controlled.pairs)
+        lines.append(f"length controlled: {verdicts}")
+    if metric.unscored:
+        lines.append(f"{metric.unscored} input preferences unscored (their reasons are in --out)")
+    return lines
+
+
+def run_side_by_side(
+    console: Console,
+    paths: Sequence[Path],
+    *,
+    metrics: Sequence[str] | None,
+    defined: Sequence[Criterion],
+    judge: str,
+    judge_options: list[str] | None,
+    design: Design,
+    anchor: str | None,
+    dry: bool,
+    as_json: bool,
+    out: Path | None,
+    cache: bool,
+    rounds: int,
+    seed: int,
+    difference: float | None,
+) -> None:
+    """The command: read the systems, say the reads (``dry``) or make them, and print."""
+    systems = systems_of(paths)
+    criteria = chosen_criteria(metrics, defined)
+    check_fields(systems, criteria)
+    if dry:
+        dry_run(console, systems, criteria, design, anchor)
+        return
+    model, _ = open_models(console, judge, judge_options, cache=cache)
+    shared, _ = paired_inputs(systems)
+    total = planned_reads(list(systems), len(shared), len(criteria), design, anchor)
+    # No bar where JSON is printed, or where nobody watches (the bar would be part of the output).
+    bar = progress_bar(console, transient=True, disable=as_json or not console.is_terminal)
+    with bar:
+        task = bar.add_task("reading side by side", total=total)
+        found = compare_side_by_side(
+            systems,
+            criteria,
+            model,
+            design=design,
+            anchor=anchor,
+            rounds=rounds,
+            seed=seed,
+            difference=difference,
+            on_input=lambda reads: bar.advance(task, reads),
+        )
+    ranked = as_ranking(found)
+    if out is not None:
+        write_results(out, found, ranked)
+    if as_json:
+        found_json = {
+            "comparison": None,
+            "ranking": ranked.model_dump(),
+            "side_by_side": summary(found),
+        }
+        console.print_json(json.dumps(found_json))
+        return
+    print_side_by_side(console, found, ranked)
