@@ -388,3 +388,16 @@ def test_preferences_are_measured_against_people_as_scores_are() -> None:
     rated = {"x": dict.fromkeys("abcdef", 0.0), "y": dict.fromkeys("abcdef", 1.0)}
     _, decided = decide_preferences(six, rated, ["x", "y"], rounds=200)
     assert decided.same_pairwise == 1.0
+
+
+def test_the_intervals_are_over_inputs() -> None:
+    # Preferences -0.1 and +0.1: a resampled mean is -0.1, 0 or 0.1 (chances 1/4, 1/2, 1/4), so
+    # the 95% interval is [-0.1, 0.1] around a mean of 0; the win rate's, of wins 0 and 1, is
+    # [0, 1] around 0.5.
+    ranking = rank_preferences({("x", "y"): {"i": -0.1, "j": 0.1}}, ["x", "y"], metric="m")
+    (pair,) = ranking.pairs
+    assert pair.test.difference == pytest.approx(0.0)
+    assert (pair.test.ci_low, pair.test.ci_high) == pytest.approx((-0.1, 0.1))
+    assert pair.win_rate is not None
+    assert (pair.win_rate.value, pair.win_rate.low, pair.win_rate.high) == (0.5, 0.0, 1.0)
+    assert pair.verdict == "cannot tell"
