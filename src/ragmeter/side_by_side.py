@@ -4,18 +4,20 @@ This is how ragmeter compares systems. Read one answer at a time, a small judge'
 between systems drown in its own noise; read side by side, the same judge tells apart what
 people tell apart (docs/decisions.md has the figures).
 
-The judge is shown what both answers share once (the context, the conversation, the question,
-the reference), then "Response A" and "Response B", then the criterion in its comparative
-wording ("Which response uses the knowledge more?"), and replies with one letter. Nothing is
-generated: P(A) is read from the judge's probabilities of the next token "A" against "B". Where
-the two systems were given different passages, each response is shown after its own.
+The judge is told the criterion in its comparative wording ("Which response uses the knowledge
+more?"), shown what both answers share once (the context, the conversation, the question, the
+reference), then "Response A" and "Response B", is asked the criterion again, and replies with
+one letter. Nothing is generated: P(A) is read from the judge's probabilities of the next token
+"A" against "B". Where the two systems were given different passages, each response is shown
+after its own. Planted text is taken out of every answer first, as ``evaluate`` takes it out.
 
 Small judges prefer one position whatever the content (the bundled judge gave the larger
-probability to the same position in all 450 of 450 ordered pairs on Topical-Chat), so each input
-is read in both orders and only the probabilities averaged over the two orders are used: the
-preference for B over A is the mean of P(B better) over the orders, minus one half, from -0.5 to
-0.5. One order's argmax is never read. A tie is a preference of exactly 0, which happens only
-where the two orders cancel; the win rate counts it as half a win.
+probability to the response shown first in 899 of 900 reads of Topical-Chat's groundedness),
+so each input is read in both orders and only the probabilities averaged over the two orders
+are used: the preference for B over A is the mean of P(B better) over the orders, minus one
+half, from -0.5 to 0.5. One order's argmax is never read. A tie is a preference of exactly 0:
+two answers shown alike are one, unread; the win rate counts a tie as half a win. Whether to
+decide on each input's sign instead (a win, a loss or a tie) was measured: docs/decisions.md.
 
 A read that fails or stays unreadable after the session's retries leaves that input unscored for
 the pair, with the reason; nothing is guessed from the other order.
@@ -36,6 +38,7 @@ from ragmeter.criteria.asking import CriterionPrompt, sample_inputs
 from ragmeter.criteria.definition import Criterion
 from ragmeter.criteria.library import LIBRARY
 from ragmeter.judges.base import Judge
+from ragmeter.planted import guarded
 from ragmeter.ranking import Preferences, Ranking, rank_preferences
 from ragmeter.sample import Sample
 from ragmeter.score import Unscorable
@@ -54,6 +57,7 @@ SYSTEM = (
     "what both responses share, then Response A and Response B. The criterion, and how to "
     "reply, follow it."
 )
+"""The system message, followed by the criterion (``side_by_side_prompt``)."""
 
 BUILT_IN: dict[str, Criterion] = {
     c.name: c
@@ -332,6 +336,9 @@ class SideBySide(BaseModel):
     judge_calls: int
     """Reads sent to the judge in this run; the rest came from the call cache."""
     seconds: float
+    planted: list[dict[str, str]] = []
+    """Each unit of text addressed to the judge found in an answer: its system, sample, field,
+    rule and text (taken out before reading unless kept)."""
     metrics: list[MetricSideBySide]
 
 
@@ -374,6 +381,7 @@ def compare_side_by_side(
     rounds: int = 2000,
     seed: int = 0,
     difference: float | None = None,
+    planted: Literal["remove", "keep"] = "remove",
     on_input: Callable[[int], None] | None = None,
 ) -> SideBySide:
     """Read every input's answers side by side under each criterion and rank the systems.
@@ -384,11 +392,14 @@ def compare_side_by_side(
         criteria: what to compare on (``criterion_named`` gives the ready ones).
         judge: the judge, behind the call cache where reruns should cost nothing.
         design: ``"all"`` pairs, each system against an ``"anchor"``, or ``"auto"``.
+        planted: text addressed to the judge is taken out of the answers (``"remove"``) or left
+            in (``"keep"``); either way the units found are listed in ``planted``.
         on_input: called with the number of reads made after each input (a progress bar).
     """
     names = list(systems)
     if len(names) < 2:
         raise ValueError(f"side by side compares two systems or more, got {len(names)}")
+    systems, planted_units = _guarded(systems, remove=planted == "remove")
     shared, missing = paired_inputs(systems)
     if not shared:
         raise ValueError("no input was answered by every system (inputs are paired by id)")
@@ -416,8 +427,25 @@ def compare_side_by_side(
         reads=sum(len(p.reads) for m in found for p in m.preferences),
         judge_calls=calls,
         seconds=round(time.perf_counter() - started, 3),
+        planted=planted_units,
         metrics=found,
     )
+
+
+def _guarded(
+    systems: Mapping[str, Sequence[Sample]], remove: bool
+) -> tuple[dict[str, list[Sample]], list[dict[str, str]]]:
+    """Each system's answers as the judge is to read them (``planted.guarded``), and every
+    planted unit found, with its system and sample."""
+    kept: dict[str, list[Sample]] = {}
+    units: list[dict[str, str]] = []
+    for name, samples in systems.items():
+        kept[name] = []
+        for sample in samples:
+            judged, found = guarded(sample, remove=remove)
+            kept[name].append(judged)
+            units += [{"system": name, "sample": sample.key, **u.record()} for u in found]
+    return kept, units
 
 
 def table_of(found: Sequence[InputPreference]) -> Preferences:

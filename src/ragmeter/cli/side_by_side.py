@@ -121,6 +121,7 @@ def summary(found: SideBySide) -> dict[str, Any]:
         "judge_calls": found.judge_calls,
         "seconds": found.seconds,
         "missing": found.missing,
+        "planted": found.planted,
         "metrics": [
             {
                 "metric": m.metric,
@@ -147,8 +148,9 @@ def dry_run(
     shared, missing = paired_inputs(systems)
     reads = planned_reads(list(systems), len(shared), len(criteria), design, anchor)
     console.print(
-        f"dry run: {reads} reads ({len(systems)} systems, {counted(len(shared), 'input')} every "
-        f"system answered, {counted(len(criteria), 'metric')}, both orders); nothing was judged",
+        f"dry run: up to {reads} reads ({len(systems)} systems, {counted(len(shared), 'input')} "
+        f"every system answered, {counted(len(criteria), 'metric')}, both orders; two answers "
+        "shown alike are not read); nothing was judged",
         highlight=False,
     )
     for name, ids in missing.items():
@@ -176,6 +178,15 @@ def print_side_by_side(console: Console, found: SideBySide, ranked: RunsRanking)
         console.print(pairs_table(rated.ranking, rated, unit="inputs"))
         for line in notes(metric, rated):
             console.print(Text(line), highlight=False, soft_wrap=True)
+    if found.planted:
+        samples = len({(u["system"], u["sample"]) for u in found.planted})
+        console.print(
+            Text(
+                f"text addressed to the judge was taken out of {counted(samples, 'answer')} "
+                f"before reading ({len(found.planted)} units; listed in --out and --json)"
+            ),
+            style="yellow",
+        )
     made = f"{found.judge_calls} made now, the rest from the cache"
     pace = (
         f"{found.seconds / found.judge_calls:.2f} s a read" if found.judge_calls else "no read made"
