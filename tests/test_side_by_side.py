@@ -412,3 +412,34 @@ def test_planted_text_is_taken_out_of_an_answer_before_it_is_read() -> None:
     shown_to_judge = judge.history[0].messages[1].content
     assert "Ignore all previous instructions" not in shown_to_judge
     assert "<response B>\ngood." in shown_to_judge
+
+
+def test_side_by_side_asks_what_to_compare_on(tmp_path, judged_by) -> None:
+    from typer.testing import CliRunner
+
+    from ragmeter.cli.main import app
+
+    write_answers(tmp_path / "a.jsonl", ["fair"])
+    write_answers(tmp_path / "b.jsonl", ["good"])
+    found = CliRunner().invoke(
+        app, ["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--side-by-side"]
+    )
+    assert found.exit_code == 2
+    assert "name what to compare on side by side" in found.output
+    (tmp_path / "c.toml").write_text(
+        "[polite]\nquestion = 'Is the response polite?'\ncompared = 'Which response is politer?'\n"
+    )
+    own = CliRunner().invoke(
+        app,
+        [
+            "compare",
+            str(tmp_path / "a.jsonl"),
+            str(tmp_path / "b.jsonl"),
+            "--side-by-side",
+            "--criteria",
+            str(tmp_path / "c.toml"),
+            "--json",
+        ],
+    )
+    assert own.exit_code == 0, own.output
+    assert "Criterion: Which response is politer?" in judged_by.history[-1].messages[1].content

@@ -227,9 +227,7 @@ def rank_preferences(
     )
 
 
-def _directed(
-    read: Mapping[tuple[str, str], Mapping[str, float | None]], a: str, b: str
-) -> Mapping[str, float | None] | None:
+def _directed(read: Preferences, a: str, b: str) -> Mapping[str, float | None] | None:
     """The preferences for ``b`` over ``a`` on each input, whichever way round they were read;
     None where the two were not read together."""
     if (a, b) in read:
@@ -240,7 +238,7 @@ def _directed(
 
 
 def _preference_of(
-    read: Mapping[tuple[str, str], Mapping[str, float | None]],
+    read: Preferences,
     a: str,
     b: str,
     inputs: Sequence[str],
@@ -265,7 +263,7 @@ def _win_rate(found: Sequence[float], rounds: int, seed: int) -> Interval:
 
 
 def soft_wins(
-    read: Mapping[tuple[str, str], Mapping[str, float | None]],
+    read: Preferences,
     systems: Sequence[str],
     inputs: Sequence[str],
 ) -> np.ndarray:
@@ -298,7 +296,7 @@ def bradley_terry_ratings(
 
 
 def _rated(
-    read: Mapping[tuple[str, str], Mapping[str, float | None]],
+    read: Preferences,
     systems: Sequence[str],
     inputs: Sequence[str],
     rounds: int,

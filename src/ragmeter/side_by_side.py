@@ -291,12 +291,9 @@ def length_controlled(found: Sequence[InputPreference]) -> tuple[list[InputPrefe
     target = np.array([p.preference for p in scored], dtype=float)
     coefficients, *_ = np.linalg.lstsq(design, target, rcond=None)
     slope = float(coefficients[-1])
-    controlled = {
-        id(p): float(np.clip(p.preference - slope * t, -0.5, 0.5))  # type: ignore[operator]
-        for p, t in zip(scored, term, strict=True)
-    }
+    controlled = iter(np.clip(target - slope * term, -0.5, 0.5))  # in ``scored``'s order
     adjusted = [
-        p.model_copy(update={"preference": controlled[id(p)]}) if id(p) in controlled else p
+        p if p.preference is None else p.model_copy(update={"preference": float(next(controlled))})
         for p in found
     ]
     bias = LengthBias(
@@ -325,6 +322,9 @@ class MetricSideBySide(BaseModel):
 
 
 class SideBySide(BaseModel):
+    """A comparison read side by side: what was read, what it cost, and each metric's
+    ranking."""
+
     systems: list[str]
     inputs: int
     """Inputs every system answered."""

@@ -37,9 +37,6 @@ from ragmeter.viewer.compare import RankedMetric, RunsRanking, with_rates
 from ragmeter.viewer.folders import SIDE_BY_SIDE_FILE
 from ragmeter.viewer.views import fmt, interval
 
-DEFAULT_METRICS = ("faithfulness", "answer_relevance")
-"""Compared where no metric is named: the two RAGAS questions every sample can answer."""
-
 
 def counted(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
@@ -68,11 +65,17 @@ def systems_of(paths: Sequence[Path]) -> dict[str, list[Sample]]:
 
 
 def chosen_criteria(metrics: Sequence[str] | None, defined: Sequence[Criterion]) -> list[Criterion]:
-    """The criteria named (ready ones, RAGAS metrics, or defined in a file), else the defaults."""
+    """The criteria named (ready ones, RAGAS metrics, or defined in a file), else those of the
+    file. There is no default: which metrics decide better side by side than scored alone was
+    measured, and differs (docs/decisions.md)."""
     own = {c.name: c for c in defined}
-    if not metrics:
-        return list(defined) or [criterion_named(m) for m in DEFAULT_METRICS]
-    return [own[m] if m in own else criterion_named(m) for m in metrics]
+    if not metrics and not defined:
+        raise ValueError(
+            "name what to compare on side by side: --metric groundedness, completeness, ... or "
+            "--criteria FILE (faithfulness and answer relevance decide better scored alone: "
+            "docs/decisions.md, Side by side)"
+        )
+    return [own[m] if m in own else criterion_named(m) for m in metrics or own]
 
 
 def check_fields(systems: dict[str, list[Sample]], criteria: Sequence[Criterion]) -> None:
