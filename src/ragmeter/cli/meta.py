@@ -17,7 +17,6 @@ from rich.console import Console
 from rich.table import Table
 
 from ragmeter.arena.agreement import stats_table
-from ragmeter.arena.judge import METHODS as PAIRWISE_METHODS
 from ragmeter.cli.common import (
     CacheFlag,
     EmbedderOptions,
@@ -53,7 +52,12 @@ from ragmeter.meta.attribution import (
 from ragmeter.meta.mtrag import METRICS as MTRAG_METRICS
 from ragmeter.meta.mtrag import Interval, chosen_metrics, load_mtrag, run_mtrag
 from ragmeter.meta.ragchecker import FIGURES as RAGCHECKER_FIGURES
-from ragmeter.meta.ragchecker import PAIRWISE_ROWS, load_ragchecker, run_ragchecker
+from ragmeter.meta.ragchecker import (
+    PAIRWISE_METHODS,
+    PAIRWISE_ROWS,
+    load_ragchecker,
+    run_ragchecker,
+)
 from ragmeter.meta.testset import K, TestsetReport, testset_report
 from ragmeter.meta.wikieval import DIMENSIONS, METHODS, PAPER_TABLE_4, load_wikieval, run_wikieval
 from ragmeter.metrics import metric_by_name

@@ -33,7 +33,7 @@ from ragmeter.arena.agreement import AgreementStats, agreement_report
 from ragmeter.arena.agreement import agreement as label_agreement
 from ragmeter.arena.battles import Battle
 from ragmeter.arena.data import Pair
-from ragmeter.arena.judge import METHODS, judge_pairs, open_judge, sign
+from ragmeter.arena.judge import Method, judge_pairs, open_judge, sign
 from ragmeter.cluster import Executor, RayExecutor, RayPool
 from ragmeter.evaluate import evaluate
 from ragmeter.judges import Judge
@@ -148,6 +148,9 @@ PAIRWISE_ROWS = {
     "f1 difference": "sign of the F1 difference",
 }
 """The rows of the pairwise report, by key, as the command names them."""
+
+PAIRWISE_METHODS: tuple[Method, ...] = ("claims", "generative")
+"""The arena methods the pairwise report's rows are decided with, each a run of its own."""
 
 
 def _differences(pairs: Sequence[tuple[float | None, float | None]]) -> tuple[np.ndarray, int]:
@@ -330,7 +333,7 @@ def pairwise_agreement(
                 on_battle=on_pair,
             )
         )
-        for method in METHODS
+        for method in PAIRWISE_METHODS
     }
     differences = []
     for pair in pairs:
