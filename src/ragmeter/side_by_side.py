@@ -58,6 +58,12 @@ SYSTEM = (
     "reply, follow it."
 )
 """The system message, followed by the criterion (``side_by_side_prompt``)."""
+PASSAGES_SYSTEM = (
+    "You compare the passages two search systems returned for the same query against one "
+    "criterion. The data comes first: the query, then Context A and Context B. The criterion, "
+    "and how to reply, follow it."
+)
+"""The system message where the criterion reads no response: the contexts are compared."""
 
 BUILT_IN: dict[str, Criterion] = {
     c.name: c
@@ -78,6 +84,15 @@ BUILT_IN: dict[str, Criterion] = {
             reads=("question", "answer"),
         ),
         Criterion(
+            name="retrieved_passages",
+            question="Do the passages answer the query?",
+            compared=(
+                "Which context answers the query better: more of its passages about what the "
+                "query asks, and its best passages answering it more fully?"
+            ),
+            reads=("question", "contexts"),
+        ),
+        Criterion(
             name="answer_correctness",
             question="Does the response give the answer that the reference gives?",
             compared="Which response agrees better with the reference answer?",
@@ -85,7 +100,8 @@ BUILT_IN: dict[str, Criterion] = {
         ),
     )
 }
-"""The RAGAS metrics as side-by-side questions: what each of them asks, of two answers."""
+"""The RAGAS metrics as side-by-side questions, what each of them asks of two answers; and what
+two retrievers' passages for one query are compared on (``retrieved_passages``)."""
 
 
 def comparative(criterion: Criterion) -> str:
@@ -111,26 +127,42 @@ def side_by_side_prompt(criterion: Criterion) -> CriterionPrompt:
     Topical-Chat dialogues (15 pairs of systems each) that raised the mean standardized effect
     of groundedness on the pairs people tell apart from 0.58 to 0.79 (docs/decisions.md)."""
     asked = comparative(criterion)
+    system = SYSTEM if "answer" in criterion.reads else PASSAGES_SYSTEM
     return CriterionPrompt(
         name=f"side_by_side.{criterion.name}",
-        instruction=f"{SYSTEM} The criterion: {asked}",
+        instruction=f"{system} The criterion: {asked}",
         question=f"Criterion: {asked}\nAnswer with one letter, A or B.",
     )
 
 
+def compared_field(criterion: Criterion) -> Literal["response", "context"]:
+    """What differs between the two sides: the responses, or where the criterion reads none
+    (two retrievers compared), the contexts."""
+    return "response" if "answer" in criterion.reads else "context"
+
+
 def shown(criterion: Criterion, first: Sample, second: Sample) -> dict[str, str | list[str]]:
     """What the judge reads of two answers to one input, in order: the fields both share, then
-    each response (after its own passages where the two were given different ones)."""
+    each response (after its own passages where the two were given different ones); where no
+    response is read, each side's passages."""
     one, two = sample_inputs(criterion, first), sample_inputs(criterion, second)
-    own_context = "context" in one and one["context"] != two["context"]
-    inputs = {
-        k: v for k, v in one.items() if k != "response" and not (own_context and k == "context")
-    }
+    compared = compared_field(criterion)
+    own = {compared} | (
+        {"context"} if "context" in one and one["context"] != two["context"] else set()
+    )
+    inputs = {k: v for k, v in one.items() if k not in own}
     for letter, found in (("A", one), ("B", two)):
-        if own_context:
-            inputs[f"context {letter}"] = found["context"]
-        inputs[f"response {letter}"] = found["response"]
+        for field in ("context", "response"):
+            if field in own:
+                inputs[f"{field} {letter}"] = found[field]
     return inputs
+
+
+def words_compared(criterion: Criterion, sample: Sample) -> int:
+    """The length in words of what is compared of ``sample`` (for the length bias)."""
+    if compared_field(criterion) == "response":
+        return len(sample.answer.split())
+    return sum(len(passage.split()) for passage in sample.contexts)
 
 
 class Read(BaseModel):
@@ -156,7 +188,7 @@ class InputPreference(BaseModel):
     """Both orders' reads; none where the two answers are shown alike (a tie, unread)."""
     length_a: int
     length_b: int
-    """The answers' lengths in words (for the length bias)."""
+    """The lengths in words of what was compared (for the length bias)."""
 
 
 def preference_of(reads: Sequence[Read]) -> tuple[float | None, str | None]:
@@ -199,8 +231,8 @@ def read_input(
                 preference=preference,
                 unscored_reason=reason,
                 reads=reads,
-                length_a=len(sa.answer.split()),
-                length_b=len(sb.answer.split()),
+                length_a=words_compared(criterion, sa),
+                length_b=words_compared(criterion, sb),
             )
         )
     return found

@@ -52,6 +52,18 @@ EmbedderOptions = Annotated[
     typer.Option("--embedder-option", help="Embedder provider option NAME=VALUE (repeat)."),
 ]
 CacheFlag = Annotated[bool, typer.Option(help="Reuse cached judge calls.")]
+SideBySideDesign = Annotated[
+    str,
+    typer.Option(
+        "--design",
+        help="Side by side: 'all' pairs, each system against an 'anchor', or 'auto' (all pairs "
+        "of up to 4 systems).",
+    ),
+]
+AnchorSystem = Annotated[
+    str | None,
+    typer.Option("--anchor", help="Side by side: the anchor system (default: the first)."),
+]
 ResultsFolder = Annotated[Path, typer.Option(help="Results folder; rerun with it to resume.")]
 RayAddress = Annotated[
     str | None,

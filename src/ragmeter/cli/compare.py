@@ -17,12 +17,14 @@ from rich.text import Text
 
 from ragmeter.cli.calibrate import evaluation, print_differences
 from ragmeter.cli.common import (
+    AnchorSystem,
     CacheFlag,
     CriteriaFile,
     JudgeOptions,
     JudgeSpec,
     LabelScales,
     LabelsFiles,
+    SideBySideDesign,
     defined_criteria,
     print_warning,
     user_errors,
@@ -77,13 +79,8 @@ def compare_command(
     criteria: CriteriaFile = None,
     judge: JudgeSpec = "local",
     judge_option: JudgeOptions = None,
-    design: Annotated[
-        str,
-        typer.Option(help="Side by side: 'all' pairs, each system against an 'anchor', or 'auto'."),
-    ] = "auto",
-    anchor: Annotated[
-        str | None, typer.Option(help="Side by side: the anchor system (default: the first).")
-    ] = None,
+    design: SideBySideDesign = "auto",
+    anchor: AnchorSystem = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Side by side: say the reads, judge nothing.")
     ] = False,

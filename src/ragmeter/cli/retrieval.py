@@ -18,9 +18,11 @@ from rich.text import Text
 
 from ragmeter.budget import estimate
 from ragmeter.cli.common import (
+    AnchorSystem,
     CacheFlag,
     JudgeOptions,
     JudgeSpec,
+    SideBySideDesign,
     Workers,
     advance,
     parse_options,
@@ -31,6 +33,7 @@ from ragmeter.cli.common import (
     wide_console,
 )
 from ragmeter.cli.pairs import pairs_table
+from ragmeter.cli.retrieval_side_by_side import run_retrieval_side_by_side
 from ragmeter.evaluate import evaluate
 from ragmeter.manifest import Counts
 from ragmeter.metrics.passage_relevance import PassageRelevance
@@ -58,6 +61,7 @@ from ragmeter.retrieval.grading import pool as pool_of
 from ragmeter.retrieval.qrels import Qrels
 from ragmeter.retrieval.runs import Run
 from ragmeter.retrieval.texts import read_passages, read_queries
+from ragmeter.retrieval.top_passages import DEPTH
 from ragmeter.sample import Sample
 from ragmeter.stats import P_VALUE_METHOD, Interval
 from ragmeter.viewer.views import fmt, interval
@@ -73,14 +77,16 @@ def retrieval_command(
         Path,
         typer.Argument(
             help="Relevance judgments: a TREC qrels file (qid iteration docid grade), a BEIR "
-            "qrels .tsv, or a samples .jsonl (id, reference_context_ids)."
+            "qrels .tsv, or a samples .jsonl (id, reference_context_ids); with --side-by-side, "
+            "- where nobody graded."
         ),
     ],
     runs: Annotated[
         list[Path],
         typer.Argument(
             help="Runs, each named after its file: TREC run files (qid Q0 docid rank score "
-            "tag) or samples .jsonl files (id, context_ids in rank order)."
+            "tag) or samples .jsonl files (id, context_ids in rank order; with --side-by-side, "
+            "or contexts)."
         ),
     ],
     out: Annotated[
@@ -100,20 +106,34 @@ def retrieval_command(
         bool,
         typer.Option(help="Grade the pool of the runs' top --pool with the judge (UMBRELA 0-3)."),
     ] = False,
+    side_by_side: Annotated[
+        bool,
+        typer.Option(
+            help="Read each pair of runs' top --depth passages for a query side by side with "
+            "the judge, and decide the runs on the preferences (no grades needed)."
+        ),
+    ] = False,
     queries: Annotated[
-        Path | None, typer.Option(help="--grade: the queries, JSONL {qid, query} or BEIR's.")
+        Path | None,
+        typer.Option(help="--grade, --side-by-side: the queries, JSONL {qid, query} or BEIR's."),
     ] = None,
     passages: Annotated[
-        Path | None, typer.Option(help="--grade: the passages, JSONL {docid, text} or BEIR's.")
+        Path | None,
+        typer.Option(help="--grade, --side-by-side: the passages, JSONL {docid, text} or BEIR's."),
     ] = None,
     pool: Annotated[int, typer.Option(min=1, help="--grade: the depth of the pool.")] = 10,
+    depth: Annotated[
+        int, typer.Option(min=1, help="--side-by-side: the passages of each run read a query.")
+    ] = DEPTH,
+    design: SideBySideDesign = "auto",
+    anchor: AnchorSystem = None,
     judge: JudgeSpec = "local",
     judge_option: JudgeOptions = None,
     cache: CacheFlag = True,
     workers: Workers = 1,
     dry_run: Annotated[
         bool,
-        typer.Option(help="--grade: say the pool and the judge calls it needs; call no model."),
+        typer.Option(help="--grade, --side-by-side: say what the judge would read; call no model."),
     ] = False,
 ) -> None:
     """Evaluate retriever runs against qrels: each measure's mean with its 95% CI over the
@@ -124,6 +144,29 @@ def retrieval_command(
     often that happened.
     """
     console = wide_console()
+    if side_by_side:
+        with user_errors(console):
+            if grade:
+                raise ValueError("--side-by-side and --grade are two ways to compare: give one")
+            run_retrieval_side_by_side(
+                console,
+                qrels,
+                runs,
+                measures=metrics,
+                queries=queries,
+                passages=passages,
+                depth=depth,
+                design=design,
+                anchor=anchor,
+                judge=judge,
+                judge_options=judge_option,
+                cache=cache,
+                dry=dry_run,
+                out=out,
+                rounds=rounds,
+                seed=seed,
+            )
+        return
     with user_errors(console):
         if dry_run and not grade:
             raise ValueError("--dry-run says what --grade would judge: give --grade too")

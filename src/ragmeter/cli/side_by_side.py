@@ -39,7 +39,9 @@ from ragmeter.viewer.views import fmt, interval
 
 
 def counted(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+    if n == 1:
+        return f"{n} {noun}"
+    return f"{n} {noun[:-1]}ies" if noun.endswith("y") else f"{n} {noun}s"
 
 
 def systems_of(paths: Sequence[Path]) -> dict[str, list[Sample]]:
@@ -147,12 +149,13 @@ def dry_run(
     criteria: Sequence[Criterion],
     design: Design,
     anchor: str | None,
+    unit: str = "input",
 ) -> None:
     shared, missing = paired_inputs(systems)
     reads = planned_reads(list(systems), len(shared), len(criteria), design, anchor)
     console.print(
-        f"dry run: up to {reads} reads ({len(systems)} systems, {counted(len(shared), 'input')} "
-        f"every system answered, {counted(len(criteria), 'metric')}, both orders; two answers "
+        f"dry run: up to {reads} reads ({len(systems)} systems, {counted(len(shared), unit)} "
+        f"every system answered, {counted(len(criteria), 'metric')}, both orders; two sides "
         "shown alike are not read); nothing was judged",
         highlight=False,
     )
@@ -162,11 +165,15 @@ def dry_run(
         )
 
 
-def write_results(out: Path, found: SideBySide, ranked: RunsRanking) -> Path:
-    """The ranking, the summary and every input's preferences in ``out/side_by_side.json``."""
+def write_results(
+    out: Path, found: SideBySide, ranked: RunsRanking, first: dict[str, Any] | None = None
+) -> Path:
+    """The ranking, the summary and every input's preferences in ``out/side_by_side.json``,
+    after ``first`` where a command leads with its own fields."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / SIDE_BY_SIDE_FILE
     record = {
+        **(first or {}),
         "ranking": ranked.model_dump(),
         "side_by_side": summary(found),
         "preferences": {m.metric: [p.model_dump() for p in m.preferences] for m in found.metrics},
@@ -175,12 +182,16 @@ def write_results(out: Path, found: SideBySide, ranked: RunsRanking) -> Path:
     return path
 
 
-def print_side_by_side(console: Console, found: SideBySide, ranked: RunsRanking) -> None:
+def print_side_by_side(
+    console: Console, found: SideBySide, ranked: RunsRanking, unit: str = "inputs"
+) -> None:
     for metric, rated in zip(found.metrics, ranked.metrics, strict=True):
         console.print(ratings_table(metric))
-        console.print(pairs_table(rated.ranking, rated, unit="inputs"))
-        for line in notes(metric, rated):
+        console.print(pairs_table(rated.ranking, rated, unit=unit))
+        for line in notes(metric, rated, unit):
             console.print(Text(line), highlight=False, soft_wrap=True)
+    for note in ranked.notes:
+        console.print(Text(note), style="yellow")
     if found.planted:
         samples = len({(u["system"], u["sample"]) for u in found.planted})
         console.print(
@@ -195,7 +206,7 @@ def print_side_by_side(console: Console, found: SideBySide, ranked: RunsRanking)
         f"{found.seconds / found.judge_calls:.2f} s a read" if found.judge_calls else "no read made"
     )
     console.print(
-        f"{found.inputs} inputs every system answered; {found.reads} reads ({made}) in "
+        f"{found.inputs} {unit} every system answered; {found.reads} reads ({made}) in "
         f"{found.seconds:.0f} s, {pace}; both orders of each pair, P(A) from the judge's "
         "probabilities; p: sign-flip permutation, adjusted for the number of pairs (Holm)",
         highlight=False,
@@ -220,20 +231,20 @@ def ratings_table(metric: MetricSideBySide) -> Table:
     return table
 
 
-def notes(metric: MetricSideBySide, rated: RankedMetric) -> list[str]:
+def notes(metric: MetricSideBySide, rated: RankedMetric, unit: str = "inputs") -> list[str]:
     """The pairs' verdicts in words, then the position and length biases measured."""
-    lines = pair_sentences(rated, unit="inputs")
+    lines = pair_sentences(rated, unit=unit)
     bias = metric.order_bias
     if bias.share is not None:
         lines.append(
-            f"order bias: the response shown first was preferred in {bias.first_preferred} of "
+            f"order bias: the side shown first was preferred in {bias.first_preferred} of "
             f"{bias.reads} reads ({bias.share:.0%}); only both orders averaged are used"
         )
     length = metric.length_bias
     if length.longer_preferred is not None:
         lines.append(
-            f"length: the longer answer was preferred on {length.longer_preferred:.0%} of the "
-            f"{length.inputs} inputs whose answers differ in length (slope {length.slope:+.3f})"
+            f"length: the longer side was preferred on {length.longer_preferred:.0%} of the "
+            f"{length.inputs} {unit} whose two sides differ in length (slope {length.slope:+.3f})"
         )
     if metric.length_controlled is not None:
         verdicts = ", ".join(f"{p.b} vs {p.a}: {p.verdict}" for p in metric.length_controlled.pairs)
@@ -241,6 +252,42 @@ def notes(metric: MetricSideBySide, rated: RankedMetric) -> list[str]:
     if metric.unscored:
         lines.append(f"{metric.unscored} input preferences unscored (their reasons are in --out)")
     return lines
+
+
+def read_side_by_side(
+    console: Console,
+    systems: dict[str, list[Sample]],
+    criteria: Sequence[Criterion],
+    *,
+    judge: str,
+    judge_options: list[str] | None,
+    cache: bool,
+    design: Design,
+    anchor: str | None,
+    rounds: int,
+    seed: int,
+    difference: float | None = None,
+    quiet: bool = False,
+) -> SideBySide:
+    """The judge opened and every input read, with a progress bar unless ``quiet``."""
+    model, _ = open_models(console, judge, judge_options, cache=cache)
+    shared, _ = paired_inputs(systems)
+    total = planned_reads(list(systems), len(shared), len(criteria), design, anchor)
+    # No bar where JSON is printed, or where nobody watches (the bar would be part of the output).
+    bar = progress_bar(console, transient=True, disable=quiet or not console.is_terminal)
+    with bar:
+        task = bar.add_task("reading side by side", total=total)
+        return compare_side_by_side(
+            systems,
+            criteria,
+            model,
+            design=design,
+            anchor=anchor,
+            rounds=rounds,
+            seed=seed,
+            difference=difference,
+            on_input=lambda reads: bar.advance(task, reads),
+        )
 
 
 def run_side_by_side(
@@ -268,24 +315,20 @@ def run_side_by_side(
     if dry:
         dry_run(console, systems, criteria, design, anchor)
         return
-    model, _ = open_models(console, judge, judge_options, cache=cache)
-    shared, _ = paired_inputs(systems)
-    total = planned_reads(list(systems), len(shared), len(criteria), design, anchor)
-    # No bar where JSON is printed, or where nobody watches (the bar would be part of the output).
-    bar = progress_bar(console, transient=True, disable=as_json or not console.is_terminal)
-    with bar:
-        task = bar.add_task("reading side by side", total=total)
-        found = compare_side_by_side(
-            systems,
-            criteria,
-            model,
-            design=design,
-            anchor=anchor,
-            rounds=rounds,
-            seed=seed,
-            difference=difference,
-            on_input=lambda reads: bar.advance(task, reads),
-        )
+    found = read_side_by_side(
+        console,
+        systems,
+        criteria,
+        judge=judge,
+        judge_options=judge_options,
+        cache=cache,
+        design=design,
+        anchor=anchor,
+        rounds=rounds,
+        seed=seed,
+        difference=difference,
+        quiet=as_json,
+    )
     ranked = as_ranking(found)
     if out is not None:
         write_results(out, found, ranked)

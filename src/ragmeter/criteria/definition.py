@@ -122,8 +122,11 @@ class Criterion(BaseModel):
     @field_validator("reads")
     @classmethod
     def _reads_something(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if "answer" not in value:
-            raise ValueError("a criterion judges the answer: 'reads' must include 'answer'")
+        if "answer" not in value and "contexts" not in value:
+            # A criterion of the contexts alone judges what a retriever returned.
+            raise ValueError(
+                "a criterion judges the answer or the contexts: 'reads' must include one"
+            )
         return tuple(dict.fromkeys(value))
 
     @field_validator("levels")

@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from ragmeter.retrieval.qrels import Qrels
-from ragmeter.retrieval.runs import Run
+from ragmeter.retrieval.runs import Run, in_order
 from ragmeter.retrieval.texts import Passage
 from ragmeter.sample import Sample
 from ragmeter.score import Score
@@ -37,9 +37,7 @@ def pool(runs: Sequence[Run], depth: int) -> list[tuple[str, str]]:
     found: set[tuple[str, str]] = set()
     for run in runs:
         for qid, scores in run.scores.items():
-            # trec_eval's order: by score, ties by document id, both descending.
-            order = sorted(scores, key=lambda d: (scores[d], d), reverse=True)
-            found.update((qid, docid) for docid in order[:depth])
+            found.update((qid, docid) for docid in in_order(scores)[:depth])
     return sorted(found)
 
 
@@ -53,13 +51,11 @@ def pair_samples(
             raise ValueError(f"query {qid!r} of the runs is not in the queries file")
         if docid not in passages:
             raise ValueError(f"document {docid!r} (query {qid}) is not in the passages file")
-        passage = passages[docid]
-        text = f"{passage.title}\n{passage.text}" if passage.title else passage.text
         samples.append(
             Sample(
                 id=f"{qid}{PAIR_SEPARATOR}{docid}",
                 question=queries[qid],
-                contexts=[text],
+                contexts=[passages[docid].shown],
                 answer="",
             )
         )

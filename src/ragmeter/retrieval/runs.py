@@ -36,6 +36,12 @@ def ranked(ids: list[str]) -> dict[str, float]:
     return {docid: float(len(ids) - position) for position, docid in enumerate(ids)}
 
 
+def in_order(scores: dict[str, float]) -> list[str]:
+    """A query's documents in trec_eval's order: by score, ties by document id, both
+    descending."""
+    return sorted(scores, key=lambda d: (scores[d], d), reverse=True)
+
+
 def read_run(path: str | Path) -> Run:
     """Read a TREC run file; the run is named after the file (its stem).
 

@@ -21,6 +21,11 @@ class Passage:
     text: str
     title: str = ""
 
+    @property
+    def shown(self) -> str:
+        """The passage as the judge reads it: its title, where it has one, above its text."""
+        return f"{self.title}\n{self.text}" if self.title else self.text
+
 
 def read_queries(path: str | Path) -> dict[str, str]:
     """Query id -> query text.
