@@ -31,7 +31,7 @@ from ragmeter.cli.common import (
     wide_console,
 )
 from ragmeter.cli.pairs import pair_sentences, pairs_table
-from ragmeter.cli.side_by_side import run_side_by_side
+from ragmeter.cli.side_by_side import Reading, run_side_by_side
 from ragmeter.heads.ppi import DifferenceCalibration, calibrate_difference
 from ragmeter.heads.ratings import parse_scales, ratings_for_runs
 from ragmeter.stats import P_VALUE_METHOD
@@ -99,22 +99,16 @@ def compare_command(
     console = wide_console()
     if side_by_side:
         with user_errors(console):
+            reading = Reading(judge, judge_option, cache, design, anchor, rounds, seed, difference)
             run_side_by_side(
                 console,
                 runs,
+                reading,
                 metrics=metric,
                 defined=defined_criteria(None, criteria),
-                judge=judge,
-                judge_options=judge_option,
-                design=design,  # type: ignore[arg-type]
-                anchor=anchor,
                 dry=dry_run,
                 as_json=as_json,
                 out=out,
-                cache=cache,
-                rounds=rounds,
-                seed=seed,
-                difference=difference,
             )
         return
     with user_errors(console):

@@ -34,6 +34,7 @@ from ragmeter.cli.common import (
 )
 from ragmeter.cli.pairs import pairs_table
 from ragmeter.cli.retrieval_side_by_side import run_retrieval_side_by_side
+from ragmeter.cli.side_by_side import Reading
 from ragmeter.evaluate import evaluate
 from ragmeter.manifest import Counts
 from ragmeter.metrics.passage_relevance import PassageRelevance
@@ -148,23 +149,18 @@ def retrieval_command(
         with user_errors(console):
             if grade:
                 raise ValueError("--side-by-side and --grade are two ways to compare: give one")
+            reading = Reading(judge, judge_option, cache, design, anchor, rounds, seed)
             run_retrieval_side_by_side(
                 console,
                 qrels,
                 runs,
+                reading,
                 measures=metrics,
                 queries=queries,
                 passages=passages,
                 depth=depth,
-                design=design,
-                anchor=anchor,
-                judge=judge,
-                judge_options=judge_option,
-                cache=cache,
                 dry=dry_run,
                 out=out,
-                rounds=rounds,
-                seed=seed,
             )
         return
     with user_errors(console):

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rich.console import Console
 from rich.text import Text
 
 from ragmeter.cli.side_by_side import (
+    Reading,
     as_ranking,
     dry_run,
     print_side_by_side,
@@ -78,20 +79,14 @@ def run_retrieval_side_by_side(
     console: Console,
     qrels: Path,
     runs: Sequence[Path],
+    reading: Reading,
     *,
     measures: str,
     queries: Path | None,
     passages: Path | None,
     depth: int,
-    design: Design,
-    anchor: str | None,
-    judge: str,
-    judge_options: list[str] | None,
-    cache: bool,
     dry: bool,
     out: Path,
-    rounds: int,
-    seed: int,
 ) -> None:
     """The command: the runs' samples built (every text found before any judging), the reads
     said (``dry``) or made, and the pairs printed and written beside the qrels' verdicts."""
@@ -103,22 +98,12 @@ def run_retrieval_side_by_side(
     )
     graded = None
     if str(qrels) != NO_QRELS:
-        graded = evaluate_files(qrels, runs, measures, rounds=rounds, seed=seed)
+        graded = evaluate_files(qrels, runs, measures, rounds=reading.rounds, seed=reading.seed)
     if dry:
-        dry_run(console, systems, [RETRIEVED], design, anchor, unit="query")
+        design = cast(Design, reading.design)
+        dry_run(console, systems, [RETRIEVED], design, reading.anchor, unit="query")
         return
-    found = read_side_by_side(
-        console,
-        systems,
-        [RETRIEVED],
-        judge=judge,
-        judge_options=judge_options,
-        cache=cache,
-        design=design,
-        anchor=anchor,
-        rounds=rounds,
-        seed=seed,
-    )
+    found = read_side_by_side(console, systems, [RETRIEVED], reading)
     ranked = as_ranking(found)
     (metric,) = ranked.metrics
     rankings = graded.rankings if graded is not None else []

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, get_args
 
 from rich.console import Console
 from rich.markup import escape
@@ -254,25 +255,36 @@ def notes(metric: MetricSideBySide, rated: RankedMetric, unit: str = "inputs") -
     return lines
 
 
+@dataclass(frozen=True)
+class Reading:
+    """How a command reads side by side: the judge, the design, and the paired test's draws."""
+
+    judge: str
+    judge_options: list[str] | None
+    cache: bool
+    design: str
+    anchor: str | None
+    rounds: int
+    seed: int
+    difference: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.design not in get_args(Design):
+            raise ValueError(f"--design is 'auto', 'all' or 'anchor', not {self.design!r}")
+
+
 def read_side_by_side(
     console: Console,
     systems: dict[str, list[Sample]],
     criteria: Sequence[Criterion],
-    *,
-    judge: str,
-    judge_options: list[str] | None,
-    cache: bool,
-    design: Design,
-    anchor: str | None,
-    rounds: int,
-    seed: int,
-    difference: float | None = None,
+    reading: Reading,
     quiet: bool = False,
 ) -> SideBySide:
     """The judge opened and every input read, with a progress bar unless ``quiet``."""
-    model, _ = open_models(console, judge, judge_options, cache=cache)
+    model, _ = open_models(console, reading.judge, reading.judge_options, cache=reading.cache)
     shared, _ = paired_inputs(systems)
-    total = planned_reads(list(systems), len(shared), len(criteria), design, anchor)
+    design = cast(Design, reading.design)
+    total = planned_reads(list(systems), len(shared), len(criteria), design, reading.anchor)
     # No bar where JSON is printed, or where nobody watches (the bar would be part of the output).
     bar = progress_bar(console, transient=True, disable=quiet or not console.is_terminal)
     with bar:
@@ -282,10 +294,10 @@ def read_side_by_side(
             criteria,
             model,
             design=design,
-            anchor=anchor,
-            rounds=rounds,
-            seed=seed,
-            difference=difference,
+            anchor=reading.anchor,
+            rounds=reading.rounds,
+            seed=reading.seed,
+            difference=reading.difference,
             on_input=lambda reads: bar.advance(task, reads),
         )
 
@@ -293,42 +305,22 @@ def read_side_by_side(
 def run_side_by_side(
     console: Console,
     paths: Sequence[Path],
+    reading: Reading,
     *,
     metrics: Sequence[str] | None,
     defined: Sequence[Criterion],
-    judge: str,
-    judge_options: list[str] | None,
-    design: Design,
-    anchor: str | None,
     dry: bool,
     as_json: bool,
     out: Path | None,
-    cache: bool,
-    rounds: int,
-    seed: int,
-    difference: float | None,
 ) -> None:
     """The command: read the systems, say the reads (``dry``) or make them, and print."""
     systems = systems_of(paths)
     criteria = chosen_criteria(metrics, defined)
     check_fields(systems, criteria)
     if dry:
-        dry_run(console, systems, criteria, design, anchor)
+        dry_run(console, systems, criteria, cast(Design, reading.design), reading.anchor)
         return
-    found = read_side_by_side(
-        console,
-        systems,
-        criteria,
-        judge=judge,
-        judge_options=judge_options,
-        cache=cache,
-        design=design,
-        anchor=anchor,
-        rounds=rounds,
-        seed=seed,
-        difference=difference,
-        quiet=as_json,
-    )
+    found = read_side_by_side(console, systems, criteria, reading, quiet=as_json)
     ranked = as_ranking(found)
     if out is not None:
         write_results(out, found, ranked)
