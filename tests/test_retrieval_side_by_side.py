@@ -18,6 +18,7 @@ from ragmeter.judges.fake import FakeJudge
 from ragmeter.retrieval.texts import Passage
 from ragmeter.retrieval.top_passages import Retrieved, read_retrieved, retrieved_samples
 from ragmeter.side_by_side import BUILT_IN, PASSAGES_SYSTEM, shown, side_by_side_prompt
+from ragmeter.viewer import open_run
 
 RETRIEVED = BUILT_IN["retrieved_passages"]
 
@@ -194,6 +195,8 @@ def test_retrieval_side_by_side_decides_the_runs_beside_the_qrels(tmp_path, judg
     # The qrels: dense's nDCG@10 is 1 on each query, lexical's 1/log2(3) on each: better too.
     assert pair["qrels"] == {"nDCG@10": "better"}
     assert written["depth"] == 2
+    # The report reads the folder as any side-by-side comparison.
+    assert open_run(out).kind == "side-by-side"
     assert written["side_by_side"]["metrics"][0]["order_bias"]["share"] == 1.0
     assert len(judged_by.history) == 12
     assert "the qrels separate 1 of the 1 pairs on nDCG@10; side by side decided 1 of them the" in (
