@@ -16,14 +16,14 @@ from ragmeter.cli.main import app
 from ragmeter.judges.base import ChatRequest, ChatResponse, TokenLogprobs
 from ragmeter.judges.fake import FakeJudge
 from ragmeter.retrieval.texts import Passage
-from ragmeter.retrieval.top_passages import Retrieved, read_retrieved, retrieved_samples
+from ragmeter.retrieval.top_passages import Retrieved, query_of, read_retrieved, retrieved_samples
 from ragmeter.side_by_side import BUILT_IN, PASSAGES_SYSTEM, shown, side_by_side_prompt
 from ragmeter.viewer import open_run
 
 RETRIEVED = BUILT_IN["retrieved_passages"]
 
 QUALITY = {"good": 0.3, "fair": 0.0, "poor": -0.3}
-"""How much the top passage's first word moves P(A) when its context is shown first."""
+"""How much a passage's first word moves P(A) when it is shown first."""
 
 
 def letters(p_a: float) -> ChatResponse:
@@ -34,12 +34,12 @@ def letters(p_a: float) -> ChatResponse:
 
 def passages_judge() -> FakeJudge:
     """Total order bias (context A always gets the larger probability, 0.9 around it), moved by
-    0.05 times the difference in quality of the two top passages shown."""
+    0.05 times the difference in quality of the two passages shown."""
 
     def respond(request: ChatRequest) -> ChatResponse:
         text = request.messages[-1].content
-        first = re.search(r"<context A>\n\[1\] (\w+)", text).group(1)  # type: ignore[union-attr]
-        second = re.search(r"<context B>\n\[1\] (\w+)", text).group(1)  # type: ignore[union-attr]
+        first = re.search(r"<context A>\n\[\d+\] (\w+)", text).group(1)  # type: ignore[union-attr]
+        second = re.search(r"<context B>\n\[\d+\] (\w+)", text).group(1)  # type: ignore[union-attr]
         return letters(0.9 + 0.05 * (QUALITY[first] - QUALITY[second]))
 
     return FakeJudge(responder=respond, model="passages-order-biased")
@@ -94,15 +94,16 @@ def judged_by(monkeypatch, no_user_cache):
     return judge
 
 
-def test_a_runs_top_k_becomes_a_sample_a_query_its_passages_numbered(tmp_path) -> None:
+def test_a_runs_top_k_becomes_a_sample_a_rank_of_each_query(tmp_path) -> None:
     # Scores 3, 3, 1: the tie is broken by document id, descending (trec_eval's order).
     run = write(tmp_path, "r.trec", "q1 Q0 d1 1 3 r\nq1 Q0 d2 2 3 r\nq1 Q0 d3 3 1 r\n")
     found = read_retrieved(run, depth=2)
     assert (found.name, found.ranked, found.texts) == ("r", {"q1": ["d2", "d1"]}, False)
     passages = {d: Passage(d, f"text {d}", "Title" if d == "d2" else "") for d in ("d1", "d2")}
-    (sample,) = retrieved_samples([found], {"q1": "who?"}, passages)["r"]
-    assert (sample.key, sample.question) == ("q1", "who?")
-    assert sample.contexts == ["[1] Title\ntext d2", "[2] text d1"]
+    first, second = retrieved_samples([found], {"q1": "who?"}, passages)["r"]
+    assert (first.key, first.question, first.contexts) == ("q1#1", "who?", ["[1] Title\ntext d2"])
+    assert (second.key, second.contexts) == ("q1#2", ["[2] text d1"])
+    assert query_of(second.key) == "q1"
     with pytest.raises(ValueError, match=r"r: document 'd2' \(query q1\) is not in the passages"):
         retrieved_samples([found], {"q1": "who?"}, {"d1": passages["d1"]})
     with pytest.raises(ValueError, match="r names its passages by id: give --passages"):
@@ -123,28 +124,21 @@ def test_a_samples_file_gives_its_passages_texts_or_ids(tmp_path) -> None:
         True,
         {"q1": "who?", "q2": "when?"},
     )
-    (sample,) = retrieved_samples([found])["s"]
-    assert sample.contexts == ["[1] a", "[2] b"]
+    assert [s.contexts for s in retrieved_samples([found])["s"]] == [["[1] a"], ["[2] b"]]
     bad = write(tmp_path, "bad.jsonl", json.dumps({"id": "q1", "contexts": "a"}) + "\n")
     with pytest.raises(ValueError, match=r"bad.jsonl, line 1: field 'contexts': expected a list"):
         read_retrieved(bad, depth=2)
 
 
-def test_the_judge_is_shown_the_query_once_then_each_runs_passages() -> None:
+def test_the_judge_is_shown_the_query_once_then_each_runs_passage_at_a_rank() -> None:
     a, b = (
         retrieved_samples([read], {"q1": "who?"}, None)[read.name]
-        for read in (
-            _texts("a", ["x", "shared"]),
-            _texts("b", ["shared", "y"]),
-        )
+        for read in (_texts("a", ["x", "same"]), _texts("b", ["y", "same"]))
     )
     inputs = shown(RETRIEVED, a[0], b[0])
-    # A passage both runs return is shown on both sides, each at its own rank.
-    assert inputs == {
-        "question": "who?",
-        "context A": ["[1] x", "[2] shared"],
-        "context B": ["[1] shared", "[2] y"],
-    }
+    assert inputs == {"question": "who?", "context A": ["[1] x"], "context B": ["[1] y"]}
+    # The same passage at the same rank: both orders show one prompt, a tie without a read.
+    assert shown(RETRIEVED, a[1], b[1]) == shown(RETRIEVED, b[1], a[1])
     prompt = side_by_side_prompt(RETRIEVED)
     assert prompt.instruction.startswith(PASSAGES_SYSTEM)
     assert "Which context answers the query better" in prompt.question
@@ -178,18 +172,19 @@ def test_retrieval_side_by_side_decides_the_runs_beside_the_qrels(tmp_path, judg
     ]
     dry = CliRunner().invoke(app, [*args, "--dry-run"])
     assert dry.exit_code == 0, dry.output
-    assert "up to 12 reads (2 systems, 6 queries every system" in dry.output
+    assert "up to 24 reads (2 systems, 12 query ranks every system" in dry.output
     assert judged_by.history == []
 
     found = CliRunner().invoke(app, args)
     assert found.exit_code == 0, found.output
     written = json.loads((out / "side_by_side.json").read_text())
     (pair,) = written["pairs"]
-    # Lexical's poor passage first (order ab): P(A) = 0.9 + 0.05 * (-0.3 - 0.3) = 0.87, so
-    # P(dense better) = 0.13; dense first: 0.93. Averaged 0.53: a preference of +0.03 on
-    # every query, although A won all 12 reads. Six equal signs: p = 2 / 2^6.
+    # Rank 1, lexical's poor passage first (order ab): P(A) = 0.9 + 0.05 * (-0.3 - 0.3) = 0.87,
+    # so P(dense better) = 0.13; dense first: 0.93. Averaged 0.53: +0.03, although A won all
+    # 12 reads. Rank 2 is the same fair passage: a tie, unread. A query's preference is the
+    # mean over its ranks, +0.015, on every query. Six equal signs: p = 2 / 2^6.
     assert (pair["a"], pair["b"], pair["verdict"]) == ("lexical", "dense", "better")
-    assert pair["preference"] == pytest.approx(0.03)
+    assert pair["preference"] == pytest.approx(0.015)
     assert pair["p_value"] == pytest.approx(2 / 64)
     assert pair["win_rate"] == 1.0
     # The qrels: dense's nDCG@10 is 1 on each query, lexical's 1/log2(3) on each: better too.
@@ -245,3 +240,17 @@ def test_bad_input_is_named_before_any_judging(tmp_path, judged_by) -> None:
     both = CliRunner().invoke(app, [*args, "--side-by-side", "--grade", "--out", str(tmp_path)])
     assert both.exit_code == 2 and "give one" in both.output
     assert judged_by.history == []
+
+
+def test_a_querys_ranks_are_one_unit_of_the_test() -> None:
+    from ragmeter.side_by_side import InputPreference, table_of
+
+    def read(key: str, preference: float | None) -> InputPreference:
+        return InputPreference(
+            input=key, a="x", b="y", preference=preference, reads=[], length_a=1, length_b=1
+        )
+
+    found = [read("q1#1", 0.02), read("q1#2", 0.0), read("q2#1", 0.01), read("q2#2", None)]
+    # q1: the mean of its two ranks; q2: a rank unscored leaves the query unscored.
+    assert table_of(found, query_of) == {("x", "y"): {"q1": 0.01, "q2": None}}
+    assert table_of(found)[("x", "y")]["q1#2"] == 0.0

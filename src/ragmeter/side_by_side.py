@@ -414,6 +414,7 @@ def compare_side_by_side(
     seed: int = 0,
     difference: float | None = None,
     planted: Literal["remove", "keep"] = "remove",
+    unit_of: Callable[[str], str] | None = None,
     on_input: Callable[[int], None] | None = None,
 ) -> SideBySide:
     """Read every input's answers side by side under each criterion and rank the systems.
@@ -426,6 +427,9 @@ def compare_side_by_side(
         design: ``"all"`` pairs, each system against an ``"anchor"``, or ``"auto"``.
         planted: text addressed to the judge is taken out of the answers (``"remove"``) or left
             in (``"keep"``); either way the units found are listed in ``planted``.
+        unit_of: input id -> what the paired test draws over, where several inputs belong
+            together (a query's passages compared rank by rank): their preferences are
+            averaged, and the pair decided over these units. None: each input is one.
         on_input: called with the number of reads made after each input (a progress bar).
     """
     names = list(systems)
@@ -449,10 +453,10 @@ def compare_side_by_side(
             calls += session.usage.model_calls
             if on_input:
                 on_input(2 * len(jobs))
-        found.append(_measured(criterion, names, preferences, rounds, seed, difference))
+        found.append(_measured(criterion, names, preferences, rounds, seed, difference, unit_of))
     return SideBySide(
         systems=names,
-        inputs=len(shared),
+        inputs=len({unit_of(k) for k in shared} if unit_of else shared),
         missing=missing,
         design="all" if len(pairs) == len(names) * (len(names) - 1) // 2 else "anchor",
         pairs_read=pairs,
@@ -480,12 +484,22 @@ def _guarded(
     return kept, units
 
 
-def table_of(found: Sequence[InputPreference]) -> Preferences:
-    """(a, b) -> input -> preference, as ``rank_preferences`` reads them."""
-    table: dict[tuple[str, str], dict[str, float | None]] = {}
+def table_of(
+    found: Sequence[InputPreference], unit_of: Callable[[str], str] | None = None
+) -> Preferences:
+    """(a, b) -> input -> preference, as ``rank_preferences`` reads them; with ``unit_of``, the
+    mean preference of each unit's inputs (None where one of them is unscored)."""
+    grouped: dict[tuple[str, str], dict[str, list[float | None]]] = {}
     for p in found:
-        table.setdefault((p.a, p.b), {})[p.input] = p.preference
-    return table
+        unit = unit_of(p.input) if unit_of else p.input
+        grouped.setdefault((p.a, p.b), {}).setdefault(unit, []).append(p.preference)
+    return {
+        pair: {
+            unit: None if None in values else float(np.mean(values))  # type: ignore[arg-type]
+            for unit, values in units.items()
+        }
+        for pair, units in grouped.items()
+    }
 
 
 def _measured(
@@ -495,6 +509,7 @@ def _measured(
     rounds: int,
     seed: int,
     difference: float | None,
+    unit_of: Callable[[str], str] | None,
 ) -> MetricSideBySide:
     rank = lambda table: rank_preferences(  # noqa: E731
         table, systems, metric=criterion.name, difference=difference, rounds=rounds, seed=seed
@@ -504,8 +519,8 @@ def _measured(
     return MetricSideBySide(
         metric=criterion.name,
         comparative=comparative(criterion),
-        ranking=rank(table_of(found)),
-        length_controlled=rank(table_of(controlled)) if bias.slope is not None else None,
+        ranking=rank(table_of(found, unit_of)),
+        length_controlled=rank(table_of(controlled, unit_of)) if bias.slope is not None else None,
         order_bias=order_bias(found),
         length_bias=bias,
         preferences=found,

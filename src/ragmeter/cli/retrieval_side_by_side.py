@@ -23,7 +23,7 @@ from ragmeter.cli.side_by_side import (
 from ragmeter.ranking import PairVerdict, Ranking
 from ragmeter.retrieval.evaluation import evaluate_files
 from ragmeter.retrieval.texts import read_passages, read_queries
-from ragmeter.retrieval.top_passages import read_retrieved, retrieved_samples
+from ragmeter.retrieval.top_passages import query_of, read_retrieved, retrieved_samples
 from ragmeter.side_by_side import BUILT_IN, Design
 
 RETRIEVED = BUILT_IN["retrieved_passages"]
@@ -101,9 +101,9 @@ def run_retrieval_side_by_side(
         graded = evaluate_files(qrels, runs, measures, rounds=reading.rounds, seed=reading.seed)
     if dry:
         design = cast(Design, reading.design)
-        dry_run(console, systems, [RETRIEVED], design, reading.anchor, unit="query")
+        dry_run(console, systems, [RETRIEVED], design, reading.anchor, unit="query rank")
         return
-    found = read_side_by_side(console, systems, [RETRIEVED], reading)
+    found = read_side_by_side(console, systems, [RETRIEVED], reading, unit_of=query_of)
     ranked = as_ranking(found)
     (metric,) = ranked.metrics
     rankings = graded.rankings if graded is not None else []

@@ -6,7 +6,7 @@ sample id."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast, get_args
@@ -279,8 +279,10 @@ def read_side_by_side(
     criteria: Sequence[Criterion],
     reading: Reading,
     quiet: bool = False,
+    unit_of: Callable[[str], str] | None = None,
 ) -> SideBySide:
-    """The judge opened and every input read, with a progress bar unless ``quiet``."""
+    """The judge opened and every input read, with a progress bar unless ``quiet``;
+    ``unit_of`` as ``compare_side_by_side`` takes it."""
     model, _ = open_models(console, reading.judge, reading.judge_options, cache=reading.cache)
     shared, _ = paired_inputs(systems)
     design = cast(Design, reading.design)
@@ -298,6 +300,7 @@ def read_side_by_side(
             rounds=reading.rounds,
             seed=reading.seed,
             difference=reading.difference,
+            unit_of=unit_of,
             on_input=lambda reads: bar.advance(task, reads),
         )
 

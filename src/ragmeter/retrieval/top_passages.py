@@ -4,9 +4,12 @@ graded their passages (``ragmeter retrieval --side-by-side``; the reading is
 
 Graded one passage at a time, the bundled judge names nearly every passage "grade 2" and rarely
 decides between runs; shown two runs' passages for the same query together it reads which is
-better, and the runs are decided by the same paired test over queries. Each run's top k becomes
-one sample per query: its question the query, its contexts the passages numbered in rank order.
-Two runs that return the same top k for a query tie there without a read.
+better, and the runs are decided by the same paired test over queries. The two runs are
+compared rank by rank: each run's passage at rank r of a query is one sample (its question the
+query, its context the passage), read against the other run's at the same rank; a query's
+preference is the mean over its ranks. Read together in one prompt, several passages a side
+told the runs apart less well (docs/retrieval.md). Two runs that return the same passage at a
+rank tie there without a read.
 
 A run is a TREC run file, its passages' texts looked up in ``--passages``, or a samples file
 (JSONL) whose rows carry the texts (``contexts``, in rank order) or their ids (``context_ids``).
@@ -25,12 +28,18 @@ from ragmeter.retrieval.texts import Passage
 from ragmeter.sample import Sample, parse_ids
 
 DEPTH = 1
-"""The passages of each run read per query unless asked otherwise: the top one. On TREC DL 2019
-(BM25 against SPLADE++, 43 queries) the bundled judge told the two apart from their top passages
-(preferred on 63 % of queries, p 0.03, 2.4 s a read) and not from their top five read as two
-contexts (51 %, 11.2 s a read): docs/retrieval.md."""
+"""The ranks read per query unless asked otherwise: the top passage. docs/retrieval.md has how
+the depth was chosen."""
 
 QUESTION_FIELDS = ("question", "query", "user_input")
+RANK = "#"
+"""Between the query id and the rank in a sample's id."""
+
+
+def query_of(input_id: str) -> str:
+    """The query of a sample ``retrieved_samples`` made: the two runs' passages at each rank
+    of a query are one unit of the paired test."""
+    return input_id.rsplit(RANK, 1)[0]
 
 
 @dataclass(frozen=True)
@@ -94,9 +103,9 @@ def retrieved_samples(
     queries: Mapping[str, str] | None = None,
     passages: Mapping[str, Passage] | None = None,
 ) -> dict[str, list[Sample]]:
-    """Each run's top passages as samples, one a query (its id the query id), the passages
-    numbered in rank order. A query's text comes from ``queries``, else from the run's file; a
-    passage's from the file, else ``passages``.
+    """Each run's top passages as samples, one a rank of a query (its id ``QID#RANK``,
+    ``query_of`` gives the query back), the passage marked with its rank. A query's text comes
+    from ``queries``, else from the run's file; a passage's from the file, else ``passages``.
 
     Raises:
         ValueError: naming the run and the query or document whose text is missing.
@@ -112,8 +121,12 @@ def retrieved_samples(
                     "question field in the samples file"
                 )
             texts = top if run.texts else [_text(run.name, qid, docid, passages) for docid in top]
-            contexts = [f"[{n}] {text}" for n, text in enumerate(texts, 1)]
-            samples.append(Sample(id=qid, question=question, contexts=contexts, answer=""))
+            samples += [
+                Sample(
+                    id=f"{qid}{RANK}{n}", question=question, contexts=[f"[{n}] {text}"], answer=""
+                )
+                for n, text in enumerate(texts, 1)
+            ]
         found[run.name] = samples
     return found
 
