@@ -100,24 +100,22 @@ def _mtrag_responders(path: Path) -> list[Any]:
 
 
 def nq301_rows(path: Path) -> list[Any]:
-    """NQ301's answers (``../shared/data/openqa``): the question, the gold answers joined with
-    " or " as the reference, and the people's verdict (1 correct, 0 not) as the rating."""
+    """NQ301's answers (``../shared/data/openqa``, read by ``meta.openqa``): the question, the
+    gold answers joined with " or " as the reference, and the people's verdict (1 correct, 0
+    not) as the rating."""
     from bench_criteria import Row
 
+    from ragmeter.meta.openqa import load_openqa
     from ragmeter.sample import Sample
 
     rows = []
-    for line in path.read_text().splitlines():
-        record = json.loads(line)
+    for record in load_openqa(path):
         sample = Sample(
-            id=record["id"],
-            question=record["question"],
-            answer=record["answer"],
-            reference=record["reference"],
+            id=record.id, question=record.question, answer=record.answer, reference=record.reference
         )
-        row = Row(sample, record["group"], {"correct": float(record["human"])}, {"correct": (0, 1)})
-        row.system = record["system"]
-        row.anchors = record["anchors"]
+        row = Row(sample, record.group, {"correct": float(record.human)}, {"correct": (0, 1)})
+        row.system = record.system
+        row.anchors = record.anchors
         rows.append(row)
     return rows
 

@@ -63,6 +63,7 @@ PROMPT_KINDS = (
     ("whether one sentence taken from a retrieved context", "sentence", "context_relevance"),
     ("adds information needed to answer", "new_information", "context_relevance"),
     ("against one criterion at a time", "criterion", "criterion"),
+    ("You check a text's answer to a question", "gives_answer", "answer_correctness"),
 )
 
 JSON_KINDS = frozenset({"statements", "verdicts", "questions", "noncommittal", "extract"})

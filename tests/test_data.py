@@ -411,7 +411,7 @@ def test_bad_row_raises_with_row_and_field() -> None:
         ),
         (
             {"question": "q", "answer": "a", "reference": 3},
-            "row 1, field 'reference': expected a string, got int",
+            "row 1, field 'reference': expected a string or a list of answers, got int",
         ),
         (
             {"question": "q", "answer": "a", "id": True},

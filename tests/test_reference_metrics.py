@@ -301,11 +301,16 @@ def test_a_claim_stands_alone_from_five_words_unless_it_opens_with_yes_or_no():
 
 
 def test_the_short_claim_rule_is_part_of_every_claim_checking_metrics_version(monkeypatch):
-    from ragmeter.metrics.claim_metric import ClaimMetric
+    from ragmeter.claims import SHORT_CLAIM_RULE
     from ragmeter.metrics.faithfulness import Faithfulness
 
+    correctness = type(metric_by_name("answer_correctness"))
+    assert SHORT_CLAIM_RULE in correctness.rules and SHORT_CLAIM_RULE in Faithfulness.rules
     before = metric_by_name("answer_correctness").version, Faithfulness().version
-    monkeypatch.setattr(ClaimMetric, "rules", ("claim sentences v1", "short claims changed"))
+    changed = tuple(
+        "short claims changed" if r == SHORT_CLAIM_RULE else r for r in correctness.rules
+    )
+    monkeypatch.setattr(correctness, "rules", changed)
     monkeypatch.setattr(Faithfulness, "rules", ("short claims changed",))
     after = metric_by_name("answer_correctness").version, Faithfulness().version
     assert before[0] != after[0] and before[1] != after[1]

@@ -26,6 +26,7 @@ from typer.testing import CliRunner
 from ragmeter.cli.main import app
 from ragmeter.judges.fake import FakeJudge
 from ragmeter.manifest import RunRecord
+from ragmeter.metrics import metric_by_name
 from ragmeter.sample import Sample
 from ragmeter.traces import (
     HumanLabel,
@@ -525,7 +526,10 @@ def test_a_phoenix_dataset_gives_the_traces_their_references(phoenix, tmp_path):
     assert references[QUESTIONS[HUNGARY]] is None and references[QUESTIONS[ROMANIA]] is None
 
     metrics = ["answer_correctness", "context_recall"]
-    result = evaluate_traces(traces, metrics, judge=scripted(), out_dir=tmp_path / "run",
+    # The references are bare city names, which would be read as short answers; read as claims
+    # here, the scripted verifier's values check where each reference came from.
+    as_claims = [metric_by_name(name, reading="claims") for name in metrics]
+    result = evaluate_traces(traces, as_claims, judge=scripted(), out_dir=tmp_path / "run",
                              cache=False)  # fmt: skip
     scores = scores_of(result)
     for index, sample in enumerate(by_position(traces)):

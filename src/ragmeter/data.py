@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from ragmeter.sample import Sample, Turn, parse_grades, parse_ids, parse_turns
+from ragmeter.sample import Sample, Turn, parse_answers, parse_grades, parse_ids, parse_turns
 
 __all__ = [
     "RAGAS_COLUMNS",
@@ -177,8 +177,8 @@ def _check_columns(columns: Mapping[str, str]) -> dict[str, str]:
     """
     by_field: dict[str, str] = {}
     for source_column, field in columns.items():
-        if field not in Sample.model_fields:
-            known = ", ".join(Sample.model_fields)
+        if field not in _FIELD_PARSERS:  # the fields read from a column (a reference's
+            known = ", ".join(_FIELD_PARSERS)  # alternatives come as a list under reference)
             raise ValueError(
                 f"column {source_column!r} is mapped to {field!r}, which is not a Sample field "
                 f"(expected one of: {known})"
@@ -285,11 +285,39 @@ def _required_text(value: object) -> str:
     return value
 
 
-def _optional_text(value: object) -> str | None:
-    """Parse ``reference``, which reference-free metrics do without."""
-    if value is None or isinstance(value, str):
-        return value
-    raise _BadValue(f"expected a string, got {_type_name(value)}")
+def _parse_reference(value: object) -> str | list[str] | None:
+    """Parse ``reference``, which reference-free metrics do without: a text, or a list of
+    acceptable answers (QA gold answers), which CSV can only hold as JSON text and Parquet and
+    pandas give as an array. Text that starts with ``[`` but is no JSON list of strings (``[1]
+    Smith et al.``) is a reference text."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        listed = _json_list(value)
+        if listed is None:
+            return value
+        value = listed
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if not isinstance(value, list | tuple):
+        raise _BadValue(f"expected a string or a list of answers, got {_type_name(value)}")
+    try:
+        return parse_answers(value)
+    except ValueError as error:
+        raise _BadValue(str(error)) from None
+
+
+def _json_list(text: str) -> list[str] | None:
+    """``text`` read as a JSON list of strings, or None where it is not one."""
+    if not text.lstrip().startswith("["):
+        return None
+    try:
+        decoded = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    if isinstance(decoded, list) and decoded and all(isinstance(i, str) for i in decoded):
+        return decoded
+    return None
 
 
 def _parse_id(value: object) -> str | None:
@@ -401,7 +429,7 @@ _FIELD_PARSERS: dict[str, Callable[[Any], Any]] = {
     "question": _required_text,
     "contexts": _parse_contexts,
     "answer": _required_text,
-    "reference": _optional_text,
+    "reference": _parse_reference,
     "history": _parse_history,
     "context_ids": _parse_context_ids,
     "reference_context_ids": _parse_reference_ids,

@@ -42,6 +42,9 @@ BUILTINS: dict[Kind, dict[str, str]] = {
         "noise_sensitivity_irrelevant": "ragmeter.metrics.diagnosis:NoiseSensitivityIrrelevant",
         "hallucination": "ragmeter.metrics.diagnosis:Hallucination",
         "self_knowledge": "ragmeter.metrics.diagnosis:SelfKnowledge",
+        # short answers against their gold answers, without a judge (ragmeter.metrics.lexical)
+        "exact_match": "ragmeter.metrics.lexical:ExactMatch",
+        "token_f1": "ragmeter.metrics.lexical:TokenF1",
         # the retriever's ranking, from ids (ragmeter.metrics.ir)
         "hit_rate": "ragmeter.metrics.ir:HitRate",
         "recall": "ragmeter.metrics.ir:Recall",

@@ -15,6 +15,7 @@ from pydantic import (
     ValidationInfo,
     field_validator,
     model_serializer,
+    model_validator,
 )
 
 CONVERSATION = "conversation so far"
@@ -135,6 +136,31 @@ def parse_grades(value: object) -> list[str] | dict[str, int]:
     return grades
 
 
+def parse_answers(value: object) -> list[str]:
+    """Read ``reference`` given as a list of acceptable answers (any one is right), so that the
+    constructor and the file loaders accept the same things: non-empty strings, each once.
+
+    Raises:
+        ValueError: naming the answer (from 1) that is not a string or is blank, or the list
+            when it is empty.
+    """
+    if not isinstance(value, list | tuple):
+        raise ValueError(f"expected a list of answers, got {type(value).__name__}")
+    if not value:
+        raise ValueError("the list of acceptable answers is empty")
+    for position, item in enumerate(value, 1):
+        if not isinstance(item, str):
+            raise ValueError(f"answer {position}: expected a string, got {type(item).__name__}")
+        if not item.strip():
+            raise ValueError(f"answer {position} is blank")
+    return list(dict.fromkeys(item.strip() for item in value))
+
+
+ANSWERS_JOINED = " or "
+"""How a list of acceptable answers is said as one reference text, as NQ shows its gold
+answers to a judge ("FedExField or the Washington metropolitan area")."""
+
+
 def _id_text(item: object, what: str) -> str:
     if isinstance(item, bool) or not isinstance(item, str | int):
         raise ValueError(f"{what}: expected a string or an integer, got {type(item).__name__}")
@@ -162,6 +188,9 @@ class Sample(BaseModel):
     contexts: list[str] = Field(default_factory=list)
     answer: str
     reference: str | None = None
+    alternatives: list[str] | None = None
+    """The acceptable answers where ``reference`` was given as a list of them (any one is
+    right); ``reference`` is then their text, joined with " or ". Written back as the list."""
     history: list[Turn] = Field(default_factory=list)
     context_ids: list[str] | None = None
     reference_context_ids: list[str] | dict[str, int] | None = None
@@ -173,12 +202,42 @@ class Sample(BaseModel):
         """A single-turn sample is written as it was before conversations were supported, so
         files and dataset fingerprints of single-turn data do not change."""
         data: dict[str, Any] = handler(self)
+        alternatives = data.pop("alternatives", None)
+        if alternatives is not None:  # written as it was given: the list, under reference
+            data["reference"] = alternatives
         if not self.history:
             data.pop("history", None)
         for field in ("context_ids", "reference_context_ids"):  # likewise samples without ids
             if data.get(field, ()) is None:
                 del data[field]
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reference_as_answers(cls, data: Any) -> Any:
+        """``reference`` may be a list of acceptable answers (QA gold answers): kept as
+        ``alternatives``, with ``reference`` their text joined with " or " for whatever reads
+        one text."""
+        if not isinstance(data, Mapping):
+            return data
+        given, listed = data.get("reference"), data.get("alternatives")
+        if isinstance(given, list | tuple) or hasattr(given, "tolist"):
+            listed = given.tolist() if hasattr(given, "tolist") else given
+            if data.get("alternatives") is not None and list(data["alternatives"]) != list(listed):
+                raise ValueError("reference is a list and alternatives another: give one of them")
+        elif listed is None:
+            return data
+        try:
+            answers = parse_answers(listed)
+        except ValueError as error:
+            raise ValueError(f"reference: {error}") from None
+        joined = ANSWERS_JOINED.join(answers)
+        if isinstance(given, str) and given != joined:
+            raise ValueError(
+                f"reference {given!r} is not the alternatives joined with {ANSWERS_JOINED!r}: "
+                "give the answers as a list under reference"
+            )
+        return {**data, "reference": joined, "alternatives": answers}
 
     @field_validator("history", mode="before")
     @classmethod
@@ -222,11 +281,12 @@ class Sample(BaseModel):
 
     @property
     def digest(self) -> str:
-        """SHA-256 of what a metric reads (question, contexts, answer, reference, the earlier
-        turns, the retrieved and relevant ids; not the id), so that a stored result is reused
-        only for the same content under the same id. A sample without earlier turns or ids
-        hashes as it did before they existed."""
-        read: list[Any] = [self.question, self.contexts, self.answer, self.reference]
+        """SHA-256 of what a metric reads (question, contexts, answer, reference or its list of
+        alternatives, the earlier turns, the retrieved and relevant ids; not the id), so that a
+        stored result is reused only for the same content under the same id. A sample without
+        earlier turns or ids, or with a reference text, hashes as it did before those existed."""
+        reference = self.alternatives if self.alternatives is not None else self.reference
+        read: list[Any] = [self.question, self.contexts, self.answer, reference]
         if self.history:
             read.append([[turn.role, turn.text] for turn in self.history])
         if self.context_ids is not None or self.reference_context_ids is not None:

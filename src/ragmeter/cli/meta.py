@@ -51,6 +51,7 @@ from ragmeter.meta.attribution import (
 )
 from ragmeter.meta.mtrag import METRICS as MTRAG_METRICS
 from ragmeter.meta.mtrag import Interval, chosen_metrics, load_mtrag, run_mtrag
+from ragmeter.meta.openqa import AnswerAgreement, first_questions, load_openqa, run_openqa
 from ragmeter.meta.ragchecker import FIGURES as RAGCHECKER_FIGURES
 from ragmeter.meta.ragchecker import (
     PAIRWISE_METHODS,
@@ -284,6 +285,82 @@ def mtrag_command(
     if report.seconds_per_sample is not None:
         console.print(f"median {report.seconds_per_sample:.1f} s per answer for the metrics judged")
     console.print(f"Pearson and every interval in {out / 'agreement.json'}")
+
+
+def _agreeing(found: AnswerAgreement | None) -> str:
+    if found is None:
+        return "—"
+    kappa = "—" if found.kappa is None else f"{found.kappa:.2f}"
+    return f"{found.accuracy:.1%} / {kappa} ({found.rows})"
+
+
+@app.command("openqa")
+def openqa_command(
+    path: Annotated[Path, typer.Argument(help="NQ301 rows (JSONL), as ../shared/data/openqa.")],
+    judge: JudgeSpec = "local",
+    judge_option: JudgeOptions = None,
+    limit: Annotated[
+        int | None, typer.Option(help="Only the first N questions (every system's answer).")
+    ] = None,
+    out: ResultsFolder = Path("runs/meta-openqa"),
+    cache: CacheFlag = True,
+    option: MetricOptions = None,
+    threshold: Annotated[
+        float, typer.Option(help="The score from which an answer counts as correct.")
+    ] = 0.5,
+    workers: Workers = 1,
+    ray: RayAddress = None,
+    ray_actors: RayActors = None,
+    ray_actor_cpus: RayActorCpus = 1.0,
+) -> None:
+    """Answer correctness against people's verdicts on QA systems' answers (NQ301), answer by
+    answer and system by system, beside the set's EM, F1, BEM, InstructGPT-eval and
+    GPT-4-eval."""
+    console = Console()
+    judging = _judging(judge, judge_option, cache, workers, ray, ray_actors, ray_actor_cpus)
+    with user_errors(console):
+        rows = first_questions(load_openqa(path), limit)
+        (metric,) = configured_metrics("answer_correctness", option)
+    measure = partial(run_openqa, rows, metric=metric, threshold=threshold, **judging)
+    distinct = len({(r.question, tuple(r.references), r.answer) for r in rows})
+    report = _measure(console, measure, distinct, out)
+    with (out / "answers.jsonl").open("w") as handle:
+        for row in rows:
+            value = report.probabilities[row.id]
+            said = None if value is None else int(value >= threshold)
+            record = {"id": row.id, "system": row.system, "human": row.human, "ragmeter": said}
+            handle.write(json.dumps({**record, "score": value, "anchors": row.anchors}) + "\n")
+    answers = Table(
+        title=f"NQ301: agreement with people, answer by answer ({len(rows)} answers, "
+        f"{report.distinct_answers} distinct, {report.judge}): accuracy / Cohen's kappa (rows)"
+    )
+    for column in ("judge", "all systems", "InstructGPT systems", "Kendall tau [95 % CI]"):
+        answers.add_column(column, justify="left" if column == "judge" else "right")
+    answers.add_column("pairs people tell apart: alike / cannot tell / wrong", justify="right")
+    for found in report.judges:
+        systems = found.systems
+        answers.add_row(
+            found.judge,
+            _agreeing(found.answers),
+            _agreeing(found.llm_answers),
+            _interval(systems.kendall),
+            f"{systems.separated} of {systems.pairs}: {systems.alike} / "
+            f"{systems.cannot_tell} / {systems.wrong} ({systems.questions} questions)",
+        )
+    console.print(answers)
+    per_system = Table(title="accuracy / kappa per system")
+    shown = [j for j in report.judges if j.per_system]
+    per_system.add_column("system")
+    for found in shown:
+        per_system.add_column(found.judge, justify="right")
+    for system in sorted(shown[0].per_system) if shown else []:
+        per_system.add_row(system, *[_agreeing(j.per_system.get(system)) for j in shown])
+    console.print(per_system)
+    for reason, count in report.unscored.items():
+        console.print(f"[yellow]{count} answers unscored[/yellow] — {reason}")
+    if report.seconds_per_answer is not None:
+        console.print(f"median {report.seconds_per_answer:.2f} s per distinct answer judged now")
+    console.print(f"every figure in {out / 'agreement.json'}")
 
 
 @app.command("ragchecker")
