@@ -8,7 +8,8 @@ model server with spare capacity; the judge and the embedder both go through it,
 provider's default options. A worker judges one item at a time, its calls one after another, so
 N workers should keep N requests in flight: items per second should grow in proportion to N.
 Prints items per second, the speed-up over one worker, its share of the linear speed-up, and the
-most requests the server saw at once.
+most judge requests the server saw at once (embedding requests, which ``--workers`` does not
+limit, are not counted).
 """
 
 from __future__ import annotations
@@ -60,8 +61,8 @@ def main() -> None:
         speedup = rate / base
         print(
             f"workers {workers:2d}: {rate:6.2f} items/s ({seconds:5.1f} s, {requests} requests, "
-            f"at most {in_flight} at once)  speed-up {speedup:5.2f}x = {speedup / workers:.2f} "
-            f"of linear; unscored {result.run.counts.unscored}"
+            f"at most {in_flight} judge requests at once)  speed-up {speedup:5.2f}x = "
+            f"{speedup / workers:.2f} of linear; unscored {result.run.counts.unscored}"
         )
 
 

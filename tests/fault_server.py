@@ -358,6 +358,11 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # else a reply's header and body wait on a delayed ACK
     server: _Server
+    in_flight = False
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        self.server.owner.leave(self)
+        super().send_response(code, message)
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the tests read the server's counters, not its log."""
@@ -389,7 +394,8 @@ class FaultServer:
     seen: list[Seen] = field(default_factory=list)
     authorizations: set[str] = field(default_factory=set)
     max_in_flight: int = 0
-    """The most requests the server was handling at once."""
+    """The most judge (chat) requests the server was handling at once. Embedding requests are
+    not counted, as ``--workers`` does not limit them."""
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -434,13 +440,22 @@ class FaultServer:
     # -- one request -----------------------------------------------------------------------------
 
     def handle(self, handler: _Handler, raw: bytes) -> None:
-        with self._lock:
-            self._in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+        if handler.path.endswith("/chat/completions"):
+            with self._lock:
+                self._in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            handler.in_flight = True
         try:
             self._handle(handler, raw)
         finally:
-            with self._lock:
+            self.leave(handler)
+
+    def leave(self, handler: _Handler) -> None:
+        """A request stops counting as in flight once its reply starts: the client may send its
+        next request as soon as the reply arrives, before this thread runs again."""
+        with self._lock:
+            if handler.in_flight:
+                handler.in_flight = False
                 self._in_flight -= 1
 
     def _handle(self, handler: _Handler, raw: bytes) -> None:

@@ -282,8 +282,8 @@ def test_bench_overhead_times_the_same_work_in_each_set_up(bench):
 
 def test_bench_concurrency_keeps_as_many_requests_in_flight_as_workers(bench):
     out = bench("bench_concurrency", "--latency", "0.01", "--samples", "2", "--workers", "1,2")
-    rows = table_rows(out, r"^workers\s+(\d+):.* (\d+) requests, at most (\d+) at once\).*"
-                           r"unscored (\d+)$")  # fmt: skip
+    rows = table_rows(out, r"^workers\s+(\d+):.* (\d+) requests, at most (\d+) judge requests "
+                           r"at once\).*unscored (\d+)$")  # fmt: skip
     assert [(w, most, unscored) for w, _, most, unscored in rows] == [
         ("1", "1", "0"), ("2", rows[1][2], "0")
     ]  # fmt: skip
