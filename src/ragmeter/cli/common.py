@@ -31,7 +31,7 @@ from ragmeter.evaluate import DEFAULT_METRICS
 from ragmeter.judges import Embedder, Judge, JudgeError, resolve_models
 from ragmeter.judges.cache import CallCache
 from ragmeter.judges.weights import WeightsError
-from ragmeter.metrics import GROUPS, Metric, metric_by_name, metric_names, with_layout
+from ragmeter.metrics import GROUPS, Metric, metric_by_name, metric_names
 from ragmeter.plugins import available
 
 EXIT_BAD_INPUT = 2
@@ -287,14 +287,13 @@ def defined_criteria(flags: list[str] | None, file: Path | None) -> list[Criteri
 def configured_metrics(
     metrics: str | None,
     option: list[str] | None,
-    layout: str | None = None,
     criteria: Sequence[Criterion] = (),
 ) -> list[Metric]:
     """The metrics of a comma-separated ``--metrics``, each built with its ``--option``s; an
     option given to a group (``diagnosis.soft=false``) goes to each of its metrics, and an
-    option for a metric not named is an error. ``layout`` (``--layout``) is set on every
-    metric that has the option. ``criteria`` (``--criterion``, ``--criteria``) are metrics
-    that ``metrics`` may name; without ``metrics``, the default metrics and every criterion."""
+    option for a metric not named is an error. ``criteria`` (``--criterion``, ``--criteria``)
+    are metrics that ``metrics`` may name; without ``metrics``, the default metrics and every
+    criterion."""
     defined = {c.name: c for c in criteria}
     if metrics is None:
         metrics = ",".join([*DEFAULT_METRICS, *defined])
@@ -316,7 +315,7 @@ def configured_metrics(
             chosen.append(metric_by_name(name, **values))
     if options:
         raise ValueError(f"options given for metrics not chosen: {', '.join(options)}")
-    return [with_layout(m, layout) for m in chosen] if layout else chosen
+    return chosen
 
 
 def _value(text: str) -> Any:

@@ -66,7 +66,6 @@ from ragmeter.heads.ratings import Labels, parse_scales, read_labels
 from ragmeter.limits import MAX_INPUT_CHARS, InputTruncatedWarning
 from ragmeter.manifest import Counts
 from ragmeter.metrics import Metric
-from ragmeter.one_read import Layout
 from ragmeter.report import estimate_table, samples_table, summary_table, throughput, write_outputs
 from ragmeter.result import Result
 from ragmeter.store import FolderLock
@@ -284,14 +283,6 @@ def evaluate_command(
     cache: CacheFlag = True,
     show_samples: Annotated[bool, typer.Option(help="Also print a row per sample.")] = True,
     option: MetricOptions = None,
-    layout: Annotated[
-        Layout | None,
-        typer.Option(
-            help="How every metric that asks Yes/No questions reads a sample: 'separate' (each "
-            "metric's own prompts) or 'one_read' (every question a continuation of the sample "
-            "read once). \\[default: each metric's own]"
-        ),
-    ] = None,
     judge_option: JudgeOptions = None,
     embedder_option: EmbedderOptions = None,
     dry_run: Annotated[
@@ -370,7 +361,7 @@ def evaluate_command(
         dataset = _load(file, columns, skip_invalid, console)
     with user_errors(console):
         defined = defined_criteria(criterion, criteria)
-        chosen = configured_metrics(metrics, option, layout, defined)
+        chosen = configured_metrics(metrics, option, defined)
         executor = executor_for(ray, ray_actors, ray_actor_cpus, workers)
         if html is not None:
             check_report_installed()  # before judging, not after
