@@ -3,7 +3,6 @@
     python bench/bench_core.py [--judge local] [--data examples/basic.jsonl]
     python bench/bench_core.py --wikieval ../shared/data/wikieval/wikieval_dev.jsonl --limit 5
     python bench/bench_core.py --wikieval ... --option faithfulness.statements=generate
-    python bench/bench_core.py --wikieval ... --layouts separate,one_read
 
 ``--wikieval`` times WikiEval samples instead (question, the focused context, the grounded
 answer): long contexts, the case the per-sample time target is set for.
@@ -15,9 +14,9 @@ same run: what reading the sample once costs. The ratio says how far the three m
 it.
 
 Runs once with an empty call cache (every call reaches the model), then again with the same cache
-and a new results folder: the second run must make zero model calls. With ``--layouts`` each
-layout (``ragmeter.one_read``) is timed in turn on the same judge in one process, and the last
-lines compare their samples per minute.
+and a new results folder: the second run must make zero model calls. The last line gives the
+samples scored per minute. (``--layouts`` timed the one-read layout beside the separate one in
+the same process until commit e3a29d4: docs/agreement.md, "Reading a sample once".)
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ from ragmeter.evaluate import DEFAULT_METRICS
 from ragmeter.judges.base import ChatRequest, Embedder, Judge, Message
 from ragmeter.judges.registry import get_embedder, get_judge
 from ragmeter.meta.wikieval import load_wikieval
-from ragmeter.metrics import Metric, with_layout
+from ragmeter.metrics import Metric
 from ragmeter.prompts import render_inputs
 from ragmeter.sample import Sample
 
@@ -69,12 +68,6 @@ def main() -> None:
     parser.add_argument(
         "--option", action="append", help="metric option METRIC.PARAM=VALUE (repeat)"
     )
-    parser.add_argument(
-        "--layouts",
-        default="",
-        help="comma-separated layouts to time in turn (separate, one_read), each set on every "
-        "metric that has the option",
-    )
     args = parser.parse_args()
 
     if args.wikieval:
@@ -88,21 +81,8 @@ def main() -> None:
     embedder = get_embedder(args.embedder)
     print(f"model load {time.perf_counter() - clock:.1f} s")
     floors = {s.key: floor_seconds(judge, s, n) for n, s in enumerate(samples)}
-    layouts = [name.strip() for name in args.layouts.split(",") if name.strip()] or [None]
-    rates: dict[str | None, float] = {}
-    for layout in layouts:
-        metrics = configured_metrics(args.metrics, args.option)
-        if layout is not None:
-            metrics = [with_layout(m, layout) for m in metrics]
-            print(f"\n=== layout {layout}")
-        rates[layout] = time_metrics(samples, metrics, judge, embedder, floors)
-    if len(rates) > 1:
-        first = layouts[0]
-        for layout, rate in rates.items():
-            print(
-                f"layout {layout}: {rate:.2f} samples per minute, {rate / rates[first]:.2f}x "
-                f"the rate of {first}"
-            )
+    metrics = configured_metrics(args.metrics, args.option)
+    time_metrics(samples, metrics, judge, embedder, floors)
 
 
 def time_metrics(

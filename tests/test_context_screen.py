@@ -147,7 +147,6 @@ def test_the_screen_needs_an_embedder_and_is_part_of_the_version():
     [
         ({"screen": "embedding", "mode": "numbered"}, "mode='sentence'"),
         ({"screen": "embedding", "mode": "select", "repeats": False}, "mode='sentence'"),
-        ({"screen": "embedding", "layout": "one_read"}, "layout='separate'"),
         ({"screen": "bm25"}, "option 'screen'"),
         ({"keep_top": -1}, "option 'keep_top'"),
         ({"keep_similarity": 1.5}, "option 'keep_similarity'"),

@@ -175,7 +175,6 @@ def test_run_record_names_models_and_metric_versions(tmp_path):
         "score": "completeness",
         "against": "question",
         "off_topic_below": 0.05,
-        "layout": "separate",
     }
     json.loads(result.run.to_json())  # serialisable as is
     # Without it, no metric of the defaults embeds: the embedder is neither loaded nor recorded.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 from typer.testing import CliRunner
@@ -19,7 +20,7 @@ from ragmeter.judges.cache import CachedJudge, CallCache
 from ragmeter.judges.local import LocalJudgeOptions, create_judge, local_identity
 from ragmeter.judges.weights import weights_sha256
 from ragmeter.manifest import RunRecord
-from ragmeter.metrics import Faithfulness, metric_by_name
+from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness, metric_by_name
 from ragmeter.options import Options, OptionsError
 
 from .conftest import routed
@@ -130,7 +131,7 @@ def test_metric_options_are_typed_and_every_one_is_in_the_version():
     with pytest.raises(
         OptionsError,
         match=r"unknown option 'soft_count' for the metric faithfulness; "
-        r"valid options: layout, short_claims, soft, statements, threshold, verdicts",
+        r"valid options: short_claims, soft, statements, threshold, verdicts",
     ):
         metric_by_name("faithfulness", soft_count=True)
     with pytest.raises(
@@ -147,6 +148,21 @@ def test_metric_options_are_typed_and_every_one_is_in_the_version():
     }
     assert len(versions) == 6
     assert Faithfulness().version == Faithfulness(verdicts="logprob", soft=True).version
+
+
+@pytest.mark.parametrize("metric", [Faithfulness, AnswerRelevance, ContextRelevance])
+def test_a_removed_option_stays_in_the_version_at_the_value_read_since(metric):
+    """The one-read layout went after commit e3a29d4; every score before it was read in the
+    separate layout, so the versions, and with them the stored scores' keys, stay as they were."""
+    assert metric.retired == {"layout": "separate"}
+    assert "layout" not in metric().config()
+    with pytest.raises(OptionsError, match="unknown option 'layout'"):
+        metric(layout="separate")
+
+    class Unretired(metric):  # type: ignore[valid-type, misc]
+        retired: ClassVar[dict[str, Any]] = {}
+
+    assert Unretired().version != metric().version
 
 
 def test_a_judge_without_an_identity_is_known_by_its_name():

@@ -11,7 +11,7 @@ import pytest
 from ragmeter.claims import Statements, claims_nothing, claims_only, makes_claim
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.fake import FakeJudge, HashingEmbedder
-from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness, with_layout
+from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness
 from ragmeter.metrics.answer_correctness import AnswerCorrectness
 from ragmeter.metrics.context_relevance import SENTENCE_NEEDED
 from ragmeter.sample import Sample
@@ -447,8 +447,6 @@ def test_by_default_a_needed_sentence_after_the_first_must_clear_the_repeat_bar(
     assert ContextRelevance(soft=True).options.repeat_checks == "asking"
     assert ContextRelevance(soft="false").options.repeat_checks == "bar"  # as the CLI gives it
     assert ContextRelevance(repeats=False).options.repeat_checks is None
-    # the default resolves afresh in another layout
-    assert with_layout(metric, "one_read").options.repeat_checks == "asking"
     with pytest.raises(ValueError, match="repeats_by='bar' is fitted"):
         ContextRelevance(mode="numbered", repeats_by="bar")
 
@@ -484,7 +482,6 @@ def test_prompt_versions_change_with_configuration():
         "repeats": False,
         "repeats_by": None,
         "repeat_bar": 0.72,
-        "layout": "separate",
         "screen": "none",
         "keep_similarity": 0.2,
         "keep_top": 4,

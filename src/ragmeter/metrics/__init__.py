@@ -33,14 +33,6 @@ def higher_is_better(name: str) -> bool:
         return True
 
 
-def with_layout(metric: Metric, layout: str) -> Metric:
-    """``metric`` reading its sample in ``layout`` (``ragmeter.one_read``), where it has the
-    option; a metric without it reads as it always does."""
-    if "layout" not in metric.options_model.model_fields:
-        return metric
-    return type(metric)(**{**metric.config(), "layout": layout})
-
-
 def metric_by_name(name: str, **options: Any) -> Metric:
     """Build a metric from its registered name and options (``OptionsError`` names a bad one).
 
@@ -71,5 +63,4 @@ __all__ = [
     "Metric",
     "metric_by_name",
     "metric_names",
-    "with_layout",
 ]

@@ -24,11 +24,6 @@ then P(the context holds it) x P(the answer gives all of it) for an answer that 
 with no context at all, a decline scores 1 and an answer that commits 0. The two probes share
 the context as a prefix, which a local judge reads once.
 
-With ``layout="one_read"`` (completeness only) the completeness questions are continuations of
-the sample read once, shared with the other metrics' questions (``ragmeter.one_read``); whether
-the answer commits is asked as above (as a Yes/No continuation the small local judge gave
-evasions and answers the same probability).
-
 An answer none of whose sentences claims anything (``claims.claims_nothing``: it only asks back,
 or says the question again, "You are asking when the tower was completed.") scores 0 before the
 judge is asked, its sentences listed under ``no_claim``: the small judge finds such an echo on
@@ -49,11 +44,10 @@ written.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, Field, model_validator
 
-import ragmeter.one_read as one_read
 from ragmeter.claims import CLAIM_RULES, NO_CLAIM_RULE, claims_nothing
 from ragmeter.judges.base import cosine_similarity
 from ragmeter.language import language_of
@@ -190,17 +184,11 @@ class AnswerRelevanceOptions(Options):
         ),
     )
 
-    layout: one_read.Layout = one_read.layout_option()
-
     @model_validator(mode="after")
     def _completeness_is_judged(self) -> Self:
         if self.against == "context" and self.score == "similarity":
             raise ValueError(
                 "against='context' judges completeness, which score='similarity' omits"
-            )
-        if self.layout == "one_read" and self.score != "completeness":
-            raise ValueError(
-                "layout='one_read' reads Yes/No verdicts: it needs score='completeness'"
             )
         return self
 
@@ -210,6 +198,8 @@ class AnswerRelevance(Metric):
     options_model = AnswerRelevanceOptions
     options: AnswerRelevanceOptions
     rules = (CLAIM_RULES, NO_CLAIM_RULE)
+    # layout="one_read" (docs/agreement.md, "Reading a sample once") went after commit e3a29d4
+    retired: ClassVar[dict[str, Any]] = {"layout": "separate"}
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -222,8 +212,6 @@ class AnswerRelevance(Metric):
 
     @property
     def prompts(self) -> list[Any]:
-        if self.options.layout == "one_read":
-            return [NONCOMMITTAL, *self._one_read_prompts()]
         completeness = [HELD, COVERS] if self.options.against == "context" else [COMPLETE]
         return {
             "completeness": [NONCOMMITTAL, *completeness],
@@ -231,20 +219,11 @@ class AnswerRelevance(Metric):
             "product": [self._prompt, *completeness],
         }[self.options.score]
 
-    def _one_read_prompts(self) -> list[YesNoPrompt]:
-        """The one-read layout's completeness questions, after whether the answer commits."""
-        if self.options.against == "question":
-            return [one_read.COMPLETE]
-        return [one_read.CONTEXT_HOLDS, one_read.COVERS_CONTEXT]
-
     def planned_calls(self, sample: Sample) -> PlannedCalls:
         if not sample.answer.strip():
             return []
         if claims_nothing(sample.answer, sample.question, language_of(sample)):
             return []
-        if self.options.layout == "one_read":
-            asked = [(prompt, {}, {}) for prompt in self._one_read_prompts()]
-            return [planned_commitment_call(sample.answer), *one_read.planned_calls(sample, asked)]
         completeness = self._completeness_calls(sample)
         if self.options.score == "completeness":
             return [planned_commitment_call(sample.answer), *completeness]
@@ -297,9 +276,7 @@ class AnswerRelevance(Metric):
         return value, {**similarity, **explanation}
 
     def _judged(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
-        """The score as the judge gives it (``score``, ``against``, ``layout``)."""
-        if self.options.layout == "one_read":
-            return self._read_once(sample, session)
+        """The score as the judge gives it (``score``, ``against``)."""
         if self.options.score == "completeness":
             # A few generated tokens where writing the questions took fifty: in this mode they
             # served only the explanation.
@@ -359,31 +336,3 @@ class AnswerRelevance(Metric):
             "p_covers_context": round(covers, 4),
         }
         return held * covers, explanation
-
-    def _read_once(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
-        """Completeness in the one-read layout: the same scores as ``_completeness``."""
-        noncommittal = is_noncommittal(sample.answer, session)
-        if self.options.against == "question":
-            if noncommittal:
-                return 0.0, {"noncommittal": True}
-            read = one_read.read_sample(sample, session)
-            (complete,) = one_read.about_answer(session, read, one_read.COMPLETE)
-            return complete, {"noncommittal": False, "p_complete": round(complete, 4)}
-        if not sample.contexts:
-            return scored_without_context(noncommittal)
-        read = one_read.read_sample(sample, session)
-        asked = (
-            [one_read.CONTEXT_HOLDS]
-            if noncommittal
-            else [one_read.CONTEXT_HOLDS, one_read.COVERS_CONTEXT]
-        )
-        held, *covers = one_read.about_context(session, read, *asked)
-        explanation: dict[str, Any] = {
-            "noncommittal": noncommittal,
-            "p_context_holds": round(held, 4),
-        }
-        if read.note:
-            explanation["parts"] = read.note
-        if noncommittal:
-            return 1.0 - held, explanation
-        return held * covers[0], {**explanation, "p_covers_context": round(covers[0], 4)}

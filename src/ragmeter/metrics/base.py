@@ -38,6 +38,11 @@ class Metric(ABC):
     rules: ClassVar[tuple[str, ...]] = ()
     """The rules in code (not a prompt or an option) that decide the output, each in words
     that change whenever the rule does (``claims.CLAIM_RULES``, ...): part of ``version``."""
+    retired: ClassVar[dict[str, Any]] = {}
+    """Options the metric had and no longer has, each with the value every score has been read
+    under since: hashed into ``version`` as the option was, so that the scores stored and the
+    run records written while it existed keep their keys and compare as the same version.
+    ``config`` leaves them out: they are no options."""
     rated_on: ClassVar[str | None] = None
     """The scale people rate the metric's samples on in ``ragmeter label`` where the metric has
     one of its own (``"0-3"``: the passage grades); None: the page's default."""
@@ -83,7 +88,8 @@ class Metric(ABC):
     @property
     def version(self) -> str:
         """Identifies everything that determines this metric's output besides the models."""
-        parts = [self.name, self.config(), [p.version for p in self.prompts]]
+        config = {**self.config(), **self.retired}
+        parts = [self.name, config, [p.version for p in self.prompts]]
         material = json.dumps([*parts, list(self.rules)] if self.rules else parts, sort_keys=True)
         return hashlib.sha256(material.encode()).hexdigest()[:12]
 

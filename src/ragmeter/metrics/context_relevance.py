@@ -39,23 +39,16 @@ retrieved passage are plainly not needed, and the embedder (the one answer relev
 reads them in a fraction of the judge's time. The others count as not needed and are listed
 under ``skipped`` with their similarity; repeats are checked among the kept sentences as
 without a screen. A kept sentence gets the very question it gets without one.
-
-With ``layout="one_read"`` each sentence's verdict is a short continuation of the sample read
-once, shared with the other metrics' questions (``ragmeter.one_read``): the sentence named by
-its number and opening words in the numbered context, not shown again. The repeat checks are
-asked together, each of a needed sentence after the first: does it state needed information no
-earlier sentence of the context states (they are all in view above it)?
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
 from pydantic import BaseModel, Field, model_validator
 
-import ragmeter.one_read as one_read
 from ragmeter.judges.base import cosine_similarity
 from ragmeter.language import language_of
 from ragmeter.metrics.base import Metric
@@ -189,7 +182,7 @@ class ContextRelevanceOptions(Options):
         None,
         description="How a needed sentence after the first is checked for repeating the earlier "
         "ones: the judge asked, or the higher bar repeat_bar on its P(needed). Unset: bar where "
-        "each sentence is asked alone (mode='sentence', layout='separate', soft=false), else "
+        "each sentence is asked alone (mode='sentence', soft=false), else "
         "asking.",
     )
     repeat_bar: float = Field(
@@ -200,7 +193,6 @@ class ContextRelevanceOptions(Options):
         "reach to count.",
     )
 
-    layout: one_read.Layout = one_read.layout_option()
     screen: Screen = Field(
         "none",
         description="Ask about every sentence (none), or only about those whose embedding is "
@@ -223,7 +215,7 @@ class ContextRelevanceOptions(Options):
     @property
     def _counted_alone(self) -> bool:
         """Each sentence asked alone and counted: what the repeat bar was fitted to."""
-        return self.mode == "sentence" and self.layout == "separate" and not self.soft
+        return self.mode == "sentence" and not self.soft
 
     @property
     def repeat_checks(self) -> Literal["asking", "bar"] | None:
@@ -241,17 +233,11 @@ class ContextRelevanceOptions(Options):
         if self.repeats_by == "bar" and not self._counted_alone:
             raise ValueError(
                 "repeats_by='bar' is fitted to P(needed) of each sentence asked alone, counted: "
-                "it needs mode='sentence', layout='separate' and soft=false"
+                "it needs mode='sentence' and soft=false"
             )
-        if self.layout == "one_read" and self.mode != "sentence":
+        if self.screen != "none" and self.mode != "sentence":
             raise ValueError(
-                "layout='one_read' asks about each sentence by its number in the context read "
-                "once: it needs mode='sentence'"
-            )
-        if self.screen != "none" and (self.mode != "sentence" or self.layout != "separate"):
-            raise ValueError(
-                "a screen spares questions about single sentences: it needs mode='sentence' "
-                "and layout='separate'"
+                "a screen spares questions about single sentences: it needs mode='sentence'"
             )
         return self
 
@@ -260,6 +246,8 @@ class ContextRelevance(Metric):
     name = "context_relevance"
     options_model = ContextRelevanceOptions
     options: ContextRelevanceOptions
+    # layout="one_read" (docs/agreement.md, "Reading a sample once") went after commit e3a29d4
+    retired: ClassVar[dict[str, Any]] = {"layout": "separate"}
 
     @property
     def needs_embedder(self) -> bool:  # type: ignore[override]
@@ -267,9 +255,6 @@ class ContextRelevance(Metric):
 
     @property
     def prompts(self) -> list[Any]:
-        if self.options.layout == "one_read":
-            repeats = [one_read.NEW_INFORMATION] if self.options.repeats else []
-            return [one_read.NEEDED, *repeats]
         main = {"sentence": SENTENCE_NEEDED, "numbered": NEEDED, "select": EXTRACT}[
             self.options.mode
         ]
@@ -296,12 +281,6 @@ class ContextRelevance(Metric):
         if self.options.mode == "select":
             inputs = {**sample.asked(), "context": numbered(sentences)}
             return [(rendered_tokens(EXTRACT.render(inputs)), 4 + len(sentences))]
-        if self.options.layout == "one_read":
-            asked = [
-                (one_read.NEEDED, {"sentence": f"[{n}] {one_read.opening(s)}"}, {"number": str(n)})
-                for n, s in enumerate(sentences, 1)
-            ]
-            return one_read.planned_calls(sample, asked)
         # Without any repeat checks asked, whose number depends on the answers (a few a sample);
         # with a screen, every sentence still: what it spares is known only once it has run.
         return [
@@ -315,8 +294,6 @@ class ContextRelevance(Metric):
             raise Unscorable("the sample has no retrieved context")
         if self.options.mode == "select":
             return self._by_selection(sample, sentences, session)
-        if self.options.layout == "one_read":
-            return self._read_once(sample, session)
         if self.options.screen != "none":
             return self._screened(sample, sentences, session)
         probabilities = session.ask_yes_no_all(self._questions(sample, sentences))
@@ -377,16 +354,6 @@ class ContextRelevance(Metric):
             else {}
         )
         return self._count(sentences, probabilities, new_information)
-
-    def _read_once(self, sample: Sample, session: JudgeSession) -> tuple[float, dict[str, Any]]:
-        read = one_read.read_sample(sample, session)
-        probabilities = one_read.needed(session, read)
-        new_information: dict[int, float] = {}
-        if self.options.repeats:
-            candidates = [i for i, p in enumerate(probabilities) if p >= self.options.threshold]
-            new_information = one_read.new_information(session, read, candidates)
-        value, explanation = self._count(read.sentences, probabilities, new_information)
-        return value, {**explanation, "parts": read.note} if read.note else explanation
 
     def _new_information(
         self,

@@ -19,10 +19,6 @@
    probability of being supported (an expected |V|), which separates answers that a hard count
    would tie; ``soft=False`` counts statements whose probability reaches ``threshold``.
 
-With ``layout="one_read"`` every verdict is a short continuation of the sample read once,
-shared with the other metrics' questions (``ragmeter.one_read``): the statement is quoted after
-the question, the context and the answer, and a short statement is read in the answer's place.
-
 When nothing was retrieved no claim can be supported, so an answer that commits to anything
 scores 0 without its statements being written, and a decline ("I have no information on that")
 scores 1: it makes no claim, and it is what a faithful system says when retrieval finds nothing.
@@ -32,11 +28,10 @@ Whether the answer commits is the few-token question answer relevance also asks.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, Self
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
-import ragmeter.one_read as one_read
 from ragmeter.claims import (
     NO_CLAIM_RULE,
     SHORT_CLAIM_RULE,
@@ -144,13 +139,6 @@ class FaithfulnessOptions(Options):
         description='Verify a statement that does not stand alone ("3 euros.") as the answer '
         "to the question, or every statement as it stands.",
     )
-    layout: one_read.Layout = one_read.layout_option()
-
-    @model_validator(mode="after")
-    def _one_read_asks_yes_no(self) -> Self:
-        if self.layout == "one_read" and self.verdicts != "logprob":
-            raise ValueError("layout='one_read' reads Yes/No verdicts: it needs verdicts='logprob'")
-        return self
 
 
 class Faithfulness(Metric):
@@ -158,12 +146,12 @@ class Faithfulness(Metric):
     options_model = FaithfulnessOptions
     options: FaithfulnessOptions
     rules = (SHORT_CLAIM_RULE, NO_CLAIM_RULE)
+    # layout="one_read" (docs/agreement.md, "Reading a sample once") went after commit e3a29d4
+    retired: ClassVar[dict[str, Any]] = {"layout": "separate"}
 
     @property
     def prompts(self) -> list[Any]:
         written = [STATEMENTS] if self.options.statements == "generate" else []
-        if self.options.layout == "one_read":
-            return [*written, one_read.SUPPORTED, NONCOMMITTAL]
         verdicts = SUPPORTED if self.options.verdicts == "logprob" else VERDICTS
         return [*written, verdicts, NONCOMMITTAL]
 
@@ -184,9 +172,6 @@ class Faithfulness(Metric):
             )
         if not sentences:
             return calls
-        if self.options.layout == "one_read":
-            asked = [(one_read.SUPPORTED, {"statement": s}, {}) for s in sentences]
-            return calls + one_read.planned_calls(sample, asked)
         if self.options.verdicts == "logprob":
             return calls + [
                 yes_no_call(SUPPORTED.render({"context": sample.contexts, "statement": s}))
@@ -229,22 +214,16 @@ class Faithfulness(Metric):
         self, sample: Sample, statements: list[str], session: JudgeSession
     ) -> tuple[float, dict[str, Any]]:
         explanation: dict[str, Any] = {}
-        if self.options.layout == "one_read":
-            read = one_read.read_sample(sample, session)
-            probabilities = one_read.supported(session, read, statements)
-            if read.note:
-                explanation["parts"] = read.note
-        else:
-            checked = as_checked(statements, self._question(sample))
-            language = language_of(sample)
-            blocks = [(checked, [sample.contexts])]
-            probabilities = supported(session, blocks, language)[0][:, 0].tolist()
-            parts = len(parts_read(session, sample.contexts, checked, language))
-            if parts > 1:
-                explanation["parts"] = (
-                    f"the context exceeds the judge's window: read in {parts} parts, a "
-                    "statement supported as far as its best-supporting part supports it"
-                )
+        checked = as_checked(statements, self._question(sample))
+        language = language_of(sample)
+        blocks = [(checked, [sample.contexts])]
+        probabilities = supported(session, blocks, language)[0][:, 0].tolist()
+        parts = len(parts_read(session, sample.contexts, checked, language))
+        if parts > 1:
+            explanation["parts"] = (
+                f"the context exceeds the judge's window: read in {parts} parts, a "
+                "statement supported as far as its best-supporting part supports it"
+            )
         verdicts = [p >= self.options.threshold for p in probabilities]
         value = sum(probabilities) if self.options.soft else sum(verdicts)
         explanation["statements"] = [
