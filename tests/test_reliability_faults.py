@@ -91,7 +91,14 @@ def test_concurrent_workers_through_faults_give_the_clean_scores(tmp_path):
     metrics = ["faithfulness", "answer_relevance", "context_relevance"]
     clean, _ = run(Faults(), samples, tmp_path / "clean", metrics)
     faulty, server = run(
-        Faults(rate=0.3, max_per_prompt=1, seed=11, kinds=("429", "500", "drop", "garbage")),
+        # A little latency on every reply, so that four workers' requests surely overlap.
+        Faults(
+            rate=0.3,
+            max_per_prompt=1,
+            seed=11,
+            kinds=("429", "500", "drop", "garbage"),
+            latency=0.02,
+        ),
         samples,
         tmp_path / "faulty",
         metrics,
