@@ -30,7 +30,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from ragmeter import evaluate
-from ragmeter.cli.common import configured_metrics
+from ragmeter.config import configured_metrics
 from ragmeter.data import load_samples
 from ragmeter.evaluate import DEFAULT_METRICS
 from ragmeter.judges.base import ChatRequest, Embedder, Judge, Message

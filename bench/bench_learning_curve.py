@@ -75,8 +75,8 @@ from verifier_sample import (
 )
 
 from ragmeter.claims import SUPPORTED
-from ragmeter.cli.common import parse_options
 from ragmeter.cluster import ModelRecipe
+from ragmeter.config import parse_options
 from ragmeter.heads.curve import FORMAT
 from ragmeter.heads.fitting import Verdicts, gather, predict
 from ragmeter.heads.tuning import DEFAULT_STATES, refit_verifier

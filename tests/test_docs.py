@@ -123,17 +123,21 @@ def test_the_getting_started_commands_run(tmp_path, monkeypatch, no_user_cache):
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     monkeypatch.chdir(tmp_path)
     commands, programs = page_code(GETTING_STARTED)
-    assert [c[0] for c in commands] == ["evaluate", "evaluate", "report"]
+    assert [c[0] for c in commands] == ["evaluate", "evaluate", "init", "evaluate", "report"]
     outputs = []
     for command in commands:
         run = CliRunner().invoke(app, command)
         assert run.exit_code == 0, f"ragmeter {shlex.join(command)}\n{run.output}"
         outputs.append(run.output)
-    first, again, _ = (" ".join(output.split()) for output in outputs)
+    first, again, _, from_file, _ = (" ".join(output.split()) for output in outputs)
     assert "0 items resumed" in first and "24 judged now" in first  # 8 samples x 3 metrics
     # Run again, the page says, and nothing is judged: every score is in the folder.
-    assert "model calls 0" in again and "24 items resumed" in again
-    assert re.search(r"\b0 judged now", again)
+    for rerun in (again, from_file):
+        assert "model calls 0" in rerun and "24 items resumed" in rerun
+        assert re.search(r"\b0 judged now", rerun)
+        assert "differs" not in rerun
+    # The file's run is the command line's (nothing differs from the last run's configuration).
+    assert "ragmeter.toml: data, metrics, judge; from the command line: none" in from_file
     assert (tmp_path / "report.html").stat().st_size > 0
     for program in programs:
         exec(compile(program, str(GETTING_STARTED), "exec"), {})

@@ -208,6 +208,40 @@ ragmeter_judge_options =
     refused.stdout.fnmatch_lines(["*temperature*"])
 
 
+def test_settings_come_from_ragmeter_toml_below_the_ini_file(pytester):
+    pytester.makepyfile(
+        SAMPLE
+        + """
+def test_grounded(ragmeter_scorer):
+    ragmeter_scorer.assert_scores(PARIS, faithfulness=1.0)
+"""
+    )
+    judge = script(pytester, "Yes", "Yes")
+    (pytester.path / "ragmeter.toml").write_text(
+        f"""[evaluate]
+judge = "{judge}"
+embedder = "fake"
+cache = false
+judge_option = {{ seed = 7 }}
+"""
+    )
+    pytester.runpytest().assert_outcomes(passed=1)
+    assert not (pytester.path / "calls.sqlite").exists()
+    # The ini file overrides the settings file: a judge with no reply left fails the check.
+    empty = pytester.path / "empty.jsonl"
+    empty.write_text("")
+    pytester.makeini(f"[pytest]\nragmeter_judge = fake:{empty}\n")
+    pytester.runpytest().assert_outcomes(failed=1)
+    # The file's provider options reach the provider, which checks them.
+    (pytester.path / "ragmeter.toml").write_text(
+        f'[evaluate]\njudge = "{judge}"\nembedder = "fake"\njudge_option = {{ temperature = 0 }}\n'
+    )
+    pytester.makeini("[pytest]\n")
+    refused = pytester.runpytest()
+    refused.assert_outcomes(failed=1)
+    refused.stdout.fnmatch_lines(["*temperature*"])
+
+
 def test_runs_that_do_not_use_the_fixture_import_nothing_of_ragmeter(pytester):
     pytester.makepyfile(
         """

@@ -11,8 +11,9 @@ ragmeter is installed. That is why it lives outside the ``ragmeter`` package (wh
 numpy and pydantic) and imports nothing but pytest here: ragmeter and its models are imported
 when a test first asks for the fixture, and a run that never does is left as it was.
 
-Settings, each a command-line option or an ini setting (``[tool.pytest.ini_options]``); the
-option wins, and the defaults are those of ``ragmeter evaluate``:
+Settings, each a command-line option, an ini setting (``[tool.pytest.ini_options]``) or a key of
+``[evaluate]`` in the project's ``ragmeter.toml`` (or ``[tool.ragmeter.evaluate]``), in that
+order of precedence, so that tests judge as ``ragmeter evaluate`` does; the defaults are its own:
 
 - ``--ragmeter-judge`` / ``ragmeter_judge``: ``local`` (default), ``openai:MODEL``, ``fake:FILE``;
 - ``--ragmeter-embedder`` / ``ragmeter_embedder``: ``minilm`` (default), ``openai:MODEL``, ...;
@@ -36,6 +37,8 @@ SETTINGS = {
     "embedder": ("The embedder for answer relevance: 'minilm', 'openai:MODEL', ...", "minilm"),
     "cache": ("The judge-call cache: a SQLite file, or 'off'. Default: the user cache.", ""),
 }
+"""Each setting's help and its default, which applies where no option, ini line or settings
+file gives one."""
 OPTION_LISTS = {
     "judge": "A judge provider option NAME=VALUE, e.g. timeout=30.",
     "embedder": "An embedder provider option NAME=VALUE.",
@@ -44,9 +47,9 @@ OPTION_LISTS = {
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("ragmeter", "ragmeter: scoring RAG answers (ragmeter_scorer)")
-    for name, (help_text, default) in SETTINGS.items():
+    for name, (help_text, _default) in SETTINGS.items():
         group.addoption(f"--ragmeter-{name}", dest=f"ragmeter_{name}", help=help_text)
-        parser.addini(f"ragmeter_{name}", help_text, default=default)
+        parser.addini(f"ragmeter_{name}", help_text, default="")
     for model, help_text in OPTION_LISTS.items():
         group.addoption(
             f"--ragmeter-{model}-option",
@@ -61,21 +64,34 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture(scope="session")
 def ragmeter_scorer(pytestconfig: pytest.Config) -> Scorer:
     """Scores samples with the configured judge; ``assert_scores`` fails with its reasons."""
-    import typer
-
-    from ragmeter.cli.common import parse_options
+    from ragmeter.config import parse_options
+    from ragmeter.config_file import find_config_file
     from ragmeter.testing import Scorer
 
+    try:
+        found = find_config_file(pytestconfig.rootpath)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    evaluate = (found.table("evaluate") if found else None) or {}
+
     def setting(name: str) -> Any:
-        return pytestconfig.getoption(f"ragmeter_{name}") or pytestconfig.getini(f"ragmeter_{name}")
+        option, ini = f"ragmeter_{name}", f"ragmeter_{name}"
+        given = pytestconfig.getoption(option) or pytestconfig.getini(ini)
+        if given:
+            return given
+        if name == "cache":  # a file says cache = false; on, it is the user cache
+            return "off" if evaluate.get("cache") is False else ""
+        return evaluate.get(name) or SETTINGS[name][1]
 
     def options(model: str) -> dict[str, Any]:
-        # The ini lines first, so that an option on the command line overrides the same name.
+        # The file's first, then the ini lines, then the command line: a later one overrides
+        # the same name.
+        values = dict(evaluate.get(f"{model}_option") or {})
         ini = pytestconfig.getini(f"ragmeter_{model}_options")
         given = pytestconfig.getoption(f"ragmeter_{model}_options") or []
         try:
-            return parse_options([*ini, *given], f"--ragmeter-{model}-option")
-        except typer.BadParameter as exc:
+            return values | parse_options([*ini, *given], f"--ragmeter-{model}-option")
+        except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
 
     cache = setting("cache")

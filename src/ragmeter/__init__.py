@@ -1,5 +1,6 @@
 """ragmeter: measure how good a retrieval-augmented generation system is."""
 
+from ragmeter.config import RunConfig
 from ragmeter.evaluate import evaluate
 from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness
 from ragmeter.result import Result
@@ -12,6 +13,7 @@ __all__ = [
     "ContextRelevance",
     "Faithfulness",
     "Result",
+    "RunConfig",
     "Sample",
     "Score",
     "__version__",

@@ -20,6 +20,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic_core import to_jsonable_python
+
 from ragmeter.budget import Budget, Meter, is_pending, price_for
 from ragmeter.cluster import (
     Executor,
@@ -31,6 +33,7 @@ from ragmeter.cluster import (
     describe_executor,
     ray_executor,
 )
+from ragmeter.config import DEFAULT_METRICS, RunConfig
 from ragmeter.data import LoadedDataset, load_samples
 from ragmeter.judges import Embedder, Judge
 from ragmeter.judges.base import NoJudge
@@ -51,7 +54,6 @@ from ragmeter.sample import Sample
 from ragmeter.score import Score
 from ragmeter.store import FolderLock, ScoreStore
 
-DEFAULT_METRICS = ("faithfulness", "answer_relevance", "context_relevance")
 SCORES_DB = "scores.sqlite"
 
 OnScore = Callable[[Score], None]
@@ -75,12 +77,25 @@ def _resolve_metrics(metrics: Sequence[str | Metric] | None) -> list[Metric]:
     return chosen
 
 
-def _resolve_dataset(dataset: Any, on_invalid: Literal["raise", "skip"]) -> LoadedDataset:
+def _resolve_dataset(
+    dataset: Any, on_invalid: Literal["raise", "skip"], columns: Mapping[str, str] | None
+) -> LoadedDataset:
     if isinstance(dataset, LoadedDataset):
         return dataset
     if isinstance(dataset, list) and all(isinstance(s, Sample) for s in dataset):
         return LoadedDataset(samples=list(dataset), invalid=[])
-    return load_samples(dataset, on_invalid=on_invalid)
+    return load_samples(dataset, columns=columns, on_invalid=on_invalid)
+
+
+def _options_set(metric: Metric) -> dict[str, Any]:
+    """The options of ``metric`` that differ from its defaults, as a configuration names them."""
+    fields = metric.options_model.model_fields
+    return {
+        name: value
+        for name, value in metric.config().items()
+        if name in fields
+        and to_jsonable_python(fields[name].get_default(call_default_factory=True)) != value
+    }
 
 
 def _check_unique_keys(samples: Iterable[Sample]) -> None:
@@ -215,9 +230,10 @@ def _counts(scores: list[Kept], tally: Tally, noted: dict[str, Any]) -> Counts:
 
 
 def evaluate(
-    dataset: Any,
+    dataset: Any = None,
     metrics: Sequence[str | Metric] | None = None,
     *,
+    config: RunConfig | None = None,
     judge: str | Judge = "local",
     embedder: str | Embedder | None = None,
     out_dir: str | Path | None = None,
@@ -235,13 +251,20 @@ def evaluate(
     executor: Executor | RayExecutor | RayPool = "threads",
     language: str | None = None,
     planted: Treatment = "remove",
+    columns: Mapping[str, str] | None = None,
+    _recorded: RunConfig | None = None,
 ) -> Result:
     """Score every sample with every metric.
 
     Args:
         dataset: a path (JSONL, JSON, CSV, Parquet), DataFrame, list of dicts or Samples, a
-            HuggingFace Dataset, or a ``LoadedDataset``.
+            HuggingFace Dataset, or a ``LoadedDataset``; with ``config``, its ``data`` by default.
         metrics: metric names or configured ``Metric`` objects; all three RAGAS metrics by default.
+        config: the whole run as one ``RunConfig`` (``ragmeter.config``), as ``ragmeter.toml``
+            and the command line describe it; with it, the keywords below that it holds are
+            taken from it (``on_score`` and an open ``RayPool`` may still be given). Without
+            it, the run's configuration is made from the keywords; ``run.json`` records it
+            either way.
         judge: a ``Judge`` or a spec such as ``"local"`` or ``"openai:gpt-4o-mini"``.
         embedder: an ``Embedder`` or a spec; MiniLM (offline) by default when a metric needs one.
         out_dir: where scores are committed as they complete, with the run record
@@ -280,12 +303,52 @@ def evaluate(
             marker: ``ragmeter.planted``) is taken out before judging ("remove") or left in
             ("keep"); either way it is listed under ``planted`` in the scores' explanations
             and counted in the run record.
+        columns: the dataset's column names mapped to sample fields, as ``load_samples``
+            takes them, where ``dataset`` is a path.
 
     Returns:
         Every score, in sample order then metric order, with the run record in ``run``.
     """
-    loaded = _resolve_dataset(dataset, on_invalid)
+    if config is not None:
+        chosen = config.chosen_metrics() if metrics is None else metrics
+        config = config.naming(chosen)
+        return evaluate(
+            config.data if dataset is None else dataset,
+            chosen,
+            **config.evaluate_keywords(),
+            on_score=on_score,
+            executor=executor if isinstance(executor, RayPool) else config.executor(),
+            columns=config.columns,
+            _recorded=config,
+        )
+    if dataset is None:
+        raise ValueError("no dataset: give one, or a config whose data names it")
+    loaded = _resolve_dataset(dataset, on_invalid, columns)
     chosen = _resolve_metrics(metrics)
+    recorded = _recorded or RunConfig(
+        data=str(dataset) if isinstance(dataset, str | Path) else None,
+        columns=columns,
+        skip_invalid=on_invalid == "skip",
+        metrics=[m.name for m in chosen],
+        option={m.name: _options_set(m) for m in chosen if _options_set(m)},
+        judge=judge if isinstance(judge, str) else judge.name,
+        judge_option=dict(judge_options or {}),
+        embedder=(embedder if isinstance(embedder, str) else embedder.name)
+        if embedder
+        else "minilm",
+        embedder_option=dict(embedder_options or {}),
+        retries=retries,
+        repairs=repairs,
+        workers=max_workers,
+        cache=cache is not False,
+        max_calls=budget.max_calls if budget else None,
+        max_cost=budget.max_cost if budget else None,
+        max_input_chars=max_input_chars or 0,
+        seed=seed,
+        language=language,
+        keep_planted=planted == "keep",
+        out=Path(out_dir) if out_dir is not None else None,
+    )
     if not any(metric.needs_judge for metric in chosen):  # the ids' metrics: no model to start
         judge, embedder, judge_options, embedder_options = NoJudge(), None, None, None
     check_samples(loaded.samples, chosen)
@@ -345,6 +408,7 @@ def evaluate(
             seed=seed,
             executor=executor,
             language=run_language,
+            recorded=recorded,
         )
 
 
@@ -372,6 +436,7 @@ def _evaluate_in(
     seed: int | None,
     executor: Executor | RayExecutor | RayPool,
     language: str | None,
+    recorded: RunConfig,
 ) -> Result:
     """Open the models (here or on Ray workers) and judge, once the folder is held."""
     meter = _make_meter(budget, judge)
@@ -425,6 +490,7 @@ def _evaluate_in(
                 "on_invalid": on_invalid,
                 "language": language,
             },
+            config=recorded.recorded(),
         )
     finally:
         if pool is not None and own_pool:
@@ -448,6 +514,7 @@ def _evaluate_with(
     on_score: OnScore | None,
     seed: int | None,
     parameters: dict[str, Any],
+    config: dict[str, Any],
 ) -> Result:
     """Judge every item in this process or on ``pool``, with the run record around it."""
     out = Path(out_dir) if out_dir is not None else None
@@ -461,6 +528,7 @@ def _evaluate_with(
         parameters,
         seed,
         budget_record,
+        config=config,
         languages=dict(languages.most_common()),
         planted=[
             {"sample": judged.key, **unit}

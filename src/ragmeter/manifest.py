@@ -167,6 +167,9 @@ class RunRecord(BaseModel):
     models: dict[str, ModelRecord | None] = Field(default_factory=dict)
     metrics: dict[str, MetricRecord] = Field(default_factory=dict)
     parameters: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] | None = None
+    """The run's whole configuration (``ragmeter.config.RunConfig``, secrets redacted), from
+    which ``compare`` and a rerun say what differs; absent from records made before it."""
     retries: int | None = None
     seed: int | None = None
     dataset: DatasetRecord | None = None
@@ -247,6 +250,7 @@ def start_record(
     parameters: Mapping[str, Any],
     seed: int | None,
     budget: Mapping[str, Any] | None,
+    config: Mapping[str, Any] | None = None,
     languages: Mapping[str, int] | None = None,
     planted: Sequence[Mapping[str, str]] = (),
 ) -> RunRecord:
@@ -258,6 +262,7 @@ def start_record(
         models={"judge": model_record(judge), "embedder": model_record(embedder)},
         metrics={m.name: metric_record(m) for m in metrics},
         parameters=dict(parameters),
+        config=dict(config) if config is not None else None,
         retries=parameters.get("retries"),
         seed=seed,
         dataset=DatasetRecord(
@@ -296,3 +301,27 @@ def finish_record(
             "budget": dict(budget) if budget else None,
         }
     )
+
+
+WHERE_AND_HOW_FAST = frozenset(
+    {"data", "out", "html", "show_samples", "workers", "ray", "ray_actors", "ray_actor_cpus"}
+)
+"""The fields of a run's configuration that say where its files are and how fast it ran, not
+how it judged: two runs compared differ there by design."""
+
+
+def config_differences(
+    before: Mapping[str, Any], after: Mapping[str, Any], ignore: Iterable[str] = ()
+) -> list[str]:
+    """What differs between two recorded configurations, a line per field:
+    ``"judge: local -> openai:gpt-4o-mini"``. Fields only one side has count as differing."""
+    skipped = set(ignore)
+    return [
+        f"{name}: {_shown(before.get(name))} -> {_shown(after.get(name))}"
+        for name in sorted((set(before) | set(after)) - skipped)
+        if before.get(name) != after.get(name)
+    ]
+
+
+def _shown(value: Any) -> str:
+    return "(not set)" if value is None else json.dumps(value, sort_keys=True)

@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragmeter.evaluate import DEFAULT_METRICS, evaluate
+from ragmeter.config import DEFAULT_METRICS
+from ragmeter.evaluate import evaluate
 from ragmeter.explain import INDENT, explain, number
 from ragmeter.judges import Embedder, Judge, resolve_models
 from ragmeter.judges.cache import CallCache

@@ -41,14 +41,13 @@ from ragmeter.cli.common import (
     ResultsFolder,
     Retries,
     advance,
-    executor_for,
     fail,
     open_models,
-    parse_options,
     print_reasons,
     progress,
     user_errors,
 )
+from ragmeter.config import executor_for, parse_options
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -159,18 +158,26 @@ def _parse_answers(specs: list[str]) -> list[SystemAnswers]:
     return systems
 
 
+QuestionsArgument = Annotated[
+    Path | None, typer.Argument(help="Questions with reference answers (or use --pairs).")
+]
+AnswersOption = Annotated[
+    list[str] | None,
+    typer.Option("--answers", help="A system's answers file, as PATH or NAME=PATH; repeat."),
+]
+PairsOption = Annotated[
+    Path | None, typer.Option(help="Judge a pairs file instead of systems' answers.")
+]
+WorkersOption = Annotated[
+    int, typer.Option(help="Pairs judged at once (with --ray: orders, by each worker).")
+]
+
+
 @app.command("judge")
 def judge_command(
-    questions: Annotated[
-        Path | None, typer.Argument(help="Questions with reference answers (or use --pairs).")
-    ] = None,
-    answers: Annotated[
-        list[str] | None,
-        typer.Option("--answers", help="A system's answers file, as PATH or NAME=PATH; repeat."),
-    ] = None,
-    pairs: Annotated[
-        Path | None, typer.Option(help="Judge a pairs file instead of systems' answers.")
-    ] = None,
+    questions: QuestionsArgument = None,
+    answers: AnswersOption = None,
+    pairs: PairsOption = None,
     design: Annotated[str, typer.Option(help="reference, complete or both.")] = "reference",
     per_domain: Annotated[int, typer.Option(help="Questions per domain, complete design.")] = 100,
     reference_name: ReferenceName = REFERENCE,
@@ -184,9 +191,7 @@ def judge_command(
     out: ResultsFolder = Path("runs/arena"),
     max_tokens: JudgeTokens = MAX_TOKENS,
     retries: Retries = 2,
-    workers: Annotated[
-        int, typer.Option(help="Pairs judged at once (with --ray: orders, by each worker).")
-    ] = 1,
+    workers: WorkersOption = 1,
     ray: RayAddress = None,
     ray_actors: RayActors = None,
     ray_actor_cpus: RayActorCpus = 1.0,

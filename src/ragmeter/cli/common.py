@@ -5,9 +5,8 @@ every provider option works everywhere the same way.
 
 from __future__ import annotations
 
-import json
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -18,21 +17,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ragmeter.cluster import ClusterError, Executor, RayExecutor
-from ragmeter.criteria import (
-    CriteriaError,
-    Criterion,
-    CriterionMetric,
-    load_criteria,
-    parse_criterion_flag,
-)
+from ragmeter.cluster import ClusterError
+from ragmeter.config import parse_options
 from ragmeter.data import DatasetError
-from ragmeter.evaluate import DEFAULT_METRICS
 from ragmeter.judges import Embedder, Judge, JudgeError, resolve_models
 from ragmeter.judges.cache import CallCache
 from ragmeter.judges.weights import WeightsError
-from ragmeter.metrics import GROUPS, Metric, metric_by_name, metric_names
-from ragmeter.plugins import available
 
 EXIT_BAD_INPUT = 2
 
@@ -234,95 +224,6 @@ def show_warnings_plainly(console: Console) -> None:
     """Print each warning (a skipped record line, a cut input) as one ``warning:`` line on
     ``console`` instead of Python's ``file:line: Category`` form."""
     warnings.showwarning = lambda message, *_, **__: print_warning(console, message)
-
-
-def executor_for(
-    address: str | None, actors: int | None, actor_cpus: float, workers: int
-) -> Executor | RayExecutor:
-    """Threads in this process, or the Ray workers ``--ray`` and its options ask for."""
-    if address is None:
-        if actors is not None:
-            raise typer.BadParameter("--ray-actors needs --ray ADDRESS")
-        return "threads"
-    return RayExecutor(address=address, actors=actors, actor_cpus=actor_cpus, workers=workers)
-
-
-def parse_options(items: list[str] | None, flag: str) -> dict[str, Any]:
-    """``["timeout=30", "json_mode=object"]`` -> ``{"timeout": 30, "json_mode": "object"}``;
-    values are read as JSON where they parse, else kept as text."""
-    options: dict[str, Any] = {}
-    for item in items or []:
-        name, sep, value = item.partition("=")
-        if not (sep and name.strip()):
-            raise typer.BadParameter(f"{flag} {item!r}: use NAME=VALUE")
-        options[name.strip()] = _value(value.strip())
-    return options
-
-
-def parse_metric_options(items: list[str] | None) -> dict[str, dict[str, Any]]:
-    """``["faithfulness.verdicts=generate", "answer_relevance.n=5"]`` ->
-    ``{"faithfulness": {"verdicts": "generate"}, "answer_relevance": {"n": 5}}``."""
-    options: dict[str, dict[str, Any]] = {}
-    for target, value in parse_options(items, "--option").items():
-        metric, dot, param = target.partition(".")
-        if not (dot and metric and param):
-            raise typer.BadParameter(f"--option {target}={value}: use METRIC.PARAM=VALUE")
-        options.setdefault(metric.strip(), {})[param.strip()] = value
-    return options
-
-
-def defined_criteria(flags: list[str] | None, file: Path | None) -> list[Criterion]:
-    """The criteria of ``--criterion`` and ``--criteria``, each name once."""
-    criteria = [*(load_criteria(file) if file else []), *map(parse_criterion_flag, flags or [])]
-    names = [c.name for c in criteria]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise CriteriaError(f"the criterion {twice[0]!r} is defined twice")
-    for name in names:
-        if name in available("metric") or name in GROUPS:
-            raise CriteriaError(f"the criterion {name!r} has the name of a metric: rename it")
-    return criteria
-
-
-def configured_metrics(
-    metrics: str | None,
-    option: list[str] | None,
-    criteria: Sequence[Criterion] = (),
-) -> list[Metric]:
-    """The metrics of a comma-separated ``--metrics``, each built with its ``--option``s; an
-    option given to a group (``diagnosis.soft=false``) goes to each of its metrics, and an
-    option for a metric not named is an error. ``criteria`` (``--criterion``, ``--criteria``)
-    are metrics that ``metrics`` may name; without ``metrics``, the default metrics and every
-    criterion."""
-    defined = {c.name: c for c in criteria}
-    if metrics is None:
-        metrics = ",".join([*DEFAULT_METRICS, *defined])
-    named = [m.strip() for m in metrics.split(",") if m.strip()]
-    options = parse_metric_options(option)
-    for_groups = {
-        group: options.pop(group) for group in named if group in GROUPS and group in options
-    }
-    chosen = []
-    for name in metric_names(named):
-        given: dict[str, Any] = {}
-        for group, group_options in for_groups.items():
-            if name in GROUPS[group]:
-                given.update(group_options)
-        values = {**given, **options.pop(name, {})}
-        if name in defined:
-            chosen.append(CriterionMetric(defined[name], **values))
-        else:
-            chosen.append(metric_by_name(name, **values))
-    if options:
-        raise ValueError(f"options given for metrics not chosen: {', '.join(options)}")
-    return chosen
-
-
-def _value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
 
 
 def open_models(

@@ -25,69 +25,79 @@ from ragmeter.cli.common import (
     LabelScales,
     LabelsFiles,
     SideBySideDesign,
-    defined_criteria,
     print_warning,
     user_errors,
     wide_console,
 )
 from ragmeter.cli.pairs import pair_sentences, pairs_table
 from ragmeter.cli.side_by_side import Reading, run_side_by_side
+from ragmeter.config import defined_criteria
 from ragmeter.heads.ppi import DifferenceCalibration, calibrate_difference
 from ragmeter.heads.ratings import parse_scales, ratings_for_runs
 from ragmeter.stats import P_VALUE_METHOD
 from ragmeter.viewer import Comparison, compare_runs, open_run
-from ragmeter.viewer.compare import MetricComparison, RankedMetric, rank_runs
+from ragmeter.viewer.compare import MetricComparison, RankedMetric, RunsRanking, rank_runs
 from ragmeter.viewer.folders import OpenedRun
 from ragmeter.viewer.views import fmt, interval
 
 EXIT_NOT_COMPARABLE = 4
 
 
+RunsArgument = Annotated[
+    list[Path],
+    typer.Argument(help="Run folders: the baseline first, then those compared with it."),
+]
+ForceOption = Annotated[
+    bool, typer.Option(help="Compare even when judges or metric versions differ.")
+]
+MetricOption = Annotated[
+    list[str] | None,
+    typer.Option(help="A metric to compare (repeat for more); default: every shared one."),
+]
+DifferenceOption = Annotated[
+    float | None,
+    typer.Option(help="Say how many samples would tell a difference this large apart."),
+]
+ToleranceOption = Annotated[
+    float, typer.Option(help="A change this small or smaller counts as unchanged.")
+]
+SideBySideOption = Annotated[
+    bool,
+    typer.Option(
+        "--side-by-side",
+        help="Read each input's answers together with the judge, in both orders, and decide "
+        "on its preferences; RUNS may be run folders or samples files, paired by id.",
+    ),
+]
+DryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="Side by side: say the reads, judge nothing.")
+]
+OutOption = Annotated[
+    Path | None,
+    typer.Option(help="Side by side: write side_by_side.json (every preference) here."),
+]
+
+
 def compare_command(
-    runs: Annotated[
-        list[Path],
-        typer.Argument(help="Run folders: the baseline first, then those compared with it."),
-    ],
-    force: Annotated[
-        bool, typer.Option(help="Compare even when judges or metric versions differ.")
-    ] = False,
-    metric: Annotated[
-        list[str] | None,
-        typer.Option(help="A metric to compare (repeat for more); default: every shared one."),
-    ] = None,
-    difference: Annotated[
-        float | None,
-        typer.Option(help="Say how many samples would tell a difference this large apart."),
-    ] = None,
+    runs: RunsArgument,
+    force: ForceOption = False,
+    metric: MetricOption = None,
+    difference: DifferenceOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
     rounds: Annotated[int, typer.Option(help="Bootstrap and permutation rounds.")] = 2000,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap and permutations.")] = 0,
     top: Annotated[int, typer.Option(help="Changed samples shown per metric.")] = 5,
-    tolerance: Annotated[
-        float, typer.Option(help="A change this small or smaller counts as unchanged.")
-    ] = 0.0,
+    tolerance: ToleranceOption = 0.0,
     labels: LabelsFiles = None,
     scale: LabelScales = None,
-    side_by_side: Annotated[
-        bool,
-        typer.Option(
-            "--side-by-side",
-            help="Read each input's answers together with the judge, in both orders, and decide "
-            "on its preferences; RUNS may be run folders or samples files, paired by id.",
-        ),
-    ] = False,
+    side_by_side: SideBySideOption = False,
     criteria: CriteriaFile = None,
     judge: JudgeSpec = "local",
     judge_option: JudgeOptions = None,
     design: SideBySideDesign = "auto",
     anchor: AnchorSystem = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Side by side: say the reads, judge nothing.")
-    ] = False,
-    out: Annotated[
-        Path | None,
-        typer.Option(help="Side by side: write side_by_side.json (every preference) here."),
-    ] = None,
+    dry_run: DryRunOption = False,
+    out: OutOption = None,
     cache: CacheFlag = True,
 ) -> None:
     """Per metric: each run's mean with its 95% CI, every pair's paired difference with a
@@ -113,18 +123,7 @@ def compare_command(
         return
     with user_errors(console):
         opened = [open_run(run) for run in runs]
-        if len(opened) == 2 and opened[0].kind == opened[1].kind == "arena":
-            comparison = compare_runs(*opened, rounds=rounds, seed=seed)
-            ranked = None
-        else:
-            ranked = rank_runs(
-                opened, metrics=metric, difference=difference, rounds=rounds, seed=seed
-            )
-            comparison = None
-            if len(opened) == 2:
-                comparison = compare_runs(
-                    *opened, rounds=rounds, seed=seed, top=top, tolerance=tolerance
-                )
+        comparison, ranked = _compared(opened, metric, difference, rounds, seed, top, tolerance)
         differences = None
         if labels and comparison is not None and comparison.kind == "evaluate":
             differences = _on_people_scale(*opened, labels, scale, seed)
@@ -143,6 +142,39 @@ def compare_command(
         print_warning(console, note)
     if problems:
         _refuse(console, problems, force)
+    _print_comparison(console, comparison, ranked, rounds, seed, difference)
+    if differences is not None:
+        print_differences(console, differences)
+
+
+def _compared(
+    opened: list[OpenedRun],
+    metrics: list[str] | None,
+    difference: float | None,
+    rounds: int,
+    seed: int,
+    top: int,
+    tolerance: float,
+) -> tuple[Comparison | None, RunsRanking | None]:
+    """Two arena runs' rating differences; else every evaluate run ranked, and two of them
+    also compared sample by sample."""
+    if len(opened) == 2 and opened[0].kind == opened[1].kind == "arena":
+        return compare_runs(*opened, rounds=rounds, seed=seed), None
+    ranked = rank_runs(opened, metrics=metrics, difference=difference, rounds=rounds, seed=seed)
+    if len(opened) != 2:
+        return None, ranked
+    comparison = compare_runs(*opened, rounds=rounds, seed=seed, top=top, tolerance=tolerance)
+    return comparison, ranked
+
+
+def _print_comparison(
+    console: Console,
+    comparison: Comparison | None,
+    ranked: RunsRanking | None,
+    rounds: int,
+    seed: int,
+    difference: float | None,
+) -> None:
     if comparison is not None and comparison.kind == "arena":
         console.print(_ratings_table(comparison))
         return
@@ -172,8 +204,6 @@ def compare_command(
         for m in comparison.metrics:
             if m.changed:
                 console.print(_changed_table(m))
-    if differences is not None:
-        print_differences(console, differences)
 
 
 def _refuse(console: Console, problems: list[str], force: bool) -> None:

@@ -6,6 +6,7 @@ Exit status: 0 done, 2 bad input or options, 3 stopped at the budget (rerun to c
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 from collections import defaultdict
@@ -13,18 +14,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from ragmeter.budget import (
-    NOT_JUDGED,
-    PRICES_AS_OF,
-    Budget,
-    Price,
-    estimate,
-    is_pending,
-    price_for,
-)
+from ragmeter.budget import NOT_JUDGED, PRICES_AS_OF, Price, estimate, is_pending, price_for
 from ragmeter.cli.calibrate import print_calibration
 from ragmeter.cli.common import (
     USER_ERRORS,
@@ -49,22 +43,21 @@ from ragmeter.cli.common import (
     TraceLimit,
     TraceServer,
     TraceSince,
+    Workers,
     WriteBack,
-    configured_metrics,
-    defined_criteria,
-    executor_for,
     fail,
-    parse_options,
     print_warning,
     progress_bar,
     user_errors,
 )
+from ragmeter.cli.settings import say_sources, where_from
+from ragmeter.config import DEFAULT_METRICS, RunConfig
 from ragmeter.data import LoadedDataset, load_samples
-from ragmeter.evaluate import DEFAULT_METRICS, BudgetWarning, check_samples, evaluate
+from ragmeter.evaluate import BudgetWarning, check_samples, evaluate
 from ragmeter.heads.ppi import calibrate_result
 from ragmeter.heads.ratings import Labels, parse_scales, read_labels
 from ragmeter.limits import MAX_INPUT_CHARS, InputTruncatedWarning
-from ragmeter.manifest import Counts
+from ragmeter.manifest import RUN_FILE, Counts, config_differences
 from ragmeter.metrics import Metric
 from ragmeter.report import estimate_table, samples_table, summary_table, throughput, write_outputs
 from ragmeter.result import Result
@@ -75,71 +68,251 @@ from ragmeter.viewer.charts import check_installed as check_report_installed
 
 EXIT_STOPPED = 3
 
+DataFile = Annotated[
+    Path | None,
+    typer.Argument(
+        help="JSONL, JSON, CSV or Parquet file of samples; or traces: phoenix:PROJECT, "
+        "mlflow:EXPERIMENT, otlp:FILE. \\[default: data in ragmeter.toml's [evaluate]]",
+        show_default=False,
+    ),
+]
+MetricNames = Annotated[
+    str | None,
+    typer.Option(
+        help="Comma-separated metric or criterion names. \\[default: "
+        f"{','.join(DEFAULT_METRICS)}, and each criterion given]"
+    ),
+]
+RunFolder = Annotated[
+    Path | None,
+    typer.Option(
+        help="Results folder; rerun with it to resume. \\[default: runs/FILE without extension]"
+    ),
+]
+ColumnMapping = Annotated[
+    str | None, typer.Option(help="Column mapping, e.g. user_input=question,response=answer")
+]
+SkipInvalid = Annotated[bool, typer.Option(help="Report invalid rows and go on with the rest.")]
+ShowSamples = Annotated[bool, typer.Option(help="Also print a row per sample.")]
+DryRun = Annotated[bool, typer.Option(help="Estimate calls, tokens and cost; call no model.")]
+MaxCost = Annotated[
+    float | None, typer.Option(help="Stop before spending more than this many US dollars.")
+]
+PriceIn = Annotated[float | None, typer.Option(help="US dollars per million prompt tokens.")]
+PriceOut = Annotated[float | None, typer.Option(help="US dollars per million completion tokens.")]
+MaxInputChars = Annotated[
+    int, typer.Option(help="Cut each sample field to this many characters; 0: no limit.")
+]
+JudgeSeed = Annotated[int | None, typer.Option(help="Seed passed to the judge, if it takes one.")]
+Language = Annotated[
+    str | None,
+    typer.Option(
+        help="The language of every sample that gives none of its own (a 'language' "
+        "column): an ISO 639-1 code such as de; texts are split into sentences by its "
+        "rules. \\[default: detected per sample]"
+    ),
+]
+KeepPlanted = Annotated[
+    bool,
+    typer.Option(
+        help="Leave in text addressed to the judge (an order, a ready verdict, a role "
+        "marker) instead of taking it out before judging; it is listed either way."
+    ),
+]
+HtmlReport = Annotated[
+    Path | None, typer.Option(help="Also write an HTML report of the run to this file.")
+]
+FIELD_OF = {"file": "data", "filter_string": "filter"}
+"""The configuration's name for each parameter named otherwise here."""
+TRACE_ONLY = ("server", "since", "limit", "filter", "dataset")
 
-def _parse_columns(text: str | None) -> dict[str, str] | None:
-    if not text:
-        return None
-    pairs = [item.split("=", 1) for item in text.split(",") if item.strip()]
-    if any(len(pair) != 2 for pair in pairs):
-        raise typer.BadParameter("use SOURCE=FIELD pairs, e.g. user_input=question")
-    return {source.strip(): target.strip() for source, target in pairs}
+
+def evaluate_command(
+    ctx: typer.Context,
+    file: DataFile = None,
+    metrics: MetricNames = None,
+    criterion: CriterionFlags = None,
+    criteria: CriteriaFile = None,
+    judge: JudgeSpec = "local",
+    embedder: EmbedderSpec = "minilm",
+    out: RunFolder = None,
+    columns: ColumnMapping = None,
+    skip_invalid: SkipInvalid = False,
+    retries: Retries = 2,
+    repairs: Repairs = 1,
+    workers: Workers = 1,
+    ray: RayAddress = None,
+    ray_actors: RayActors = None,
+    ray_actor_cpus: RayActorCpus = 1.0,
+    cache: CacheFlag = True,
+    show_samples: ShowSamples = True,
+    option: MetricOptions = None,
+    judge_option: JudgeOptions = None,
+    embedder_option: EmbedderOptions = None,
+    dry_run: DryRun = False,
+    max_calls: MaxCalls = None,
+    max_cost: MaxCost = None,
+    price_in: PriceIn = None,
+    price_out: PriceOut = None,
+    max_input_chars: MaxInputChars = MAX_INPUT_CHARS,
+    seed: JudgeSeed = None,
+    language: Language = None,
+    keep_planted: KeepPlanted = False,
+    html: HtmlReport = None,
+    labels: LabelsFiles = None,
+    scale: LabelScales = None,
+    server: TraceServer = None,
+    since: TraceSince = None,
+    limit: TraceLimit = None,
+    filter_string: TraceFilter = None,
+    dataset: TraceDataset = None,
+    write_back: WriteBack = False,
+) -> None:
+    """Score FILE, or an application's traces, with reference-free RAG metrics and print a
+    summary table. Options not given come from ragmeter.toml's [evaluate] table, if any.
+
+    Exit status: 0 done, 2 bad input or options, 3 stopped at the budget (rerun to continue).
+    """
+    console = Console()
+    say_sources(ctx, console)
+    run_evaluation(_run_config(ctx, console), console, dry_run=dry_run)
 
 
-def _price(judge: str, price_in: float | None, price_out: float | None) -> Price | None:
-    if price_in is None and price_out is None:
-        return price_for(judge)
-    if price_in is None or price_out is None:
-        raise typer.BadParameter("give both --price-in and --price-out")
-    return Price(price_in, price_out)
+def _run_config(ctx: typer.Context, console: Console) -> RunConfig:
+    """The run the command's parameters describe; a bad value is named with where it came from."""
+    values = {FIELD_OF.get(name, name): value for name, value in ctx.params.items()}
+    del values["dry_run"]  # how to run, not what the run is
+    try:
+        config = RunConfig(**values)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        field = str(problem["loc"][0])
+        name = next((p for p, f in FIELD_OF.items() if f == field), field)
+        raise fail(console, f"{where_from(ctx, name)}{field}: {problem['msg']}") from None
+    if config.data is None:
+        raise fail(console, "no samples: give FILE, or data under [evaluate] in ragmeter.toml")
+    return config
 
 
-def _budget(
-    max_calls: int | None, max_cost: float | None, price: Price | None, judge: str
-) -> Budget | None:
-    if max_calls is None and max_cost is None:
-        return None
-    if max_cost is not None and price is None:
-        raise typer.BadParameter(
-            f"--max-cost needs a price and none is built in for {judge!r}: give --price-in and "
-            "--price-out (US dollars per million tokens)"
+def run_evaluation(config: RunConfig, console: Console, *, dry_run: bool = False) -> None:
+    """Score the run ``config`` describes, printing as it goes; or, with ``dry_run``, say what
+    it would cost."""
+    assert config.data is not None
+    dataset, traces = _samples(config, console)
+    with user_errors(console):
+        chosen = config.chosen_metrics()
+        config.executor()  # a bad Ray setting is said before judging
+        if config.html is not None:
+            check_report_installed()  # before judging, not after
+        ratings = _ratings(config.labels, config.scale, dataset, chosen)  # before judging
+        check_samples(dataset.samples, chosen)  # before the progress bar, not under it
+        price = config.price()
+        if dry_run:
+            _dry_run(dataset, chosen, price, config.judge, config.max_input_chars or None, console)
+            return
+        config.budget()
+    out_dir = config.results_folder()
+    config = config.naming(chosen)
+    _say_changes(config, out_dir, console)
+    # The folder is held from the first score to the last export: another run on it stops at
+    # once instead of judging the same items and overwriting these files. A full disk or a
+    # damaged store ends in an error line that says what to do.
+    with user_errors(console), FolderLock(out_dir):
+        result = _judge(config, dataset, chosen, console)
+        if traces is not None:
+            result = _write_back(result, traces, out_dir, config.write_back, console)
+        _report(result, Path(config.data), out_dir, config.show_samples, console)
+        if ratings is not None:
+            calibration = calibrate_result(result, ratings, run=str(out_dir))
+            calibration.write(out_dir)
+            print_calibration(console, calibration)
+        if config.html is not None:
+            written = write_report([open_run(out_dir)], config.html)
+            console.print(f"report written to {written}", soft_wrap=True, highlight=False)
+        if result.run.status == "stopped":
+            console.print(f"[yellow]{_stopped_message(result, chosen, price, out_dir)}[/yellow]")
+            raise typer.Exit(EXIT_STOPPED)
+
+
+def _samples(config: RunConfig, console: Console) -> tuple[LoadedDataset, TraceSet | None]:
+    """The samples of the file, or of the traces, the configuration names."""
+    spec = config.data or ""
+    if is_trace_source(spec):
+        return _read_traces(spec, config, console)
+    given = [f"--{name}" for name in TRACE_ONLY if getattr(config, name) is not None]
+    if given or config.write_back:
+        raise fail(
+            console,
+            f"{', '.join([*given, *(['--write-back'] if config.write_back else [])])} "
+            "applies to traces (phoenix:PROJECT, mlflow:EXPERIMENT, otlp:FILE)",
         )
-    return Budget(max_calls=max_calls, max_cost=max_cost, price=price)
-
-
-def _load(file: Path, columns: str | None, skip_invalid: bool, console: Console) -> LoadedDataset:
     with user_errors(console):
         dataset = load_samples(
-            file, columns=_parse_columns(columns), on_invalid="skip" if skip_invalid else "raise"
+            Path(spec),
+            columns=config.columns,
+            on_invalid="skip" if config.skip_invalid else "raise",
         )
     for row in dataset.invalid:
         console.print(f"[yellow]skipped row {row.row}, field {row.field!r}:[/yellow] {row.reason}")
-    return dataset
+    return dataset, None
 
 
-def _read_traces(
-    spec: str,
-    options: dict[str, Any],
-    write_back: bool,
-    console: Console,
-) -> tuple[LoadedDataset, TraceSet]:
+def _say_changes(config: RunConfig, out_dir: Path, console: Console) -> None:
+    """On a rerun into a results folder, what this run's configuration changes."""
+    try:
+        before = json.loads((out_dir / RUN_FILE).read_text(encoding="utf-8")).get("config")
+    except (OSError, ValueError):
+        return
+    if isinstance(before, dict):
+        changed = config_differences(before, config.recorded())
+        if changed:
+            console.print(
+                f"this run's configuration differs from the last one in {out_dir}/: "
+                + "; ".join(changed),
+                soft_wrap=True,
+                highlight=False,
+            )
+
+
+def _judge(
+    config: RunConfig, dataset: LoadedDataset, chosen: list[Metric], console: Console
+) -> Result:
+    """Every score, with a progress bar; each warning said once the bar is done."""
+    progress = progress_bar(console)
+    with progress, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", InputTruncatedWarning)
+        warnings.simplefilter("ignore", BudgetWarning)  # said below, with what to do
+        task = progress.add_task("judging", total=len(dataset.samples) * len(chosen))
+        try:
+            result = evaluate(
+                dataset, chosen, config=config, on_score=lambda _: progress.advance(task)
+            )
+        except USER_ERRORS as exc:
+            raise fail(console, exc) from exc
+    for warning in caught:
+        print_warning(console, warning.message)
+    return result
+
+
+def _read_traces(spec: str, config: RunConfig, console: Console) -> tuple[LoadedDataset, TraceSet]:
     """The samples of the traces ``spec`` names; each trace left out is said with its reason."""
-    if write_back and spec.startswith("otlp:"):
+    if config.write_back and spec.startswith("otlp:"):
         raise fail(console, f"{spec}: traces read from a file have no server to write back to")
     with user_errors(console):
-        since = parse_since(options["since"]) if options["since"] else None
+        since = parse_since(config.since) if config.since else None
     try:
         traces = read_traces(
             spec,
-            server=options["server"],
+            server=config.server,
             since=since,
-            limit=options["limit"],
-            filter_string=options["filter"],
-            dataset=options["dataset"],
+            limit=config.limit,
+            filter_string=config.filter,
+            dataset=config.dataset,
         )
     except Exception as exc:  # a server or client fails in many ways; each ends the command
         problem = exc if isinstance(exc, USER_ERRORS) else f"{type(exc).__name__}: {exc}"
         raise fail(console, f"cannot read the traces of {spec}: {problem}") from exc
-    if write_back and traces.writer is None:
+    if config.write_back and traces.writer is None:
         raise fail(console, f"{spec}: traces read from a file have no server to write back to")
     for skip in traces.skipped:
         console.print(
@@ -239,190 +412,6 @@ def _stopped_message(result: Result, chosen: list[Metric], price: Price | None, 
         + (f" with {' and '.join(flags)} or more" if flags else " with a higher budget")
         + "; saved items are not judged again."
     )
-
-
-def evaluate_command(
-    file: Annotated[
-        Path,
-        typer.Argument(
-            help="JSONL, JSON, CSV or Parquet file of samples; or traces: phoenix:PROJECT, "
-            "mlflow:EXPERIMENT, otlp:FILE."
-        ),
-    ],
-    metrics: Annotated[
-        str | None,
-        typer.Option(
-            help="Comma-separated metric or criterion names. \\[default: "
-            f"{','.join(DEFAULT_METRICS)}, and each criterion given]"
-        ),
-    ] = None,
-    criterion: CriterionFlags = None,
-    criteria: CriteriaFile = None,
-    judge: JudgeSpec = "local",
-    embedder: EmbedderSpec = "minilm",
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            help="Results folder; rerun with it to resume. \\[default: runs/FILE without extension]"
-        ),
-    ] = None,
-    columns: Annotated[
-        str | None, typer.Option(help="Column mapping, e.g. user_input=question,response=answer")
-    ] = None,
-    skip_invalid: Annotated[
-        bool, typer.Option(help="Report invalid rows and go on with the rest.")
-    ] = False,
-    retries: Retries = 2,
-    repairs: Repairs = 1,
-    workers: Annotated[
-        int, typer.Option(help="Items judged at once (with --ray: by each worker).")
-    ] = 1,
-    ray: RayAddress = None,
-    ray_actors: RayActors = None,
-    ray_actor_cpus: RayActorCpus = 1.0,
-    cache: CacheFlag = True,
-    show_samples: Annotated[bool, typer.Option(help="Also print a row per sample.")] = True,
-    option: MetricOptions = None,
-    judge_option: JudgeOptions = None,
-    embedder_option: EmbedderOptions = None,
-    dry_run: Annotated[
-        bool, typer.Option(help="Estimate calls, tokens and cost; call no model.")
-    ] = False,
-    max_calls: MaxCalls = None,
-    max_cost: Annotated[
-        float | None, typer.Option(help="Stop before spending more than this many US dollars.")
-    ] = None,
-    price_in: Annotated[
-        float | None, typer.Option(help="US dollars per million prompt tokens.")
-    ] = None,
-    price_out: Annotated[
-        float | None, typer.Option(help="US dollars per million completion tokens.")
-    ] = None,
-    max_input_chars: Annotated[
-        int, typer.Option(help="Cut each sample field to this many characters; 0: no limit.")
-    ] = MAX_INPUT_CHARS,
-    seed: Annotated[
-        int | None, typer.Option(help="Seed passed to the judge, if it takes one.")
-    ] = None,
-    language: Annotated[
-        str | None,
-        typer.Option(
-            help="The language of every sample that gives none of its own (a 'language' "
-            "column): an ISO 639-1 code such as de; texts are split into sentences by its "
-            "rules. \\[default: detected per sample]"
-        ),
-    ] = None,
-    keep_planted: Annotated[
-        bool,
-        typer.Option(
-            help="Leave in text addressed to the judge (an order, a ready verdict, a role "
-            "marker) instead of taking it out before judging; it is listed either way."
-        ),
-    ] = False,
-    html: Annotated[
-        Path | None, typer.Option(help="Also write an HTML report of the run to this file.")
-    ] = None,
-    labels: LabelsFiles = None,
-    scale: LabelScales = None,
-    server: TraceServer = None,
-    since: TraceSince = None,
-    limit: TraceLimit = None,
-    filter_string: TraceFilter = None,
-    dataset: TraceDataset = None,
-    write_back: WriteBack = False,
-) -> None:
-    """Score FILE, or an application's traces, with reference-free RAG metrics and print a
-    summary table.
-
-    Exit status: 0 done, 2 bad input or options, 3 stopped at the budget (rerun to continue).
-    """
-    console = Console()
-    spec = str(file)
-    traces: TraceSet | None = None
-    trace_options = {
-        "server": server,
-        "since": since,
-        "limit": limit,
-        "filter": filter_string,
-        "dataset": dataset,
-    }
-    if is_trace_source(spec):
-        out_dir = out or Path("runs") / spec.replace(":", "-").replace("/", "-")
-        dataset, traces = _read_traces(spec, trace_options, write_back, console)
-    else:
-        given = [f"--{name}" for name, value in trace_options.items() if value is not None]
-        if given or write_back:
-            raise fail(
-                console,
-                f"{', '.join([*given, *(['--write-back'] if write_back else [])])} "
-                "applies to traces (phoenix:PROJECT, mlflow:EXPERIMENT, otlp:FILE)",
-            )
-        out_dir = out or Path("runs") / file.stem
-        dataset = _load(file, columns, skip_invalid, console)
-    with user_errors(console):
-        defined = defined_criteria(criterion, criteria)
-        chosen = configured_metrics(metrics, option, defined)
-        executor = executor_for(ray, ray_actors, ray_actor_cpus, workers)
-        if html is not None:
-            check_report_installed()  # before judging, not after
-        ratings = _ratings(labels, scale, dataset, chosen)  # checked before judging
-        check_samples(dataset.samples, chosen)  # before the progress bar, not under it
-        judge_options = parse_options(judge_option, "--judge-option")
-        embedder_options = parse_options(embedder_option, "--embedder-option")
-    price = _price(judge, price_in, price_out)
-    limit = max_input_chars or None
-    if dry_run:
-        _dry_run(dataset, chosen, price, judge, limit, console)
-        return
-    budget = _budget(max_calls, max_cost, price, judge)
-    # The folder is held from the first score to the last export: another run on it stops at
-    # once instead of judging the same items and overwriting these files. A full disk or a
-    # damaged store ends in an error line that says what to do.
-    with user_errors(console), FolderLock(out_dir):
-        progress = progress_bar(console)
-        with progress, warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", InputTruncatedWarning)
-            warnings.simplefilter("ignore", BudgetWarning)  # said below, with what to do
-            task = progress.add_task("judging", total=len(dataset.samples) * len(chosen))
-            try:
-                result = evaluate(
-                    dataset,
-                    chosen,
-                    judge=judge,
-                    embedder=embedder,
-                    out_dir=out_dir,
-                    cache=cache,
-                    retries=retries,
-                    repairs=repairs,
-                    max_workers=workers,
-                    on_score=lambda _score: progress.advance(task),
-                    judge_options=judge_options,
-                    embedder_options=embedder_options,
-                    budget=budget,
-                    max_input_chars=limit,
-                    seed=seed,
-                    executor=executor,
-                    language=language,
-                    planted="keep" if keep_planted else "remove",
-                )
-            except USER_ERRORS as exc:
-                raise fail(console, exc) from exc
-        for warning in caught:
-            print_warning(console, warning.message)
-        if traces is not None:
-            result = _write_back(result, traces, out_dir, write_back, console)
-        _report(result, file, out_dir, show_samples, console)
-        if ratings is not None:
-            calibration = calibrate_result(result, ratings, run=str(out_dir))
-            calibration.write(out_dir)
-            print_calibration(console, calibration)
-        if html is not None:
-            with user_errors(console):
-                written = write_report([open_run(out_dir)], html)
-            console.print(f"report written to {written}", soft_wrap=True, highlight=False)
-        if result.run.status == "stopped":
-            console.print(f"[yellow]{_stopped_message(result, chosen, price, out_dir)}[/yellow]")
-            raise typer.Exit(EXIT_STOPPED)
 
 
 def _ratings(

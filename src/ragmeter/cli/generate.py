@@ -8,7 +8,7 @@ summary's substitutions) or the cap on candidates was reached.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -29,11 +29,10 @@ from ragmeter.cli.common import (
     Repairs,
     Retries,
     Workers,
-    executor_for,
-    parse_options,
     progress_bar,
     user_errors,
 )
+from ragmeter.config import executor_for, parse_options
 from ragmeter.report import estimate_table
 from ragmeter.testset import DEFAULT_MIX, CandidateRecord, GenerationSummary, generate_testset
 from ragmeter.testset.chunking import MAX_CHARS
@@ -48,59 +47,66 @@ _MIX_HELP = "Question kinds and their shares, e.g. specific=0.5,multi_hop=0.5. \
 )
 
 
+DocsArgument = Annotated[
+    list[Path], typer.Argument(help="Folders or files: Markdown, text, HTML, PDF.")
+]
+OutOption = Annotated[Path, typer.Option(help="The test set (JSONL); rerun with it to resume.")]
+StylesOption = Annotated[
+    str,
+    typer.Option(help="Question styles and their shares: full, keywords, misspelt."),
+]
+PersonaOption = Annotated[
+    list[str] | None,
+    typer.Option(help="Who asks, e.g. 'a new employee' (repeat; one drawn per question)."),
+]
+PersonasOption = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        max=MAX_PERSONAS,
+        help="Personas for the judge to write from excerpts of the documents (drawn like "
+        "--persona ones).",
+    ),
+]
+MaxCandidatesOption = Annotated[
+    int | None, typer.Option(help="Candidates judged at most. \\[default: 4 x N]")
+]
+CheckOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="Check threshold NAME=VALUE (repeat): stands_alone, understood_alone, "
+        "supported, closed_book_max, answered, duplicate, copy_run, search_k."
+    ),
+]
+EntitiesOption = Annotated[
+    bool, typer.Option(help="Pair chunks that share a named entity first (needs spaCy).")
+]
+DryRunOption = Annotated[bool, typer.Option(help="Estimate calls and tokens; call no judge.")]
+
+
 def generate_command(
-    docs: Annotated[
-        list[Path], typer.Argument(help="Folders or files: Markdown, text, HTML, PDF.")
-    ],
+    docs: DocsArgument,
     n: Annotated[int, typer.Option("--n", min=1, help="Accepted samples wanted.")] = 20,
-    out: Annotated[
-        Path, typer.Option(help="The test set (JSONL); rerun with it to resume.")
-    ] = Path("testset.jsonl"),
+    out: OutOption = Path("testset.jsonl"),
     judge: JudgeSpec = "local",
     judge_option: JudgeOptions = None,
     embedder: EmbedderSpec = "minilm",
     embedder_option: EmbedderOptions = None,
     mix: Annotated[str | None, typer.Option(help=_MIX_HELP)] = None,
-    styles: Annotated[
-        str,
-        typer.Option(help="Question styles and their shares: full, keywords, misspelt."),
-    ] = "full",
-    persona: Annotated[
-        list[str] | None,
-        typer.Option(help="Who asks, e.g. 'a new employee' (repeat; one drawn per question)."),
-    ] = None,
-    personas: Annotated[
-        int,
-        typer.Option(
-            min=0,
-            max=MAX_PERSONAS,
-            help="Personas for the judge to write from excerpts of the documents (drawn like "
-            "--persona ones).",
-        ),
-    ] = 0,
+    styles: StylesOption = "full",
+    persona: PersonaOption = None,
+    personas: PersonasOption = 0,
     seed: Annotated[int, typer.Option(help="Fixes which chunks, kinds and styles, in order.")] = 0,
     workers: Workers = 1,
     ray: RayAddress = None,
     ray_actors: RayActors = None,
     ray_actor_cpus: RayActorCpus = 1.0,
-    max_candidates: Annotated[
-        int | None, typer.Option(help="Candidates judged at most. \\[default: 4 x N]")
-    ] = None,
+    max_candidates: MaxCandidatesOption = None,
     max_calls: MaxCalls = None,
     max_chars: Annotated[int, typer.Option(help="Largest chunk, in characters.")] = MAX_CHARS,
-    check: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Check threshold NAME=VALUE (repeat): stands_alone, understood_alone, "
-            "supported, closed_book_max, answered, duplicate, copy_run, search_k."
-        ),
-    ] = None,
-    entities: Annotated[
-        bool, typer.Option(help="Pair chunks that share a named entity first (needs spaCy).")
-    ] = True,
-    dry_run: Annotated[
-        bool, typer.Option(help="Estimate calls and tokens; call no judge.")
-    ] = False,
+    check: CheckOption = None,
+    entities: EntitiesOption = True,
+    dry_run: DryRunOption = False,
     cache: CacheFlag = True,
     retries: Retries = 2,
     repairs: Repairs = 1,
@@ -128,12 +134,7 @@ def generate_command(
         "embedder_options": parse_options(embedder_option, "--embedder-option"),
     }
     if dry_run:
-        with user_errors(console):
-            expected = estimate_testset(sources, n, judge=judge, embedder=embedder, **common)
-        console.print(estimate_table(expected, title="dry run: expected judge calls by kind"))
-        if price_for(judge) is None:
-            console.print(f"no price known for {judge!r}: the cost is not estimated")
-        console.print("; ".join(expected.notes) + ". No judge was called.")
+        _dry_run(console, sources, n, judge, embedder, common)
         return
     judge_options = parse_options(judge_option, "--judge-option")  # before the bar, not under it
     progress = progress_bar(console)
@@ -160,7 +161,12 @@ def generate_command(
             on_candidate=tick,
             **common,  # type: ignore[arg-type]
         )
-    summary = generated.summary
+    _report(console, generated.summary, out)
+
+
+def _report(console: Console, summary: GenerationSummary, out: Path) -> None:
+    """What was accepted, rejected, substituted and skipped, and where it is; exit 3 when
+    stopped at the budget, 4 when short of N."""
     console.print(summary_table(summary))
     print_personas(console, summary)
     for reason, count in summary.rejected.items():
@@ -188,6 +194,22 @@ def generate_command(
             highlight=False,
         )
         raise typer.Exit(EXIT_SHORT)
+
+
+def _dry_run(
+    console: Console,
+    sources: list[str],
+    n: int,
+    judge: str,
+    embedder: str,
+    common: dict[str, Any],
+) -> None:
+    with user_errors(console):
+        expected = estimate_testset(sources, n, judge=judge, embedder=embedder, **common)
+    console.print(estimate_table(expected, title="dry run: expected judge calls by kind"))
+    if price_for(judge) is None:
+        console.print(f"no price known for {judge!r}: the cost is not estimated")
+    console.print("; ".join(expected.notes) + ". No judge was called.")
 
 
 def summary_table(summary: GenerationSummary) -> Table:

@@ -61,107 +61,122 @@ WHAT = {
 }
 
 
+MetricOption = Annotated[
+    str | None,
+    typer.Option(
+        help="The metric whose samples are rated; with --export, the one metric whose "
+        "ratings are written. \\[default: the run's first; every rated metric for --export]"
+    ),
+]
+ClaimsOption = Annotated[
+    bool,
+    typer.Option(
+        "--claims",
+        help="Label faithfulness's claims (supported, not supported, can't tell) beside "
+        "their evidence, for tune, instead of rating samples.",
+    ),
+]
+ScaleOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        metavar="[METRIC=]LOW-HIGH",
+        help="The rating scale: LOW-HIGH of whole numbers 0-9 (a digit key per level) or "
+        "'binary'; with --pull, any LOW-HIGH, METRIC=LOW-HIGH for one metric (repeat). "
+        "\\[default: the scale the run's ratings of the metric are on, else the "
+        "metric's own (0-3 for passage_relevance), else 1-5; with --pull, else 0-1]",
+    ),
+]
+DataOption = Annotated[
+    Path | None,
+    typer.Option(
+        help="The data file the run scored, to show each sample's passages as it holds "
+        "them. \\[default: the passages as the judge read them, from its prompts the run "
+        "kept]"
+    ),
+]
+AnnotatorOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Your name, kept with each label (each person can change it on the page); "
+        "with --export, only this person's labels. \\[default: your user name; every "
+        "person's for --export]"
+    ),
+]
+OrderOption = Annotated[
+    str,
+    typer.Option(
+        help="'random' (seeded: a random draw, as calibrate needs) or 'least-sure' (the "
+        "judge's least sure first, for tune; biases calibrate)."
+    ),
+]
+HostOption = Annotated[
+    str, typer.Option(help="The address to serve on; any but this machine's needs --token.")
+]
+TokenOption = Annotated[
+    str | None,
+    typer.Option(
+        envvar="RAGMETER_LABEL_TOKEN",
+        help="A secret every request must carry (it is in the printed address); 'auto': a "
+        "random one. Set RAGMETER_LABEL_TOKEN to keep it out of the process list.",
+    ),
+]
+OpenPageOption = Annotated[
+    bool, typer.Option("--open/--no-open", help="Open the page in your browser.")
+]
+ToFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--export",
+        metavar="FILE",
+        help="Write the labels instead of serving: ratings (.jsonl/.csv, as calibrate "
+        "reads) or, with --claims, claim labels (as tune reads).",
+    ),
+]
+PullOption = Annotated[
+    bool,
+    typer.Option(
+        "--pull",
+        help="Instead of serving: read the labels people gave the run's traces where they "
+        "were traced (Phoenix span and trace annotations of annotator kind HUMAN, MLflow "
+        "feedback from a HUMAN source) into the run's labels, as ratings calibrate and "
+        "tune read. A second pull adds only what changed.",
+    ),
+]
+AnnotationOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        metavar="METRIC=NAME",
+        help="With --pull: people's labels named NAME rate METRIC (repeat). \\[default: "
+        "a label rates the metric of its own name]",
+    ),
+]
+ServerOption = Annotated[
+    str | None,
+    typer.Option(
+        help="With --pull: Phoenix's address or MLflow's tracking URI. \\[default: the "
+        "one the run read its traces from]"
+    ),
+]
+
+
 def label_command(
     ctx: typer.Context,
     run: Annotated[Path, typer.Argument(help="An evaluate run's results folder.")],
-    metric: Annotated[
-        str | None,
-        typer.Option(
-            help="The metric whose samples are rated; with --export, the one metric whose "
-            "ratings are written. \\[default: the run's first; every rated metric for --export]"
-        ),
-    ] = None,
-    claims: Annotated[
-        bool,
-        typer.Option(
-            "--claims",
-            help="Label faithfulness's claims (supported, not supported, can't tell) beside "
-            "their evidence, for tune, instead of rating samples.",
-        ),
-    ] = False,
-    scale: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="[METRIC=]LOW-HIGH",
-            help="The rating scale: LOW-HIGH of whole numbers 0-9 (a digit key per level) or "
-            "'binary'; with --pull, any LOW-HIGH, METRIC=LOW-HIGH for one metric (repeat). "
-            "\\[default: the scale the run's ratings of the metric are on, else the "
-            "metric's own (0-3 for passage_relevance), else 1-5; with --pull, else 0-1]",
-        ),
-    ] = None,
-    data: Annotated[
-        Path | None,
-        typer.Option(
-            help="The data file the run scored, to show each sample's passages as it holds "
-            "them. \\[default: the passages as the judge read them, from its prompts the run "
-            "kept]"
-        ),
-    ] = None,
-    annotator: Annotated[
-        str | None,
-        typer.Option(
-            help="Your name, kept with each label (each person can change it on the page); "
-            "with --export, only this person's labels. \\[default: your user name; every "
-            "person's for --export]"
-        ),
-    ] = None,
-    order: Annotated[
-        str,
-        typer.Option(
-            help="'random' (seeded: a random draw, as calibrate needs) or 'least-sure' (the "
-            "judge's least sure first, for tune; biases calibrate)."
-        ),
-    ] = "random",
+    metric: MetricOption = None,
+    claims: ClaimsOption = False,
+    scale: ScaleOption = None,
+    data: DataOption = None,
+    annotator: AnnotatorOption = None,
+    order: OrderOption = "random",
     seed: Annotated[int, typer.Option(help="Seed of the random order.")] = 0,
-    host: Annotated[
-        str, typer.Option(help="The address to serve on; any but this machine's needs --token.")
-    ] = "127.0.0.1",
+    host: HostOption = "127.0.0.1",
     port: Annotated[int, typer.Option(help="The port (0: a free one).")] = 0,
-    token: Annotated[
-        str | None,
-        typer.Option(
-            envvar="RAGMETER_LABEL_TOKEN",
-            help="A secret every request must carry (it is in the printed address); 'auto': a "
-            "random one. Set RAGMETER_LABEL_TOKEN to keep it out of the process list.",
-        ),
-    ] = None,
-    open_page: Annotated[
-        bool, typer.Option("--open/--no-open", help="Open the page in your browser.")
-    ] = True,
-    to_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--export",
-            metavar="FILE",
-            help="Write the labels instead of serving: ratings (.jsonl/.csv, as calibrate "
-            "reads) or, with --claims, claim labels (as tune reads).",
-        ),
-    ] = None,
-    pull: Annotated[
-        bool,
-        typer.Option(
-            "--pull",
-            help="Instead of serving: read the labels people gave the run's traces where they "
-            "were traced (Phoenix span and trace annotations of annotator kind HUMAN, MLflow "
-            "feedback from a HUMAN source) into the run's labels, as ratings calibrate and "
-            "tune read. A second pull adds only what changed.",
-        ),
-    ] = False,
-    annotation: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="METRIC=NAME",
-            help="With --pull: people's labels named NAME rate METRIC (repeat). \\[default: "
-            "a label rates the metric of its own name]",
-        ),
-    ] = None,
-    server: Annotated[
-        str | None,
-        typer.Option(
-            help="With --pull: Phoenix's address or MLflow's tracking URI. \\[default: the "
-            "one the run read its traces from]"
-        ),
-    ] = None,
+    token: TokenOption = None,
+    open_page: OpenPageOption = True,
+    to_file: ToFileOption = None,
+    pull: PullOption = False,
+    annotation: AnnotationOption = None,
+    server: ServerOption = None,
 ) -> None:
     """Serve a page for labelling RUN's samples on a metric's scale (or its claims), keyboard
     first; the judge's verdict of each item is shown once you have answered it. --export writes
@@ -175,9 +190,13 @@ def label_command(
             _print_pull(console, run, report)
             return
         if to_file is not None:
-            result = evaluation(open_run(run))
             rows, notes = export(
-                run, to_file, result, claims=claims, annotator=annotator, metric=metric
+                run,
+                to_file,
+                evaluation(open_run(run)),
+                claims=claims,
+                annotator=annotator,
+                metric=metric,
             )
             for note in notes:
                 print_warning(console, note)
@@ -205,6 +224,17 @@ def label_command(
         except BaseException:
             session.close()
             raise
+    _serve(console, run, session, serving, open_page)
+
+
+def _serve(
+    console: Console,
+    run: Path,
+    session: LabelSession,
+    serving: LabelServer,
+    open_page: bool,
+) -> None:
+    """Serve the page until Ctrl+C, saying where it is."""
     for note in session.notes:
         print_warning(console, note)
     what = "claims" if session.kind == "claim" else f"samples on {session.metric}"
@@ -214,10 +244,10 @@ def label_command(
         highlight=False,
         soft_wrap=True,
     )
-    if host not in LOOPBACK:
+    if serving.host not in LOOPBACK:
         console.print(
             f"from another machine: http://{socket.gethostname()}:{serving.port}/"
-            f"?{urlencode({'token': token})}",
+            f"?{urlencode({'token': serving.token})}",
             highlight=False,
             soft_wrap=True,
         )

@@ -30,16 +30,13 @@ from ragmeter.cli.common import (
     ResultsFolder,
     Workers,
     advance,
-    configured_metrics,
-    executor_for,
     open_models,
-    parse_metric_options,
-    parse_options,
     print_reasons,
     progress,
     user_errors,
 )
 from ragmeter.cluster import ModelRecipe
+from ragmeter.config import configured_metrics, executor_for, parse_metric_options, parse_options
 from ragmeter.judges import Judge
 from ragmeter.judges.registry import get_embedder
 from ragmeter.meta.attribution import (
@@ -197,6 +194,22 @@ def _interval(found: Interval | None) -> str:
     return "—" if found is None else f"{found.value:.2f} [{found.low:.2f}, {found.high:.2f}]"
 
 
+LimitOption = Annotated[
+    int | None,
+    typer.Option(help="Only the first N conversations (every responder's answer to each)."),
+]
+MetricsOption = Annotated[
+    str,
+    typer.Option(
+        help="Comma-separated subset of faithfulness,answer_relevance,answer_correctness."
+    ),
+]
+
+
+MTRAG_METRICS_TEXT = ",".join(MTRAG_METRICS)
+"""The default, as the option is written."""
+
+
 @app.command("mtrag")
 def mtrag_command(
     path: Annotated[Path, typer.Argument(help="MTRAG human-evaluation rows (JSONL).")],
@@ -204,18 +217,10 @@ def mtrag_command(
     judge_option: JudgeOptions = None,
     embedder: EmbedderSpec = "minilm",
     embedder_option: EmbedderOptions = None,
-    limit: Annotated[
-        int | None,
-        typer.Option(help="Only the first N conversations (every responder's answer to each)."),
-    ] = None,
+    limit: LimitOption = None,
     out: ResultsFolder = Path("runs/meta-mtrag"),
     cache: CacheFlag = True,
-    metrics: Annotated[
-        str,
-        typer.Option(
-            help="Comma-separated subset of faithfulness,answer_relevance,answer_correctness."
-        ),
-    ] = ",".join(MTRAG_METRICS),
+    metrics: MetricsOption = MTRAG_METRICS_TEXT,
     option: MetricOptions = None,
     workers: Workers = 1,
     ray: RayAddress = None,

@@ -8,7 +8,7 @@ both merged too, and the grades' agreement with people's. Exit status: 0 done, 2
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -25,7 +25,6 @@ from ragmeter.cli.common import (
     SideBySideDesign,
     Workers,
     advance,
-    parse_options,
     print_reasons,
     print_warning,
     progress,
@@ -35,6 +34,7 @@ from ragmeter.cli.common import (
 from ragmeter.cli.pairs import pairs_table
 from ragmeter.cli.retrieval_side_by_side import run_retrieval_side_by_side
 from ragmeter.cli.side_by_side import Reading
+from ragmeter.config import parse_options
 from ragmeter.evaluate import evaluate
 from ragmeter.manifest import Counts
 from ragmeter.metrics.passage_relevance import PassageRelevance
@@ -73,69 +73,85 @@ SHOWN_IDS = 5
 """Query ids named on a line before the rest are counted."""
 
 
+DEFAULT_MEASURES_TEXT = ",".join(DEFAULT_MEASURES)
+"""The default, as the option is written."""
+
+
+QrelsArgument = Annotated[
+    Path,
+    typer.Argument(
+        help="Relevance judgments: a TREC qrels file (qid iteration docid grade), a BEIR "
+        "qrels .tsv, or a samples .jsonl (id, reference_context_ids); with --side-by-side, "
+        "- where nobody graded."
+    ),
+]
+RunsArgument = Annotated[
+    list[Path],
+    typer.Argument(
+        help="Runs, each named after its file: TREC run files (qid Q0 docid rank score "
+        "tag) or samples .jsonl files (id, context_ids in rank order; with --side-by-side, "
+        "or contexts)."
+    ),
+]
+OutOption = Annotated[
+    Path,
+    typer.Option(help="Folder for summary.json, rankings.json and per_query.jsonl."),
+]
+MetricsOption = Annotated[
+    str,
+    typer.Option(
+        help="Measures as ir-measures names them, comma-separated, e.g. "
+        "nDCG@10,R(rel=2)@100,RR,AP,P@10."
+    ),
+]
+GradeOption = Annotated[
+    bool,
+    typer.Option(help="Grade the pool of the runs' top --pool with the judge (UMBRELA 0-3)."),
+]
+SideBySideOption = Annotated[
+    bool,
+    typer.Option(
+        help="Read each pair of runs' top --depth passages for a query side by side with "
+        "the judge, and decide the runs on the preferences (no grades needed)."
+    ),
+]
+QueriesOption = Annotated[
+    Path | None,
+    typer.Option(help="--grade, --side-by-side: the queries, JSONL {qid, query} or BEIR's."),
+]
+PassagesOption = Annotated[
+    Path | None,
+    typer.Option(help="--grade, --side-by-side: the passages, JSONL {docid, text} or BEIR's."),
+]
+DepthOption = Annotated[
+    int, typer.Option(min=1, help="--side-by-side: the passages of each run read a query.")
+]
+DryRunOption = Annotated[
+    bool,
+    typer.Option(help="--grade, --side-by-side: say what the judge would read; call no model."),
+]
+
+
 def retrieval_command(
-    qrels: Annotated[
-        Path,
-        typer.Argument(
-            help="Relevance judgments: a TREC qrels file (qid iteration docid grade), a BEIR "
-            "qrels .tsv, or a samples .jsonl (id, reference_context_ids); with --side-by-side, "
-            "- where nobody graded."
-        ),
-    ],
-    runs: Annotated[
-        list[Path],
-        typer.Argument(
-            help="Runs, each named after its file: TREC run files (qid Q0 docid rank score "
-            "tag) or samples .jsonl files (id, context_ids in rank order; with --side-by-side, "
-            "or contexts)."
-        ),
-    ],
-    out: Annotated[
-        Path,
-        typer.Option(help="Folder for summary.json, rankings.json and per_query.jsonl."),
-    ],
-    metrics: Annotated[
-        str,
-        typer.Option(
-            help="Measures as ir-measures names them, comma-separated, e.g. "
-            "nDCG@10,R(rel=2)@100,RR,AP,P@10."
-        ),
-    ] = ",".join(DEFAULT_MEASURES),
+    qrels: QrelsArgument,
+    runs: RunsArgument,
+    out: OutOption,
+    metrics: MetricsOption = DEFAULT_MEASURES_TEXT,
     rounds: Annotated[int, typer.Option(min=1, help="Bootstrap and permutation rounds.")] = 2000,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap and permutations.")] = 0,
-    grade: Annotated[
-        bool,
-        typer.Option(help="Grade the pool of the runs' top --pool with the judge (UMBRELA 0-3)."),
-    ] = False,
-    side_by_side: Annotated[
-        bool,
-        typer.Option(
-            help="Read each pair of runs' top --depth passages for a query side by side with "
-            "the judge, and decide the runs on the preferences (no grades needed)."
-        ),
-    ] = False,
-    queries: Annotated[
-        Path | None,
-        typer.Option(help="--grade, --side-by-side: the queries, JSONL {qid, query} or BEIR's."),
-    ] = None,
-    passages: Annotated[
-        Path | None,
-        typer.Option(help="--grade, --side-by-side: the passages, JSONL {docid, text} or BEIR's."),
-    ] = None,
+    grade: GradeOption = False,
+    side_by_side: SideBySideOption = False,
+    queries: QueriesOption = None,
+    passages: PassagesOption = None,
     pool: Annotated[int, typer.Option(min=1, help="--grade: the depth of the pool.")] = 10,
-    depth: Annotated[
-        int, typer.Option(min=1, help="--side-by-side: the passages of each run read a query.")
-    ] = DEPTH,
+    depth: DepthOption = DEPTH,
     design: SideBySideDesign = "auto",
     anchor: AnchorSystem = None,
     judge: JudgeSpec = "local",
     judge_option: JudgeOptions = None,
     cache: CacheFlag = True,
     workers: Workers = 1,
-    dry_run: Annotated[
-        bool,
-        typer.Option(help="--grade, --side-by-side: say what the judge would read; call no model."),
-    ] = False,
+    dry_run: DryRunOption = False,
 ) -> None:
     """Evaluate retriever runs against qrels: each measure's mean with its 95% CI over the
     queries, the judged share of each run's top k, and every pair of runs decided per measure.
@@ -181,29 +197,53 @@ def retrieval_command(
                 return
         written = found.write(out)
     if grade:
-        with user_errors(console), progress(console, "grading", len(samples)) as bar:
-            result = evaluate(
-                samples,
-                [PassageRelevance()],
-                judge=judge,
-                judge_options=judge_options,
-                cache=cache,
-                max_workers=workers,
-                out_dir=out / GRADES_FOLDER,
-                on_score=lambda _: advance(bar),
+        with user_errors(console):
+            result, grading = _grade(
+                console, samples, judge, judge_options, cache, workers, out, pool
             )
-        write_outputs(result, out / GRADES_FOLDER)  # what the label page and report read
-        counts = result.run.counts or Counts()
-        grading = grading_of(
-            result.scores_for(PassageRelevance.name),
-            judge=result.run.judge,
-            pool=pool,
-            judged_now=counts.judged,
-            resumed=counts.resumed,
-            seconds=result.run.seconds,
-        )
         _scored_on_grades(console, found, human, read, result, grading, out)
         return
+    _print_runs(console, found, written, rounds, seed)
+
+
+def _grade(
+    console: Console,
+    samples: list[Sample],
+    judge: str,
+    judge_options: dict[str, Any],
+    cache: bool,
+    workers: int,
+    out: Path,
+    pool: int,
+) -> tuple[Result, Grading]:
+    """The judge's grade of every pooled passage, kept in the grades folder."""
+    with progress(console, "grading", len(samples)) as bar:
+        result = evaluate(
+            samples,
+            [PassageRelevance()],
+            judge=judge,
+            judge_options=judge_options,
+            cache=cache,
+            max_workers=workers,
+            out_dir=out / GRADES_FOLDER,
+            on_score=lambda _: advance(bar),
+        )
+    write_outputs(result, out / GRADES_FOLDER)  # what the label page and report read
+    counts = result.run.counts or Counts()
+    grading = grading_of(
+        result.scores_for(PassageRelevance.name),
+        judge=result.run.judge,
+        pool=pool,
+        judged_now=counts.judged,
+        resumed=counts.resumed,
+        seconds=result.run.seconds,
+    )
+    return result, grading
+
+
+def _print_runs(
+    console: Console, found: RetrievalEvaluation, written: list[Path], rounds: int, seed: int
+) -> None:
     console.print(_runs_table(found))
     for ranking in found.rankings:
         console.print(pairs_table(ranking, unit="queries"))

@@ -25,11 +25,10 @@ from ragmeter.cli.common import (
     EmbedderOptions,
     JudgeOptions,
     MetricOptions,
-    parse_metric_options,
-    parse_options,
     progress_bar,
     user_errors,
 )
+from ragmeter.config import parse_metric_options, parse_options
 from ragmeter.selftest import gaming, injection
 from ragmeter.selftest.suite import SuiteReport, format_report
 

@@ -44,55 +44,65 @@ from ragmeter.viewer.views import fmt
 HEADS_FILE = "heads.json"
 
 
+DEFAULT_STATES_TEXT = ",".join(DEFAULT_STATES)
+"""The default, as the option is written."""
+
+
+RunArgument = Annotated[
+    Path,
+    typer.Argument(help="An evaluate run's results folder (a meta attribution run's for claims)."),
+]
+LabelsArgument = Annotated[
+    Path | None,
+    typer.Argument(
+        help="Ratings of samples (an 'id' and a column per metric, as calibrate reads), "
+        "labels of claims (an 'id', the 'claim' as the run checked it, 'supported' 1/0), "
+        "or labelled claims in AttributionBench's format over a 'meta attribution' run "
+        "(refits the verifier on the shipped training claims and these). \\[default: the "
+        "labels given in the run with 'ragmeter label': its claim labels if any, else its "
+        "ratings]"
+    ),
+]
+StatesOption = Annotated[
+    str,
+    typer.Option(
+        help="The hidden states a head reads (comma-separated; empty: a calibration of "
+        "P(Yes) alone, for a judge that shows no states)."
+    ),
+]
+OutOption = Annotated[
+    Path | None, typer.Option(help=f"Where to write the heads [default: RUN/{HEADS_FILE}].")
+]
+CurveOption = Annotated[
+    Path | None,
+    typer.Option(
+        help="A learning curve: with claims in AttributionBench's format, "
+        "bench/bench_learning_curve.py's curve.json; with ratings, bench/bench_criteria.py's "
+        "--curve file. Say what as many labels bought on what it measured. \\[default: the "
+        "curves shipped beside the verifier's head, if any]"
+    ),
+]
+ByOption = Annotated[
+    str | None,
+    typer.Option(
+        help="With claims in AttributionBench's format: a column whose values are sources "
+        "of their own (src_dataset, source, ...), each measured apart; where every part has "
+        f"fewer than {MIN_UNITS} groups of claims, they are read as one all the same. "
+        "\\[default: your claims are one source]"
+    ),
+]
+
+
 def tune_command(
-    run: Annotated[
-        Path,
-        typer.Argument(
-            help="An evaluate run's results folder (a meta attribution run's for claims)."
-        ),
-    ],
-    labels: Annotated[
-        Path | None,
-        typer.Argument(
-            help="Ratings of samples (an 'id' and a column per metric, as calibrate reads), "
-            "labels of claims (an 'id', the 'claim' as the run checked it, 'supported' 1/0), "
-            "or labelled claims in AttributionBench's format over a 'meta attribution' run "
-            "(refits the verifier on the shipped training claims and these). \\[default: the "
-            "labels given in the run with 'ragmeter label': its claim labels if any, else its "
-            "ratings]"
-        ),
-    ] = None,
+    run: RunArgument,
+    labels: LabelsArgument = None,
     scale: LabelScales = None,
-    states: Annotated[
-        str,
-        typer.Option(
-            help="The hidden states a head reads (comma-separated; empty: a calibration of "
-            "P(Yes) alone, for a judge that shows no states)."
-        ),
-    ] = ",".join(DEFAULT_STATES),
+    states: StatesOption = DEFAULT_STATES_TEXT,
     folds: Annotated[int, typer.Option(min=2, help="Folds of the cross-validation.")] = 5,
     seed: Annotated[int, typer.Option(help="Seed of the folds.")] = 0,
-    out: Annotated[
-        Path | None, typer.Option(help=f"Where to write the heads [default: RUN/{HEADS_FILE}].")
-    ] = None,
-    curve: Annotated[
-        Path | None,
-        typer.Option(
-            help="A learning curve: with claims in AttributionBench's format, "
-            "bench/bench_learning_curve.py's curve.json; with ratings, bench/bench_criteria.py's "
-            "--curve file. Say what as many labels bought on what it measured. \\[default: the "
-            "curves shipped beside the verifier's head, if any]"
-        ),
-    ] = None,
-    by: Annotated[
-        str | None,
-        typer.Option(
-            help="With claims in AttributionBench's format: a column whose values are sources "
-            "of their own (src_dataset, source, ...), each measured apart; where every part has "
-            f"fewer than {MIN_UNITS} groups of claims, they are read as one all the same. "
-            "\\[default: your claims are one source]"
-        ),
-    ] = None,
+    out: OutOption = None,
+    curve: CurveOption = None,
+    by: ByOption = None,
 ) -> None:
     """Fit a verdict head per rated metric (through the metric's own aggregation) or on labelled
     claims, over the hidden states the run's judge kept with its verdicts; print each head's

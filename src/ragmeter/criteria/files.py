@@ -19,12 +19,11 @@ Every problem is an error that names the file, the line and the field.
 
 from __future__ import annotations
 
-import re
-import tomllib
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from ragmeter.config_file import CONFIG_FILE, CRITERIA_TABLE, PYPROJECT, ConfigFile, ConfigFileError
 from ragmeter.criteria.definition import Criterion, FieldProblem
 
 
@@ -44,35 +43,32 @@ def parse_criterion_flag(text: str) -> Criterion:
 
 
 def load_criteria(path: Path) -> list[Criterion]:
-    """The criteria of a TOML file, in the file's order."""
+    """The criteria of a TOML file, in the file's order; in a settings file (``ragmeter.toml``,
+    ``pyproject.toml``), those of its ``[criteria]`` section."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CriteriaError(f"cannot read the criteria file {path}: {exc.strerror}") from None
-    try:
-        tables = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise CriteriaError(f"{path}: not valid TOML: {exc}") from None
+        file = ConfigFile.read(path)
+    except ConfigFileError as exc:
+        raise CriteriaError(
+            str(exc).replace("cannot read", "cannot read the criteria file")
+        ) from None
+    section = (CRITERIA_TABLE,) if path.name in (CONFIG_FILE, PYPROJECT) else ()
+    tables = file.table(*section) or {}
     if not tables:
         raise CriteriaError(f"{path}: no criterion in the file (one [NAME] table each)")
-    lines = text.splitlines()
     criteria = []
     for name, table in tables.items():
-        where = _line_of(lines, rf"\[\s*[\"']?{re.escape(name)}[\"']?\s*\]")
         if not isinstance(table, dict):
             raise CriteriaError(
-                f"{path}, line {_line_of(lines, re.escape(name))}: {name!r} "
-                "must be a table: [NAME] followed by its fields"
+                f"{file.where(*section, name)}: {name!r} must be a table: [NAME] followed by "
+                "its fields"
             )
         try:
             criteria.append(Criterion.model_validate({"name": name, **table}))
         except ValidationError as exc:
             field = _field_of(exc)
-            line = _field_line(lines, field, where) if field else where
             named = f", field {field!r}" if field else ""
-            raise CriteriaError(
-                f"{path}, line {line or where}: criterion {name!r}{named}: {_problem(exc)}"
-            ) from None
+            where = file.where(*section, name, *([field] if field else []))
+            raise CriteriaError(f"{where}: criterion {name!r}{named}: {_problem(exc)}") from None
     return criteria
 
 
@@ -91,26 +87,3 @@ def _problem(exc: ValidationError) -> str:
     location = ".".join(str(part) for part in error["loc"][1:])
     message = str(error["msg"]).removeprefix("Value error, ")
     return f"{location}: {message}" if location else message
-
-
-def _field_line(lines: list[str], field: str, table: int) -> int:
-    """The line of ``field`` within the table whose header is at line ``table`` (up to the next
-    header); the header's line where the field is not written there (a missing one, or a
-    table written another way)."""
-    header = re.compile(r"^\s*\[[^\]=]+\]\]?\s*(#.*)?$")
-    end = next(
-        (n for n in range(table + 1, len(lines) + 1) if header.match(lines[n - 1])),
-        len(lines) + 1,
-    )
-    found = _line_of(lines[: end - 1], rf"^\s*{re.escape(field)}\s*=", after=table) if table else 0
-    return found or table
-
-
-def _line_of(lines: list[str], pattern: str, after: int = 0) -> int:
-    """The 1-based number of the first line at or after ``after`` matching ``pattern``; 0 if
-    none does."""
-    compiled = re.compile(pattern)
-    for number, line in enumerate(lines[max(after - 1, 0) :], max(after, 1)):
-        if compiled.search(line):
-            return number
-    return 0

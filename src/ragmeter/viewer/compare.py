@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from ragmeter.arena.battles import RUN_FILE as ARENA_RUN_FILE
 from ragmeter.decision_curve import DecisionRate, decision_rate, load_decision_curve
 from ragmeter.explain import explain
-from ragmeter.manifest import RunRecord
+from ragmeter.manifest import WHERE_AND_HOW_FAST, RunRecord, config_differences
 from ragmeter.metrics import higher_is_better
 from ragmeter.ranking import Ranking, rank_systems
 from ragmeter.result import Result
@@ -100,6 +100,20 @@ class Comparison(BaseModel):
     ratings: list[RatingDifference] = []
 
 
+def configured_otherwise(labels: Sequence[str], runs: Sequence[OpenedRun]) -> list[str]:
+    """A note per run whose configuration judged otherwise than the first run's (where both
+    recorded one): another judge, options, metrics or budget."""
+    first = runs[0].record.config if runs[0].record is not None else None
+    notes = []
+    for label, run in zip(labels[1:], runs[1:], strict=True):
+        config = run.record.config if run.record is not None else None
+        if first is not None and config is not None:
+            changed = config_differences(first, config, ignore=WHERE_AND_HOW_FAST)
+            if changed:
+                notes.append(f"{label} was configured otherwise: {'; '.join(changed)}")
+    return notes
+
+
 def compare_runs(
     a: OpenedRun,
     b: OpenedRun,
@@ -127,6 +141,7 @@ def compare_runs(
         alone = [m for m in run.result.metrics if m not in other.result.metrics]  # type: ignore[union-attr]
         if alone:
             notes.append(f"only {run.label} has {', '.join(alone)}: not compared")
+    notes += configured_otherwise([a.label, b.label], [a, b])
     return Comparison(
         kind="evaluate",
         run_a=str(a.path),
@@ -436,6 +451,7 @@ def rank_runs(
             alone = [m for m in result.metrics if m not in chosen]  # type: ignore[union-attr]
             if alone:
                 notes.append(f"not in every run, so not ranked: {', '.join(alone)} (in {label})")
+    notes += configured_otherwise(labels, runs)
     problems = [
         f"{label}: {problem}"
         for label, run in zip(labels[1:], runs[1:], strict=True)
