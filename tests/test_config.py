@@ -288,3 +288,8 @@ def test_compare_says_when_two_runs_were_configured_otherwise(folder):
         'seeded was configured otherwise: option: {"faithfulness": {"soft": false}} -> {}; '
         "seed: (not set) -> 3"
     ) in said
+    # compare's gate reads the same file: force, from [compare], lets them be compared.
+    (folder / "ragmeter.toml").write_text("[compare]\nforce = true\nrounds = 200\n")
+    forced = runner.invoke(app, ["compare", "runs/nightly", "runs/seeded", "--json"])
+    assert forced.exit_code == 0, forced.output
+    assert json.loads(forced.output)["comparison"]["rounds"] == 200
