@@ -145,7 +145,6 @@ def test_the_screen_needs_an_embedder_and_is_part_of_the_version():
 @pytest.mark.parametrize(
     ("options", "refused"),
     [
-        ({"screen": "embedding", "mode": "numbered"}, "mode='sentence'"),
         ({"screen": "embedding", "mode": "select", "repeats": False}, "mode='sentence'"),
         ({"screen": "bm25"}, "option 'screen'"),
         ({"keep_top": -1}, "option 'keep_top'"),

@@ -13,7 +13,7 @@ from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 from ragmeter.metrics.answer_relevance import COMPLETE, questions_prompt
 from ragmeter.metrics.commitment import NONCOMMITTAL
 from ragmeter.metrics.context_relevance import (
-    NEEDED,
+    EXTRACT,
     NEW_INFORMATION,
     SENTENCE_NEEDED,
     numbered,
@@ -314,7 +314,7 @@ def rendered(case: InjectionCase) -> list[str]:
         inputs = {**asked, "context": numbered(sentences)}
         earlier = {**asked, "earlier sentences": "\n".join(sentences[:1])}
         prompts = [
-            NEEDED.render(inputs, number="1"),
+            EXTRACT.render(inputs),
             *[SENTENCE_NEEDED.render({**asked, "sentence": x}) for x in sentences],
             *[NEW_INFORMATION.render(earlier | {"sentence": x}) for x in sentences[1:]],
         ]

@@ -20,7 +20,7 @@ from ragmeter.judges.fake import FakeJudge, HashingEmbedder
 from ragmeter.limits import InputTruncatedWarning
 from ragmeter.metrics import AnswerRelevance, ContextRelevance, Faithfulness
 from ragmeter.metrics.answer_relevance import COMPLETE, questions_prompt
-from ragmeter.metrics.context_relevance import EXTRACT, NEEDED, SENTENCE_NEEDED
+from ragmeter.metrics.context_relevance import EXTRACT, SENTENCE_NEEDED
 from ragmeter.metrics.faithfulness import STATEMENTS, SUPPORTED, VERDICTS
 from ragmeter.prompts import DATA_NOTICE, render_inputs
 from ragmeter.sample import Sample
@@ -88,13 +88,12 @@ def test_every_metric_prompt_declares_its_inputs_data(prompt, inputs):
     ("prompt", "inputs"),
     [
         (SUPPORTED, {"context": "C", "statement": "S"}),
-        (NEEDED, {"question": "Q", "context": "[1] C"}),
         (SENTENCE_NEEDED, {"question": "Q", "sentence": "C"}),
         (COMPLETE, {"question": "Q", "answer": "A"}),
     ],
 )
 def test_every_yes_no_prompt_declares_its_inputs_data(prompt, inputs):
-    system, user = prompt.render(inputs, number="1")
+    system, user = prompt.render(inputs)
     assert DATA_NOTICE in system.content
     for name, value in inputs.items():
         assert f"<{name}>\n{value}\n</{name}>" in user.content

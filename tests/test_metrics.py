@@ -443,31 +443,18 @@ def test_by_default_a_needed_sentence_after_the_first_must_clear_the_repeat_bar(
     assert value == pytest.approx(1 / 4)  # the first needed sentence needs only the threshold
     assert metric.version != ContextRelevance(repeats_by="asking").version
     # the bar is fitted to each sentence asked alone and counted; elsewhere the judge is asked
-    assert ContextRelevance(mode="numbered").options.repeat_checks == "asking"
     assert ContextRelevance(soft=True).options.repeat_checks == "asking"
     assert ContextRelevance(soft="false").options.repeat_checks == "bar"  # as the CLI gives it
     assert ContextRelevance(repeats=False).options.repeat_checks is None
     with pytest.raises(ValueError, match="repeats_by='bar' is fitted"):
-        ContextRelevance(mode="numbered", repeats_by="bar")
-
-
-def test_context_relevance_by_number_shares_the_numbered_context():
-    replies = [yes_no(0.9), yes_no(0.1), yes_no(0.8), yes_no(0.3)]
-    judge = FakeJudge(replies)
-    metric = ContextRelevance(mode="numbered", soft=True, repeats=False)
-    score = metric.score(CONTEXT_SAMPLE, JudgeSession(judge))
-    assert score.value == pytest.approx((0.9 + 0.1 + 0.8 + 0.3) / 4)
-    asked = [r.messages[-1].content.rsplit("\n", 1)[-1] for r in judge.history]
-    assert asked[0] == "Is sentence [1] needed to answer the question? Answer Yes or No."
-    assert asked[3].startswith("Is sentence [4] needed")
-    # Everything before the closing question is identical: a prefix the judge can reuse.
-    prefixes = {r.messages[-1].content.rsplit("\n", 1)[0] for r in judge.history}
-    assert len(prefixes) == 1
+        ContextRelevance(soft=True, repeats_by="bar")
 
 
 def test_context_relevance_rejects_an_unknown_mode():
     with pytest.raises(ValueError, match="option 'mode' of the metric context_relevance"):
         ContextRelevance(mode="logprob")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="option 'mode' of the metric context_relevance"):
+        ContextRelevance(mode="numbered")  # type: ignore[arg-type]
 
 
 def test_prompt_versions_change_with_configuration():

@@ -10,15 +10,16 @@ the sentences needed to answer are found by
   every sentence, which a local judge reads once. A small judge answers this reliably: it need
   not find the sentence in a long context, and a sentence cannot borrow relevance from its
   neighbours;
-- ``mode="numbered"``: the same question per sentence, asked by number about the whole numbered
-  context ("is sentence [k] needed?"), the context read once as a shared prefix. A 1.5B judge
-  cannot tell sentence [37] from [38] this way and says "needed" with P ≈ 0.7 for nearly all;
 - ``mode="select"`` (the paper's): the judge lists the numbers of the needed sentences in one
   reply (empty for "Insufficient Information"). Extracting by number rather than by copying text
   keeps the count exact: a small judge that paraphrases a sentence while copying it would
   otherwise lose it.
 
-In the two Yes/No modes, ``soft=False`` (default) counts a sentence as extracted when its
+Up to commit b41d0d0, ``mode="numbered"`` asked about each sentence by its number in the whole
+numbered context, read once as a shared prefix: a 1.5B judge could not tell sentence [37] from
+[38] that way and agreed with people far less (docs/agreement.md, "WikiEval (RAGAS Table 4)").
+
+With each sentence asked, ``soft=False`` (default) counts a sentence as extracted when its
 probability of being needed reaches ``threshold``, as the paper counts extracted sentences;
 ``soft=True`` counts each sentence by its probability. With ``repeats`` (on by default) a
 sentence judged needed that follows other needed sentences must also be new: a context that
@@ -98,17 +99,6 @@ def numbered(sentences: list[str]) -> str:
     return "\n".join(f"[{i}] {s}" for i, s in enumerate(sentences, 1))
 
 
-NEEDED = YesNoPrompt(
-    name="context_relevance.needed",
-    instruction=(
-        "You judge which sentences of a retrieved context are needed to answer a question. A "
-        "sentence is needed only if it gives information that the answer to this question "
-        "must use; a sentence that is merely about the same subject is not needed."
-    ),
-    question="Is sentence [{number}] needed to answer the question?",
-)
-
-
 SENTENCE_NEEDED = YesNoPrompt(
     name="context_relevance.sentence",
     instruction=(
@@ -134,7 +124,7 @@ NEW_INFORMATION = YesNoPrompt(
     asked_first=True,
 )
 
-Mode = Literal["sentence", "numbered", "select"]
+Mode = Literal["sentence", "select"]
 Screen = Literal["none", "embedding"]
 
 
@@ -158,8 +148,7 @@ def kept_by_similarity(
 class ContextRelevanceOptions(Options):
     mode: Mode = Field(
         "sentence",
-        description="Ask about each sentence alone, each by its number, or have the judge "
-        "select the needed sentences.",
+        description="Ask about each sentence alone, or have the judge select the needed sentences.",
     )
     soft: bool = Field(False, description="Count each sentence by its probability.")
     threshold: float = Field(
@@ -167,8 +156,8 @@ class ContextRelevanceOptions(Options):
     )
     repeats: bool | None = Field(
         None,
-        description="Check needed sentences for repeated facts; unset: on in the Yes/No modes "
-        "(a selection lists each sentence once anyway). Always set after validation.",
+        description="Check needed sentences for repeated facts; unset: on where each sentence "
+        "is asked (a selection lists each sentence once anyway). Always set after validation.",
     )
 
     @model_validator(mode="before")
@@ -229,7 +218,7 @@ class ContextRelevanceOptions(Options):
     @model_validator(mode="after")
     def _repeats_need_yes_no(self) -> Self:
         if self.repeats and self.mode == "select":
-            raise ValueError("repeats applies to the Yes/No modes, not to mode='select'")
+            raise ValueError("repeats applies to mode='sentence', not to mode='select'")
         if self.repeats_by == "bar" and not self._counted_alone:
             raise ValueError(
                 "repeats_by='bar' is fitted to P(needed) of each sentence asked alone, counted: "
@@ -255,9 +244,7 @@ class ContextRelevance(Metric):
 
     @property
     def prompts(self) -> list[Any]:
-        main = {"sentence": SENTENCE_NEEDED, "numbered": NEEDED, "select": EXTRACT}[
-            self.options.mode
-        ]
+        main = SENTENCE_NEEDED if self.options.mode == "sentence" else EXTRACT
         asks = self.options.repeat_checks == "asking"
         return [main, NEW_INFORMATION] if asks else [main]
 
@@ -269,10 +256,7 @@ class ContextRelevance(Metric):
     ) -> list[tuple[YesNoPrompt, Inputs, dict[str, str]]]:
         """One Yes/No question per sentence: (prompt, inputs, fields) as ``ask_yes_no`` takes
         them; the same list plans the calls and makes them."""
-        if self.options.mode == "sentence":
-            return [(SENTENCE_NEEDED, {**sample.asked(), "sentence": s}, {}) for s in sentences]
-        inputs = {**sample.asked(), "context": numbered(sentences)}
-        return [(NEEDED, inputs, {"number": str(n)}) for n in range(1, len(sentences) + 1)]
+        return [(SENTENCE_NEEDED, {**sample.asked(), "sentence": s}, {}) for s in sentences]
 
     def planned_calls(self, sample: Sample) -> PlannedCalls:
         sentences = self._sentences(sample)
