@@ -30,13 +30,12 @@ Two steps, each resumable (their results are kept under ``--out``):
    0.5) and the share of them the screen keeps (recall); the same for every sentence the
    judge found needed (P(needed) >= 0.5, repeats included); the share of the full layout's
    sentence questions, and of all its judge calls, the screen spares; and the mean absolute
-   change of the score. With ``--grid``, the same pooled for every bound and top-k, for
-   other ways of embedding the question, a margin below the context's most similar sentence,
-   and rounds down the ranking that stop where the judge found nothing needed. Then what a
-   sentence question and a repeat check cost (least squares over the contexts judged afresh),
-   the prompt tokens a perfect screen by windows would read, and the WikiEval dev pairs of
-   context relevance (the focused context must score strictly higher; a tie counts one half)
-   for the full layout and the screen.
+   change of the score. Then what a sentence question and a repeat check cost (least squares
+   over the contexts judged afresh) and the judging time the screen spares, and the WikiEval
+   dev pairs of context relevance (the focused context must score strictly higher; a tie
+   counts one half) for the full layout and the screen. (The other screens measured against
+   it, a margin below the best sentence, rounds down the ranking, a learned screen and windows,
+   were measured with ``--grid`` up to commit 157219b; docs/agreement.md keeps the figures.)
 
 A screened score is worked out from the stored verdicts as the metric works it out: kept
 sentences keep their P(needed) (the same question, so the same answer), skipped ones count 0,
@@ -408,49 +407,11 @@ def load_judged(args: argparse.Namespace) -> list[Judged]:
 Screen = Callable[[Judged], set[int]]
 
 
-def by_similarity(above: float, top: int, query: str = "metric", after: int = 0) -> Screen:
-    """The metric's embedding screen; ``after`` also keeps that many sentences after each kept
-    one (a sentence that goes on from the one before, "It was completed in 1889.")."""
+def by_similarity(above: float, top: int, query: str = "metric") -> Screen:
+    """The metric's embedding screen."""
 
     def screen(judged: Judged) -> set[int]:
-        kept = set(kept_by_similarity(judged.similarity[query], above, top))
-        for i in list(kept):
-            kept.update(range(i + 1, min(i + 1 + after, len(judged.sentences))))
-        return kept
-
-    return screen
-
-
-def relative(below_best: float, top: int, query: str = "metric") -> Screen:
-    """Keeps the sentences within ``below_best`` of the context's most similar one."""
-
-    def screen(judged: Judged) -> set[int]:
-        similarity = judged.similarity[query]
-        best = float(similarity.max()) if len(similarity) else 0.0
-        return set(kept_by_similarity(similarity, best - below_best, top))
-
-    return screen
-
-
-def in_rounds(first: int, step: int, stop_below: float, query: str = "metric") -> Screen:
-    """The judge's answers decide how far down the ranking it is asked: the ``first`` most
-    similar sentences, then ``step`` more at a time while the last ones asked held one with
-    P(needed) >= ``stop_below``."""
-
-    def screen(judged: Judged) -> set[int]:
-        order = [int(i) for i in np.argsort(-judged.similarity[query], kind="stable")]
-        kept, last = order[:first], order[:first]
-        while len(kept) < len(order) and any(judged.p_needed[i] >= stop_below for i in last):
-            last = order[len(kept) : len(kept) + step]
-            kept += last
-        return set(kept)
-
-    return screen
-
-
-def either(*screens_: Screen) -> Screen:
-    def screen(judged: Judged) -> set[int]:
-        return set().union(*(s(judged) for s in screens_))
+        return set(kept_by_similarity(judged.similarity[query], above, top))
 
     return screen
 
@@ -554,126 +515,6 @@ def table(judged: list[Judged], screens_: dict[str, Screen]) -> None:
             )
 
 
-def _cell(judged: list[Judged], screen: Screen) -> str:
-    f = figures(judged, screen)
-    return f"{f.recall:.3f}/{f.judged_recall:.3f}/{f.saved:.2f}/{f.delta:.3f}"
-
-
-def grid(judged: list[Judged], args: argparse.Namespace) -> None:
-    """Pooled figures of each screen over its settings: recall / recall of P(needed) >= 0.5 /
-    sentence questions saved / mean |dscore|."""
-    bounds = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
-    print("\npooled: recall / recall of P>=.5 / questions saved / |dscore|")
-    print(f"similarity bound or top k (columns: bound {bounds}):")
-    for query in QUERIES:
-        for top in (0, 2, 4) if query == "metric" else (2,):
-            cells = [_cell(judged, by_similarity(above, top, query)) for above in bounds]
-            print(f"  {query:<15} top {top}: " + "  ".join(cells))
-    for after in (1, 2):
-        cell = _cell(judged, by_similarity(args.keep_similarity, args.keep_top, args.query, after))
-        print(f"  the chosen bound, with {after} sentence(s) after each kept one: {cell}")
-    print("within a margin of the best sentence, or top k (columns: margin 0.1 ... 0.4):")
-    for top in (0, 2, 4):
-        cells = [_cell(judged, relative(m, top)) for m in (0.1, 0.15, 0.2, 0.25, 0.3, 0.4)]
-        print(f"  top {top}: " + "  ".join(cells))
-    print("in rounds down the ranking, stopping after a round with no P(needed) >= q:")
-    for first, step in ((2, 2), (3, 3), (4, 2), (4, 4), (6, 3)):
-        cells = [_cell(judged, in_rounds(first, step, q)) for q in (0.2, 0.3, 0.4, 0.5)]
-        print(f"  first {first}, then {step}: (q 0.2, 0.3, 0.4, 0.5) " + "  ".join(cells))
-    print("in rounds (first 4, then 2, q 0.3) or a similarity bound:")
-    cells = [_cell(judged, either(in_rounds(4, 2, 0.3), by_similarity(b, 0))) for b in bounds]
-    print("  " + "  ".join(cells))
-
-
-def sentence_features(item: Judged) -> np.ndarray:
-    """What a cheap screen could know of each sentence without the judge: its cosine with the
-    question, the question's words it holds (weighted by their rarity in the context, as a
-    share of the question's), both as ranks in the context too, its place in the context and
-    the context's length."""
-    question = _words(item.sample.question)
-    words = [_words(s) for s in item.sentences]
-    n = len(words)
-    rarity = {w: np.log1p(n / sum(w in ws for ws in words)) for ws in words for w in ws}
-    mass = sum(rarity.get(w, np.log1p(n)) for w in question) or 1.0
-    overlap = np.array([sum(rarity[w] for w in ws & question) for ws in words]) / mass
-    cosine = item.similarity["metric"]
-
-    def rank(values: np.ndarray) -> np.ndarray:
-        return np.argsort(np.argsort(-values, kind="stable"), kind="stable").astype(float)
-
-    place = np.arange(n) / max(1, n - 1)
-    return np.c_[
-        cosine,
-        overlap,
-        np.log1p(rank(cosine)),
-        np.log1p(rank(overlap)),
-        place,
-        np.full(n, np.log(n)),
-    ]
-
-
-def _logistic(z: np.ndarray, y: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    """Weighted logistic regression of ``y`` on ``z`` (its last column the intercept), with an
-    L2 penalty of 1 on the other coefficients."""
-    from scipy.optimize import minimize
-
-    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        margin = z @ theta
-        value = np.sum(weight * (np.logaddexp(0, margin) - y * margin))
-        gradient = z.T @ (weight * (1 / (1 + np.exp(-margin)) - y))
-        return value + 0.5 * theta[:-1] @ theta[:-1], gradient + np.r_[theta[:-1], 0.0]
-
-    return minimize(loss, np.zeros(z.shape[1]), jac=True, method="L-BFGS-B").x
-
-
-def learned_screen(judged: list[Judged], keep: float = 0.98, top: int = 2) -> Screen:
-    """A logistic screen over ``sentence_features``, fitted for each source on the other
-    sources' extracted sentences (each kind weighted equally, a small L2 penalty), its bound
-    the score that keeps ``keep`` of their extracted sentences; each context's ``top`` best
-    scored are kept as well. Each source is screened by the model it was left out of."""
-    features = {item.id: sentence_features(item) for item in judged}
-    labels = {item.id: np.isin(np.arange(len(item.sentences)), item.needed) for item in judged}
-    models: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, float]] = {}
-    for source in {item.source for item in judged}:
-        train = [item.id for item in judged if item.source != source]
-        x = np.concatenate([features[i] for i in train])
-        y = np.concatenate([labels[i] for i in train]).astype(float)
-        centre, scale = x.mean(axis=0), x.std(axis=0) + 1e-9
-        z = np.c_[(x - centre) / scale, np.ones(len(x))]
-        weight = np.where(y == 1, 0.5 / y.mean(), 0.5 / (1 - y.mean()))
-        theta = _logistic(z, y, weight)
-        positives = np.sort(z[y == 1] @ theta)
-        bound = float(positives[int(np.floor((1 - keep) * len(positives)))])
-        models[source] = (centre, scale, theta, bound)
-
-    def screen(item: Judged) -> set[int]:
-        centre, scale, theta, bound = models[item.source]
-        scores = np.c_[(features[item.id] - centre) / scale, np.ones(len(item.sentences))] @ theta
-        best = np.argsort(-scores, kind="stable")[:top]
-        return {int(i) for i in np.flatnonzero(scores >= bound)} | {int(i) for i in best}
-
-    return screen
-
-
-def windows(judged: list[Judged], width: int, per_char: float, per_question: float) -> float:
-    """The prompt tokens a screen by windows would read, as a share of the full layout's: one
-    question per ``width`` consecutive sentences, then each sentence of a window that passes
-    asked on its own. The window question is taken to be perfect (it passes exactly the
-    windows holding a sentence with P(needed) >= 0.5, so no needed sentence is lost): the
-    least any window screen could read. A local judge reads the shared prefix once, so a
-    question costs its own text and ``per_question`` tokens around it."""
-    full = read = 0.0
-    for item in judged:
-        cost = [per_char * len(s) / 4 + per_question for s in item.sentences]
-        full += sum(cost)
-        for start in range(0, len(cost), width):
-            span = range(start, min(start + width, len(cost)))
-            read += sum(cost[i] - per_question for i in span) + per_question
-            if any(item.p_needed[i] >= THRESHOLD for i in span):
-                read += sum(cost[i] for i in span)
-    return read / full if full else 0.0
-
-
 def costs(out: Path) -> tuple[np.ndarray, np.ndarray] | None:
     """What a sentence question and a repeat check cost the full layout: least squares over
     the contexts judged with no call answered from the cache, of the prompt tokens read and
@@ -744,10 +585,6 @@ def screens(args: argparse.Namespace) -> None:
     table(judged, {"none (full layout)": lambda item: set(range(len(item.sentences)))})
     print()
     table(judged, {f"embedding >= {args.keep_similarity} or top {args.keep_top}": chosen})
-    if args.grid:
-        grid(judged, args)
-        print("\nlogistic over cheap features (cosine, the question's words, their ranks, place):")
-        table(judged, {"learned, its source left out": learned_screen(judged)})
     print("\nneeded sentences the chosen screen skips:")
     for item in judged:
         kept = chosen(item)
@@ -760,7 +597,7 @@ def screens(args: argparse.Namespace) -> None:
                     f"{len(item.sentences)} p {item.p_needed[i]:.2f}: {item.sentences[i][:100]!r}"
                 )
     if fitted is not None:
-        tokens, seconds = fitted
+        _, seconds = fitted
         groups = {s: [i for i in judged if i.source == s] for s in SOURCES}
         groups["wikieval focused"] = [i for i in judged if (i.pair or "").endswith("/focused")]
         spared = ", ".join(
@@ -769,14 +606,6 @@ def screens(args: argparse.Namespace) -> None:
             if items
         )
         print(f"\njudging time the chosen screen spares, by the fitted seconds: {spared}")
-        per_char, per_question = float(tokens[0]), float(tokens[1])
-        shares = ", ".join(
-            f"{w}: {windows(judged, w, per_char, per_question):.2f}" for w in (2, 3, 5, 8)
-        )
-        print(
-            "\nprompt tokens a perfect screen by windows would read, as a share of the full "
-            f"layout's, by window width: {shares}"
-        )
     full, n = pair_agreement(judged, None)
     screened, _ = pair_agreement(judged, chosen)
     print(
@@ -809,7 +638,6 @@ def main() -> None:
     check.add_argument("--keep-similarity", type=float, default=defaults.keep_similarity)
     check.add_argument("--keep-top", type=int, default=defaults.keep_top)
     check.add_argument("--query", choices=list(QUERIES), default="metric")
-    check.add_argument("--grid", action="store_true", help="also every bound and top-k")
     teach = steps.choices["teacher"]
     teach.add_argument("--judge", default="local")
     teach.add_argument("--limit", type=int, default=None, help="at most N contexts a source")

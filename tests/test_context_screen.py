@@ -292,14 +292,6 @@ def test_the_figures_count_recall_saved_questions_and_the_change_of_score(screen
     assert figures.delta == pytest.approx(2 / 5 - 1 / 5)
 
 
-def test_in_rounds_goes_down_the_ranking_while_a_round_finds_a_needed_sentence(screen_bench):
-    # ranked by similarity: 4, 3, 2, 1, 0
-    item = judged(screen_bench, [0.9, 0.1, 0.1, 0.6, 0.1], {}, [0.1, 0.2, 0.3, 0.4, 0.5])
-    assert screen_bench.in_rounds(1, 1, 0.5)(item) == {4}  # the first round found nothing
-    assert screen_bench.in_rounds(2, 1, 0.5)(item) == {4, 3, 2}  # 3 needed, 2 not: stop
-    assert screen_bench.in_rounds(2, 3, 0.5)(item) == {0, 1, 2, 3, 4}
-
-
 def test_wikievals_pairs_are_scored_from_the_replayed_scores(screen_bench):
     focused = judged(screen_bench, [0.9, 0.1], {}, [0.9, 0.1], pair="q1/focused")
     padded = judged(screen_bench, [0.1, 0.9, 0.1], {}, [0.9, 0.1, 0.1], pair="q1/padded")
@@ -379,36 +371,3 @@ def test_the_bench_judges_resumes_and_measures_the_screens(
     pooled = report.split("embedding >= -1.0 or top 4")[-1].split("\n")[0].split()
     assert pooled[4] == "1.000" and pooled[7] == "0.000" and pooled[9] == "0.0000"
     assert "WikiEval dev pairs of context relevance (1 pairs)" in report
-
-
-def test_a_perfect_window_screen_reads_each_window_once_and_a_passing_one_again(screen_bench):
-    # four sentences of 2 characters: 1 token each at 2 tokens a character/4, 2 around each
-    # question: 3 tokens a sentence question, 12 in all
-    item = judged(screen_bench, [0.9, 0.1, 0.1, 0.1], {}, [0] * 4)
-    # windows of two: (1 + 1 + 2) each, and the first (it holds 0.9) asked again: 4 + 6 + 4
-    assert screen_bench.windows([item], 2, 2.0, 2.0) == pytest.approx(14 / 12)
-    # one window of all four, asked again: (4 + 2) + 12
-    assert screen_bench.windows([item], 4, 2.0, 2.0) == pytest.approx(18 / 12)
-
-
-def test_a_learned_screen_is_fitted_without_the_source_it_screens(screen_bench):
-    # In source a the needed sentence is the one nearest the question (cosine 0.9 among 0.1s).
-    # Source a is screened by a model fitted on source b alone: where b's needed sentences are
-    # near the question too, a's are kept; where b's are the farthest (0.1 among 0.9s), a's
-    # are skipped, though a's own contexts are the same in both.
-    def context(source, name, at, near):
-        cosines = [0.1 if near else 0.9] * 6
-        cosines[at] = 0.9 if near else 0.1
-        needed = [0.1] * 6
-        needed[at] = 0.9
-        item = judged(screen_bench, needed, {}, cosines)
-        item.source, item.id = source, name
-        return item
-
-    ours = [context("a", "a1", 0, near=True), context("a", "a2", 3, near=True)]
-    for near in (True, False):
-        theirs = [context("b", "b1", 2, near=near), context("b", "b2", 5, near=near)]
-        screen = screen_bench.learned_screen(ours + theirs)
-        for item in ours:
-            (needed,) = item.needed
-            assert (needed in screen(item)) is near, (item.id, near)
