@@ -110,10 +110,6 @@ def _row(number: int, row: dict[str, Any]) -> MtragRow:
     )
 
 
-def _without_reference(row: MtragRow) -> MtragRow:
-    return row.model_copy(update={"sample": row.sample.model_copy(update={"reference": None})})
-
-
 def _number(value: Any) -> float | None:
     return None if value is None else float(value)
 
