@@ -211,6 +211,7 @@ def test_init_writes_a_starter_that_runs_and_never_overwrites(folder):
     assert again.exit_code == 2
     assert "--force replaces it" in again.output
     (folder / "data.jsonl").write_text(json.dumps(SAMPLE) + "\n")  # no reference now
+    (folder / "ragmeter.toml").write_text("[evaluate\n")  # broken: init still replaces it
     assert runner.invoke(app, ["init", "data.jsonl", "--force"]).exit_code == 0
     settings = tomllib.loads((folder / "ragmeter.toml").read_text())
     assert settings["evaluate"]["metrics"] == [

@@ -62,5 +62,7 @@ def _root(
     """Measure how good a retrieval-augmented generation system is."""
     console = Console(stderr=True)
     show_warnings_plainly(console)
+    if ctx.invoked_subcommand == "init":  # it writes the file: one that is broken is replaced
+        return
     with user_errors(console):
         apply_settings_file(ctx, config)
