@@ -294,3 +294,19 @@ def test_compare_says_when_two_runs_were_configured_otherwise(folder):
     forced = runner.invoke(app, ["compare", "runs/nightly", "runs/seeded", "--json"])
     assert forced.exit_code == 0, forced.output
     assert json.loads(forced.output)["comparison"]["rounds"] == 200
+
+
+def test_a_metric_or_metric_option_from_the_file_is_refused_with_its_line(folder):
+    (folder / "ragmeter.toml").write_text(
+        SETTINGS.replace('"context_relevance"', '"context_relevanse"')
+    )
+    refused = runner.invoke(app, ["evaluate"])
+    assert refused.exit_code == 2
+    said = " ".join(refused.output.split())
+    assert f"{folder / 'ragmeter.toml'}, line 4: unknown metric 'context_relevanse'" in said
+    (folder / "ragmeter.toml").write_text(SETTINGS.replace("soft = false", 'soft = "maybe"'))
+    refused = runner.invoke(app, ["evaluate"])
+    assert refused.exit_code == 2
+    said = " ".join(refused.output.split())
+    assert f"{folder / 'ragmeter.toml'}, line 8: option 'soft' of the metric faithfulness" in said
+    assert not (folder / "runs").exists()

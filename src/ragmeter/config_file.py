@@ -77,7 +77,8 @@ class ConfigFile:
             found = line_of(self.lines[: end - 1], rf"^\s*[\"']?{dotted}[\"']?\s*=", header)
             if found:
                 return found
-        return _header_line(self.lines, full[:-1]) if len(full) > 1 else 0
+        below = _header_line(self.lines, full, below=True)  # [a.b.c] holds a.b's keys
+        return below or (_header_line(self.lines, full[:-1]) if len(full) > 1 else 0)
 
 
 def find_config_file(folder: Path) -> ConfigFile | None:
@@ -113,6 +114,8 @@ def _next_header(lines: list[str], header: int) -> int:
     )
 
 
-def _header_line(lines: list[str], table: list[str]) -> int:
+def _header_line(lines: list[str], table: list[str], below: bool = False) -> int:
+    """The line of the header of ``table``, or with ``below`` of the first table inside it."""
     parts = r"\s*\.\s*".join(rf"[\"']?{re.escape(part)}[\"']?" for part in table)
-    return line_of(lines, rf"^\s*\[\s*{parts}\s*\]")
+    end = r"\s*\." if below else r"\s*\]"
+    return line_of(lines, rf"^\s*\[\s*{parts}{end}")

@@ -52,6 +52,7 @@ from ragmeter.cli.common import (
 )
 from ragmeter.cli.settings import say_sources, where_from
 from ragmeter.config import DEFAULT_METRICS, RunConfig
+from ragmeter.criteria.files import CriteriaError
 from ragmeter.data import LoadedDataset, load_samples
 from ragmeter.evaluate import BudgetWarning, check_samples, evaluate
 from ragmeter.heads.ppi import calibrate_result
@@ -191,6 +192,17 @@ def _run_config(ctx: typer.Context, console: Console) -> RunConfig:
         raise fail(console, f"{where_from(ctx, name)}{field}: {problem['msg']}") from None
     if config.data is None:
         raise fail(console, "no samples: give FILE, or data under [evaluate] in ragmeter.toml")
+    # The metrics' names, then their options: an error in either names where it was given.
+    for name, check in (
+        ("metrics", config.model_copy(update={"option": {}}).chosen_metrics),
+        ("option", config.chosen_metrics),
+    ):
+        try:
+            check()
+        except CriteriaError as exc:  # names the criteria file's own line already
+            raise fail(console, exc) from exc
+        except ValueError as exc:
+            raise fail(console, f"{where_from(ctx, name)}{exc}") from exc
     return config
 
 
