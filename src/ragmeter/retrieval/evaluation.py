@@ -11,9 +11,9 @@ judged share of each run's top k says how far its figures rest on that.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -34,6 +34,7 @@ from ragmeter.stats import bootstrap_mean_ci
 HUMAN = "human"
 """The qrels given as a file: people's judgments (the key of ``summary.json``'s ``qrels``)."""
 CONFIDENCE = 0.95
+Read = TypeVar("Read", Qrels, Run)
 
 
 class MeasureSummary(BaseModel):
@@ -218,23 +219,33 @@ def evaluate_files(
 
 def read_files(qrels: str | Path, runs: Sequence[str | Path]) -> tuple[Qrels, list[Run], list[str]]:
     """The qrels and runs of :func:`evaluate_files`, with what the files left out in words."""
-    notes = []
-    if is_samples_file(qrels):
-        judged, without = read_samples_qrels(qrels)
-        if without:
-            notes.append(_left_out(judged.name, without, "reference_context_ids", "not judged"))
-    else:
-        judged = read_qrels(qrels)
-    read = []
-    for path in runs:
-        if is_samples_file(path):
-            run, without = read_samples_run(path)
-            if without:
-                notes.append(_left_out(run.name, without, "context_ids", "not returned"))
-        else:
-            run = read_run(path)
-        read.append(run)
+    notes: list[str] = []
+    judged = _read_either(
+        qrels, read_qrels, read_samples_qrels, "reference_context_ids", "not judged", notes
+    )
+    read = [
+        _read_either(path, read_run, read_samples_run, "context_ids", "not returned", notes)
+        for path in runs
+    ]
     return judged, read, notes
+
+
+def _read_either(
+    path: str | Path,
+    read_plain: Callable[[str | Path], Read],
+    read_samples: Callable[[str | Path], tuple[Read, list[str]]],
+    field: str,
+    meaning: str,
+    notes: list[str],
+) -> Read:
+    """``path`` read as its own format or, where it is a samples file, from the samples'
+    ``field``; the samples without it are named in ``notes``, ``meaning`` what that does."""
+    if not is_samples_file(path):
+        return read_plain(path)
+    found, without = read_samples(path)
+    if without:
+        notes.append(_left_out(found.name, without, field, meaning))
+    return found
 
 
 def write_sources(found: dict[str, RetrievalEvaluation], out_dir: str | Path) -> list[Path]:

@@ -173,34 +173,28 @@ def _search(
 
 
 def _span(trace: Any, span: Any) -> Span:
-    trace_id = trace.info.trace_id
     status = span.status
     failed = str(getattr(status.status_code, "value", status.status_code)) == "ERROR"
-    error = (status.description or "") if failed else None
+    # What MLflow records the same way for either kind of span: where it stands, how it ended.
+    placed: dict[str, Any] = {
+        "trace_id": trace.info.trace_id,
+        "span_id": span.span_id,
+        "parent_id": span.parent_id,
+        "name": span.name,
+        "start_ns": span.start_time_ns or 0,
+        "error": (status.description or "") if failed else None,
+    }
     attributes = span.attributes or {}
     if KIND in attributes:  # OpenInference spans that MLflow received over OTLP
-        found = span_from_attributes(
-            trace_id=trace_id,
-            span_id=span.span_id,
-            parent_id=span.parent_id,
-            name=span.name,
-            attributes=attributes,
-            start_ns=span.start_time_ns or 0,
-            error=error,
-        )
+        found = span_from_attributes(attributes=attributes, **placed)
     else:
         kind = str(span.span_type or "UNKNOWN").upper()
         found = Span(
-            trace_id=trace_id,
-            span_id=span.span_id,
-            parent_id=span.parent_id,
-            name=span.name,
             kind=kind,
-            start_ns=span.start_time_ns or 0,
             input=span.inputs,
             output=span.outputs,
             documents=_documents(span.outputs) if kind == "RETRIEVER" else (),
-            error=error,
+            **placed,
         )
     metadata = trace.info.trace_metadata or {}
     session = found.session or metadata.get(SESSION)

@@ -420,6 +420,20 @@ def exchange_view(exchange: Exchange) -> dict[str, Any]:
 # -- comparisons ------------------------------------------------------------------------------
 
 
+def _differences(rows: Sequence[dict[str, Any]], label: str, title: str) -> dict[str, Any]:
+    """Each row's difference B - A with its 95% interval, against the rule of no difference:
+    the chart of either kind of comparison."""
+    return intervals(
+        rows,
+        label=label,
+        value="difference",
+        low="ci_low",
+        high="ci_high",
+        title=title,
+        zero=0.0,
+    )
+
+
 def comparison_sections(comparison: Comparison) -> list[Section]:
     head = f"Comparison: B ({comparison.run_b}) against A ({comparison.run_a})"
     intro = {
@@ -430,17 +444,7 @@ def comparison_sections(comparison: Comparison) -> list[Section]:
     if comparison.kind == "arena":
         rows = [r.model_dump() for r in comparison.ratings]
         intro["text"] = "Rating B minus rating A per system; " + comparison.p_value_method + "."
-        intro["charts"] = [
-            intervals(
-                rows,
-                label="system",
-                value="difference",
-                low="ci_low",
-                high="ci_high",
-                title="rating difference (B - A)",
-                zero=0.0,
-            )
-        ]
+        intro["charts"] = [_differences(rows, "system", "rating difference (B - A)")]
         intro["table"] = table(
             [
                 "system",
@@ -491,14 +495,10 @@ def comparison_sections(comparison: Comparison) -> list[Section]:
         for m in comparison.metrics
     ]
     intro["charts"] = [
-        intervals(
+        _differences(
             [m.model_dump(exclude={"changed"}) for m in comparison.metrics],
-            label="metric",
-            value="difference",
-            low="ci_low",
-            high="ci_high",
-            title="difference of means (B - A)",
-            zero=0.0,
+            "metric",
+            "difference of means (B - A)",
         )
     ]
     rows = []
