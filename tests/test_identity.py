@@ -258,7 +258,7 @@ def test_a_yes_no_is_not_taken_for_a_number_and_a_rule_between_options_is_named(
         Faithfulness(threshold=True)
     with pytest.raises(
         OptionsError,
-        match=r"options of the metric context_relevance: repeats applies to the Yes/No modes",
+        match=r"options of the metric context_relevance: repeats applies to mode=.sentence.",
     ):
         metric_by_name("context_relevance", mode="select", repeats=True)
 
