@@ -94,7 +94,10 @@ def _options_set(metric: Metric) -> dict[str, Any]:
         name: value
         for name, value in metric.config().items()
         if name in fields
-        and to_jsonable_python(fields[name].get_default(call_default_factory=True)) != value
+        and (
+            fields[name].is_required()  # no default: always set
+            or to_jsonable_python(fields[name].get_default(call_default_factory=True)) != value
+        )
     }
 
 

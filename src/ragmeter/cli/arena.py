@@ -201,8 +201,9 @@ def judge_command(
     """Judge systems' answers pairwise (or a pairs file) and print the leaderboard."""
     console = Console()
     putting = _putting(orders, combine_rule, seed, retries, max_tokens)
-    executor = executor_for(ray, ray_actors, ray_actor_cpus, workers)
     try:
+        executor = executor_for(ray, ray_actors, ray_actor_cpus, workers)
+        judge_options = parse_options(judge_option, "--judge-option")
         if pairs is not None:
             to_judge = load_pairs(pairs)[:limit]
         elif questions is not None and answers:
@@ -234,7 +235,7 @@ def judge_command(
     else:  # each Ray worker builds its own
         models = {
             "judge": judge,
-            "judge_options": parse_options(judge_option, "--judge-option"),
+            "judge_options": judge_options,
             "cache": cache,
         }
     with progress(console, "judging", len(to_judge)) as bar, user_errors(console):

@@ -237,8 +237,9 @@ def open_models(
 ) -> tuple[Judge, Embedder | None]:
     """The judge (and the embedder, when one is named) behind the call cache; a bad spec or
     option, or a model that cannot start, ends the command with status 2."""
-    judge_values = parse_options(judge_options, "--judge-option")
-    embedder_values = parse_options(embedder_options, "--embedder-option")
+    with user_errors(console):
+        judge_values = parse_options(judge_options, "--judge-option")
+        embedder_values = parse_options(embedder_options, "--embedder-option")
     try:
         return resolve_models(
             judge,

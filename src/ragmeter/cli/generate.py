@@ -121,22 +121,23 @@ def generate_command(
     """
     console = Console()
     sources = [str(p) for p in docs]
-    executor = executor_for(ray, ray_actors, ray_actor_cpus, workers)
-    common = {
-        "mix": mix,
-        "styles": styles,
-        "personas": persona or (),
-        "derive_personas": personas,
-        "seed": seed,
-        "max_chars": max_chars,
-        "entities": entities,
-        "quality": parse_options(check, "--check"),
-        "embedder_options": parse_options(embedder_option, "--embedder-option"),
-    }
+    with user_errors(console):  # before the bar, not under it
+        executor = executor_for(ray, ray_actors, ray_actor_cpus, workers)
+        judge_options = parse_options(judge_option, "--judge-option")
+        common = {
+            "mix": mix,
+            "styles": styles,
+            "personas": persona or (),
+            "derive_personas": personas,
+            "seed": seed,
+            "max_chars": max_chars,
+            "entities": entities,
+            "quality": parse_options(check, "--check"),
+            "embedder_options": parse_options(embedder_option, "--embedder-option"),
+        }
     if dry_run:
         _dry_run(console, sources, n, judge, embedder, common)
         return
-    judge_options = parse_options(judge_option, "--judge-option")  # before the bar, not under it
     progress = progress_bar(console)
     with progress, user_errors(console):
         task = progress.add_task("accepted", total=n)

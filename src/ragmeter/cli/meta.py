@@ -98,7 +98,8 @@ def wikieval_command(
 ) -> None:
     """Reproduce RAGAS Table 4: pairwise accuracy per dimension, with the paper's baselines."""
     console = Console()
-    executor = executor_for(ray, ray_actors, ray_actor_cpus, 1)
+    with user_errors(console):
+        executor = executor_for(ray, ray_actors, ray_actor_cpus, 1)
     wanted = {d.strip() for d in dimensions.split(",") if d.strip()}
     pairs = [p for p in load_wikieval(path) if p.dimension in wanted]
     if limit is not None:
@@ -230,19 +231,21 @@ def mtrag_command(
     """Correlation of faithfulness and answer relevance with people's ratings of real answers
     to multi-turn questions (MTRAG), beside the authors' RAGAS faithfulness."""
     console = Console()
-    judging = _judging(judge, judge_option, cache, workers, ray, ray_actors, ray_actor_cpus)
     with user_errors(console):
+        judging = _judging(judge, judge_option, cache, workers, ray, ray_actors, ray_actor_cpus)
         rows = load_mtrag(path)
         chosen = chosen_metrics(configured_metrics(metrics, option))
     if limit is not None:
         keep = set(list(dict.fromkeys(r.conversation for r in rows))[:limit])
         rows = [r for r in rows if r.conversation in keep]
+    with user_errors(console):
+        embedder_options = parse_options(embedder_option, "--embedder-option")
     measure = partial(
         run_mtrag,
         rows,
         metrics=list(chosen.values()),
         embedder=embedder,
-        embedder_options=parse_options(embedder_option, "--embedder-option"),
+        embedder_options=embedder_options,
         **judging,
     )
     report = _measure(console, measure, len(rows) * len(chosen), out)
@@ -322,8 +325,8 @@ def openqa_command(
     answer and system by system, beside the set's EM, F1, BEM, InstructGPT-eval and
     GPT-4-eval."""
     console = Console()
-    judging = _judging(judge, judge_option, cache, workers, ray, ray_actors, ray_actor_cpus)
     with user_errors(console):
+        judging = _judging(judge, judge_option, cache, workers, ray, ray_actors, ray_actor_cpus)
         rows = first_questions(load_openqa(path), limit)
         (metric,) = configured_metrics("answer_correctness", option)
     measure = partial(run_openqa, rows, metric=metric, threshold=threshold, **judging)
@@ -392,8 +395,8 @@ def ragchecker_command(
     """Correlation of answer correctness with two annotators' comparisons of two answers to one
     question (RAGChecker's protocol), beside RAGChecker's own run and the annotators' agreement."""
     console = Console()
-    judging = _judging(judge, judge_option, cache, workers, ray, ray_actors, ray_actor_cpus)
     with user_errors(console):
+        judging = _judging(judge, judge_option, cache, workers, ray, ray_actors, ray_actor_cpus)
         instances = load_ragchecker(path)[:limit]
         (metric,) = configured_metrics("answer_correctness", option)
     # Each pairwise method decides every instance once per annotator.
@@ -466,8 +469,9 @@ def attribution_command(
 ) -> None:
     """Accuracy and macro-F1 of the faithfulness statement verifier on human attribution labels."""
     console = Console()
-    executor = executor_for(ray, ray_actors, ray_actor_cpus, 1)
     with user_errors(console):
+        executor = executor_for(ray, ray_actors, ray_actor_cpus, 1)
+        options = parse_options(judge_option, "--judge-option")
         claims = _subsample(load_attribution(path), limit)
     with ExitStack() as stack:
         # Built once for the calibration and the test rows (a local model loads once).
@@ -475,7 +479,6 @@ def attribution_command(
             judge_model, _ = open_models(console, judge, judge_option, cache=cache)
             run_on: Any = "threads"
         else:
-            options = parse_options(judge_option, "--judge-option")
             recipe = ModelRecipe(judge, cache=cache, needs_embedder=False, judge_options=options)
             with user_errors(console):
                 run_on = stack.enter_context(executor.open(recipe))  # type: ignore[union-attr]

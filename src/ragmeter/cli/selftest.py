@@ -211,11 +211,11 @@ def _run(
     """Score the suite's cases of ``kinds`` and ``metrics`` (all where None), print and write
     the report, and apply the gate."""
     console = Console()
-    judge_options = parse_options(judge_option, "--judge-option")
-    embedder_options = parse_options(embedder_option, "--embedder-option")
     with user_errors(console):
+        judge_options = parse_options(judge_option, "--judge-option")
+        embedder_options = parse_options(embedder_option, "--embedder-option")
         cases = suite.select_cases(kinds, metrics)
-    metric_options = parse_metric_options(option)
+        metric_options = parse_metric_options(option)
     _say(
         console,
         f"{len(cases)} {suite.name} cases{_chosen(kinds, metrics)}, judge {judge}"
