@@ -310,3 +310,27 @@ def test_a_metric_or_metric_option_from_the_file_is_refused_with_its_line(folder
     said = " ".join(refused.output.split())
     assert f"{folder / 'ragmeter.toml'}, line 8: option 'soft' of the metric faithfulness" in said
     assert not (folder / "runs").exists()
+
+
+def test_tables_give_column_pairs_and_criteria_as_the_command_line_writes_them(folder):
+    renamed = {"user_input": "Q?", "retrieved_contexts": ["A b. C d."], "response": "A b."}
+    (folder / "traced.jsonl").write_text(json.dumps(renamed) + "\n")
+    (folder / "yes.jsonl").write_text('"Yes"\n')
+    (folder / "ragmeter.toml").write_text(
+        """[evaluate]
+data = "traced.jsonl"
+judge = "fake:yes.jsonl"
+columns = { user_input = "question", retrieved_contexts = "contexts", response = "answer" }
+criterion = ["declines=Does the answer decline: yes or no?"]
+metrics = ["declines"]
+"""
+    )
+    result = runner.invoke(app, ["evaluate"])
+    assert result.exit_code == 0, result.output
+    config = recorded_config(folder / "runs" / "traced")
+    assert config["columns"] == {
+        "user_input": "question",
+        "retrieved_contexts": "contexts",
+        "response": "answer",
+    }
+    assert config["criterion"] == ["declines=Does the answer decline: yes or no?"]

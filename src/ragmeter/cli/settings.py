@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 from typer.core import TyperArgument, TyperGroup, TyperOption
 
+from ragmeter.config import parse_value
 from ragmeter.config_file import CRITERIA_TABLE, ConfigFile, ConfigFileError, find_config_file
 
 SETTINGS_FILE = "ragmeter.settings_file"
@@ -178,8 +179,11 @@ def _flattened(table: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]
 
 
 def _text(value: Any) -> str:
-    """A value as ``NAME=VALUE`` carries it: read back as JSON, so ``30`` stays a number and
-    ``"30"`` text."""
+    """A value as ``NAME=VALUE`` carries it: text as written, unless it would read back as
+    something else (``"30"``, ``"true"``), which is quoted as JSON; numbers and booleans as
+    JSON, so that ``30`` stays a number."""
+    if isinstance(value, str) and parse_value(value) == value:
+        return value
     return json.dumps(value)
 
 
