@@ -72,8 +72,9 @@ EXIT_STOPPED = 3
 DataFile = Annotated[
     Path | None,
     typer.Argument(
+        metavar="FILE",
         help="JSONL, JSON, CSV or Parquet file of samples; or traces: phoenix:PROJECT, "
-        "mlflow:EXPERIMENT, otlp:FILE. \\[default: data in ragmeter.toml's [evaluate]]",
+        "mlflow:EXPERIMENT, otlp:FILE. \\[default: data in ragmeter.toml's \\[evaluate]]",
         show_default=False,
     ),
 ]
@@ -170,7 +171,7 @@ def evaluate_command(
     write_back: WriteBack = False,
 ) -> None:
     """Score FILE, or an application's traces, with reference-free RAG metrics and print a
-    summary table. Options not given come from ragmeter.toml's [evaluate] table, if any.
+    summary table. Options not given come from ragmeter.toml's \\[evaluate] table, if any.
 
     Exit status: 0 done, 2 bad input or options, 3 stopped at the budget (rerun to continue).
     """

@@ -54,7 +54,7 @@ def _root(
             "--config",
             metavar="FILE",
             help="The settings file: a table per command of option values, which the command "
-            f"line overrides. \\[default: {CONFIG_FILE}, or pyproject.toml's [tool.ragmeter], "
+            f"line overrides. \\[default: {CONFIG_FILE}, or pyproject.toml's \\[tool.ragmeter], "
             "in the working folder]",
         ),
     ] = None,
