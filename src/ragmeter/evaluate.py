@@ -20,8 +20,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic_core import to_jsonable_python
-
 from ragmeter.budget import Budget, Meter, is_pending, price_for
 from ragmeter.cluster import (
     Executor,
@@ -89,16 +87,7 @@ def _resolve_dataset(
 
 def _options_set(metric: Metric) -> dict[str, Any]:
     """The options of ``metric`` that differ from its defaults, as a configuration names them."""
-    fields = metric.options_model.model_fields
-    return {
-        name: value
-        for name, value in metric.config().items()
-        if name in fields
-        and (
-            fields[name].is_required()  # no default: always set
-            or to_jsonable_python(fields[name].get_default(call_default_factory=True)) != value
-        )
-    }
+    return metric.options.model_dump(mode="json", exclude_defaults=True)
 
 
 def _check_unique_keys(samples: Iterable[Sample]) -> None:
@@ -333,7 +322,7 @@ def evaluate(
         columns=columns,
         skip_invalid=on_invalid == "skip",
         metrics=[m.name for m in chosen],
-        option={m.name: _options_set(m) for m in chosen if _options_set(m)},
+        option={m.name: options for m in chosen if (options := _options_set(m))},
         judge=judge if isinstance(judge, str) else judge.name,
         judge_option=dict(judge_options or {}),
         embedder=(embedder if isinstance(embedder, str) else embedder.name)
