@@ -6,7 +6,6 @@ Exit status: 0 done, 2 bad input or options, 3 stopped at the budget (rerun to c
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from collections import defaultdict
@@ -58,7 +57,7 @@ from ragmeter.evaluate import BudgetWarning, check_samples, evaluate
 from ragmeter.heads.ppi import calibrate_result
 from ragmeter.heads.ratings import Labels, parse_scales, read_labels
 from ragmeter.limits import MAX_INPUT_CHARS, InputTruncatedWarning
-from ragmeter.manifest import RUN_FILE, Counts, config_differences
+from ragmeter.manifest import RUN_FILE, Counts, RunRecord, config_differences
 from ragmeter.metrics import Metric
 from ragmeter.report import estimate_table, samples_table, summary_table, throughput, write_outputs
 from ragmeter.result import Result
@@ -193,17 +192,16 @@ def _run_config(ctx: typer.Context, console: Console) -> RunConfig:
         raise fail(console, f"{where_from(ctx, name)}{field}: {problem['msg']}") from None
     if config.data is None:
         raise fail(console, "no samples: give FILE, or data under [evaluate] in ragmeter.toml")
-    # The metrics' names, then their options: an error in either names where it was given.
-    for name, check in (
-        ("metrics", config.model_copy(update={"option": {}}).chosen_metrics),
-        ("option", config.chosen_metrics),
-    ):
+    try:
+        config.chosen_metrics()
+    except CriteriaError as exc:  # names the criteria file's own line already
+        raise fail(console, exc) from exc
+    except ValueError as exc:  # the metrics' names, or else their options: say where given
         try:
-            check()
-        except CriteriaError as exc:  # names the criteria file's own line already
-            raise fail(console, exc) from exc
-        except ValueError as exc:
-            raise fail(console, f"{where_from(ctx, name)}{exc}") from exc
+            config.model_copy(update={"option": {}}).chosen_metrics()
+        except ValueError as named:
+            raise fail(console, f"{where_from(ctx, 'metrics')}{named}") from named
+        raise fail(console, f"{where_from(ctx, 'option')}{exc}") from exc
     return config
 
 
@@ -272,11 +270,13 @@ def _samples(config: RunConfig, console: Console) -> tuple[LoadedDataset, TraceS
 
 def _say_changes(config: RunConfig, out_dir: Path, console: Console) -> None:
     """On a rerun into a results folder, what this run's configuration changes."""
-    try:
-        before = json.loads((out_dir / RUN_FILE).read_text(encoding="utf-8")).get("config")
-    except (OSError, ValueError):
+    if not (out_dir / RUN_FILE).is_file():
         return
-    if isinstance(before, dict):
+    try:
+        before = RunRecord.read(out_dir).config
+    except ValueError:  # a record the run rewrites: nothing to compare with
+        return
+    if before is not None:
         changed = config_differences(before, config.recorded())
         if changed:
             console.print(

@@ -31,17 +31,16 @@ PAIRS_IN_ONE_TEXT = frozenset({"columns"})
 """Options that take their NAME=VALUE pairs comma-separated in one text, which a table gives."""
 
 
-def apply_settings_file(ctx: typer.Context, path: Path | None) -> ConfigFile | None:
+def apply_settings_file(ctx: typer.Context, path: Path | None) -> None:
     """Read ``path``, or the settings file of the working folder, into ``ctx.default_map``."""
     file = ConfigFile.read(path) if path is not None else find_config_file(Path.cwd())
     if file is None:
-        return None
+        return
     defaults = _group_defaults(file, ctx.command, ())
     if file.table(CRITERIA_TABLE):  # the file's criteria go wherever criteria are taken
         _default_criteria(ctx.command, defaults, file.path)
     ctx.default_map = defaults
     ctx.meta[SETTINGS_FILE] = file
-    return file
 
 
 def say_sources(ctx: typer.Context, console: Console) -> None:
