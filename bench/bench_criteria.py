@@ -3,7 +3,7 @@
     python bench/bench_criteria.py topicalchat ../shared/data/criteria/topicalchat_dev.jsonl
     python bench/bench_criteria.py summeval ../shared/data/criteria/summeval_dev.jsonl --groups 12
     python bench/bench_criteria.py mtrag ../shared/data/mtrag/mtrag_dev.jsonl
-    python bench/bench_criteria.py topicalchat FILE --readings direct,checklist --judge fake:...
+    python bench/bench_criteria.py topicalchat FILE --readings direct,yes_no --judge fake:...
 
 Every (criterion, reading) is scored in one ``evaluate`` run, ``--out/SOURCE`` (each sample is
 read once for all of them; a killed bench resumes where it stopped and an unchanged rerun judges
@@ -96,7 +96,7 @@ MTRAG_SCALES = {name: (1.0, 4.0) for name in [*CRITERIA["mtrag"], *BUILT_IN["mtr
 
 READINGS = {
     "yes_no": ("direct", "reasoned", "per_sentence", "claims"),
-    "levels": ("direct", "yes_no", "checklist", "reasoned", "per_sentence", "claims"),
+    "levels": ("direct", "yes_no", "reasoned", "per_sentence", "claims"),
 }
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ragmeter.arena.data import NO_ANSWER, Document, is_no_answer, load_corpus, load_questions
-from ragmeter.arena.generate import ANSWER_COT, GeneratedAnswer, generate_answers, read_generated
+from ragmeter.arena.generate import ANSWER_COT, GeneratedAnswer, answers_log, generate_answers
 from ragmeter.arena.passages import build_passages, split_passages
 from ragmeter.judges.base import ChatRequest
 from ragmeter.judges.fake import FakeJudge
@@ -127,7 +127,7 @@ def test_generation_shows_tagged_passages_and_strips_the_thinking(tmp_path):
     assert first.system == "bm25-fake" and first.domain == "lifestyle"
     assert first.thinking == "Passage 1 answers it." and "Passage 1" not in first.answer
     assert first.passages[0].startswith("compost-basics#")
-    assert [a.id for a in read_generated(out)] == ["compost-moisture", "starter-fridge"]
+    assert [a.id for a in answers_log(out)] == ["compost-moisture", "starter-fridge"]
 
     # Resume: the two answered questions are not asked again; only the new one is.
     again = FakeJudge(responder=generator)
@@ -215,7 +215,7 @@ def test_a_corrupted_answers_file_resumes_and_redoes_only_the_bad_line(tmp_path)
     out.write_text("\n".join(lines) + "\n")
 
     with pytest.warns(RecordLogWarning) as caught:
-        assert [a.id for a in read_generated(out)] == [questions[0].id, questions[2].id]
+        assert [a.id for a in answers_log(out)] == [questions[0].id, questions[2].id]
     assert f"{out}: skipped 1 unreadable line," in str(caught[0].message)
     assert "(first: line 2: Invalid JSON: EOF while parsing" in str(caught[0].message)
 

@@ -92,16 +92,6 @@ def test_levels_read_directly_score_the_expected_level_on_0_1():
     assert score.explanation["method"] == "logprobs"
 
 
-def test_levels_read_as_a_checklist_ask_one_yes_no_a_level():
-    judge = FakeJudge([yes_no(0.2), yes_no(0.6), yes_no(0.2)])
-    score = CriterionMetric(THREE_LEVELS, reading="checklist").score(SAMPLE, JudgeSession(judge))
-    assert len(judge.history) == 3
-    assert "Does this describe the response: Somewhat." in judge.history[1].messages[-1].content
-    # Yes renormalised over the levels: 0.2, 0.6, 0.2 -> expected 2.0 -> 0.5 on 0-1
-    assert score.value == pytest.approx(0.5)
-    assert score.explanation["p_yes"] == [0.2, 0.6, 0.2]
-
-
 def test_reasoned_reads_the_verdict_after_the_judges_own_feedback():
     feedback = "It reads naturally but repeats itself."
     judge = FakeJudge([feedback, digits({"1": 0.1, "2": 0.5, "3": 0.4})])
@@ -418,14 +408,14 @@ def test_the_command_line_scores_a_criterion_given_in_words(tmp_path: Path):
     assert (row["metric"], row["value"]) == ("declines", 1.0)
     levels = tmp_path / "criteria.toml"
     levels.write_text(
-        '[tone]\nkind = "levels"\nquestion = "Friendly?"\nreading = "checklist"\n'
-        'levels = [{score = 1, meaning = "Cold."}, {score = 2, meaning = "Warm."}]\n'
+        '[tone]\nkind = "checklist"\nquestion = "Friendly?"\n'
+        'requirements = [{text = "Greets."}, {text = "Thanks."}]\n'
     )
     estimate = CliRunner().invoke(
         app, ["evaluate", str(data), "--criteria", str(levels), "--metrics", "tone", "--dry-run"]
     )
     assert estimate.exit_code == 0, estimate.output
-    # one Yes/No question a level, for the one sample
+    # one Yes/No question a requirement, for the one sample
     assert re.search(r"tone\s*│\s*1\s*│\s*2\s*│", estimate.output), estimate.output
     clash = CliRunner().invoke(
         app, ["evaluate", str(data), "--criterion", "faithfulness=Is it?", "--judge", "fake"]

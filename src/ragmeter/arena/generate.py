@@ -201,10 +201,3 @@ def generate_answers(
 def answers_log(path: str | Path) -> RecordLog[GeneratedAnswer]:
     """An answers file as a record log keyed by question id (the file need not exist)."""
     return RecordLog(path, GeneratedAnswer, key=attrgetter("id"))
-
-
-def read_generated(path: str | Path) -> list[GeneratedAnswer]:
-    """The answers already in a file (none if it does not exist); a later line for an id wins.
-
-    Unreadable lines are skipped with a :class:`~ragmeter.records.RecordLogWarning`."""
-    return list(answers_log(path))

@@ -142,12 +142,8 @@ def win_rates(
                 domain=domain,
                 battles=len(values),
                 unscored=unscored[(system, domain)],
-                win=win[0] if win else None,
-                win_low=win[1] if win else None,
-                win_high=win[2] if win else None,
-                win_tie=win_tie[0] if win_tie else None,
-                win_tie_low=win_tie[1] if win_tie else None,
-                win_tie_high=win_tie[2] if win_tie else None,
+                **_interval("win", win),
+                **_interval("win_tie", win_tie),
             )
         )
     rows.sort(key=lambda r: (r.domain != OVERALL, r.domain, r.system))
@@ -253,17 +249,20 @@ def _add_length_control(
         ):
             if system in estimates:
                 found = estimates[system]
-                setattr(row, prefix, found.value)
-                setattr(row, f"{prefix}_low", found.low)
-                setattr(row, f"{prefix}_high", found.high)
+                for name, value in _interval(prefix, (found.value, found.low, found.high)).items():
+                    setattr(row, name, value)
     beta = controlled.length_coefficient
     return LengthControl(
-        coefficient=beta.value,
-        coefficient_low=beta.low,
-        coefficient_high=beta.high,
+        **_interval("coefficient", (beta.value, beta.low, beta.high)),
         scale_words=controlled.scale,
         questions=controlled.questions,
     )
+
+
+def _interval(name: str, estimate: tuple[float | None, ...] | None) -> dict[str, float | None]:
+    """An estimate and its interval as the fields ``name``, ``name_low`` and ``name_high``."""
+    value, low, high = estimate or (None, None, None)
+    return {name: value, f"{name}_low": low, f"{name}_high": high}
 
 
 def _record(system: str, battles: Sequence[Battle]) -> dict[str, float | int]:

@@ -39,8 +39,6 @@ from ragmeter.records import RecordLog, digest
 from ragmeter.score import Usage
 from ragmeter.session import JudgeSession
 
-BIOKALMA_FIELDS = ("question_complex", "question_simple")
-
 
 class BenchmarkItem(BaseModel):
     id: str

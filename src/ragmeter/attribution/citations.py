@@ -71,10 +71,6 @@ class ParsedAnswer(BaseModel):
         return [t for s in self.sentences for t in s.triples]
 
     @property
-    def na_count(self) -> int:
-        return sum(c.kind == "na" for s in self.sentences for c in s.citations)
-
-    @property
     def malformed(self) -> list[Citation]:
         return [c for s in self.sentences for c in s.citations if c.kind == "malformed"]
 
@@ -205,8 +201,3 @@ def parse_answer(text: str) -> ParsedAnswer:
         if i > 0:  # a sentence of citations only: they belong to the one before
             sentences[i - 1].citations.extend(sentences.pop(i).citations)
     return ParsedAnswer(sentences=sentences)
-
-
-def strip_citations(text: str) -> str:
-    """The answer's text with every bracket removed, for judges that should read prose."""
-    return parse_answer(text).text

@@ -11,10 +11,6 @@ The readings:
 - ``direct``: the criterion asked as written: P(Yes); the distribution over the levels; a
   checklist's requirements one by one, P(met) each.
 - ``yes_no``: a ``levels`` criterion's question asked as Yes or No, P(Yes) put on its scale;
-- ``checklist``: a ``levels`` criterion asked as requirements met or not, one Yes/No question a
-  level ("does this describe the response: <meaning>?"); the level's probability is its Yes
-  renormalised over the levels. A small judge answers a description more surely than it picks a
-  digit.
 - ``reasoned``: the judge first writes a sentence or two on how the response meets the
   criterion, then is asked for its verdict (Yes or No, or a level's digit), read as ``direct``
   reads it: a written chain of thought, as ragas's rubric metrics and G-Eval ask, with the verdict
@@ -225,21 +221,6 @@ def reasoned_prompt(criterion: Criterion) -> ReasonedPrompt:
         question=f"{asked}\n{FEEDBACK}",
         verdict=verdict,
     )
-
-
-def level_prompts(criterion: Criterion) -> list[CriterionPrompt]:
-    """The ``checklist`` reading of a ``levels`` criterion: one Yes/No question a level."""
-    return [
-        CriterionPrompt(
-            name=f"criterion.{criterion.name}.level{number}",
-            instruction=SYSTEM,
-            question=(
-                f"Criterion: {criterion.question}\nDoes this describe the response: "
-                f"{level.meaning}\n{YES_OR_NO}"
-            ),
-        )
-        for number, level in enumerate(criterion.levels, 1)
-    ]
 
 
 def requirement_prompt(

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 Kind = Literal["yes_no", "levels", "checklist"]
 SampleField = Literal["question", "contexts", "answer", "reference", "history"]
-Reading = Literal["auto", "direct", "yes_no", "checklist", "reasoned", "per_sentence", "claims"]
+Reading = Literal["auto", "direct", "yes_no", "reasoned", "per_sentence", "claims"]
 """How the judge is asked (``ragmeter.criteria.asking``): ``auto`` takes the kind's default."""
 
 READS = ("question", "contexts", "answer")
@@ -152,10 +152,8 @@ class Criterion(BaseModel):
             raise FieldProblem(
                 "requirements", f"'requirements' is given, but the kind is {self.kind!r}"
             )
-        if self.reading in ("checklist", "yes_no") and self.kind != "levels":
-            raise FieldProblem(
-                "reading", f"reading {self.reading!r} is a way to ask levels: kind 'levels'"
-            )
+        if self.reading == "yes_no" and self.kind != "levels":
+            raise FieldProblem("reading", "reading 'yes_no' is a way to ask levels: kind 'levels'")
         if self.reading in ("per_sentence", "reasoned") and self.kind == "checklist":
             raise FieldProblem(
                 "reading", f"a checklist is asked requirement by requirement, not {self.reading!r}"

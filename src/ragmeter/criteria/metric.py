@@ -66,15 +66,10 @@ class CriterionMetric(Metric):
         found = []
         if c.kind == "levels":
             found.append(
-                {
-                    "yes_no": "levels asked as Yes or No: P(Yes) is the score on 0-1",
-                    "checklist": "levels asked one a level: each level's P(Yes) over their sum "
-                    "is its probability; the expected level on 0-1 by the scale's ends",
-                }.get(
-                    self.reading,
-                    "levels: the expected level under the distribution over the levels' digits, "
-                    "on 0-1 by the scale's ends",
-                )
+                "levels asked as Yes or No: P(Yes) is the score on 0-1"
+                if self.reading == "yes_no"
+                else "levels: the expected level under the distribution over the levels' digits, "
+                "on 0-1 by the scale's ends"
             )
         if c.kind == "checklist":
             found.append(
@@ -108,8 +103,6 @@ class CriterionMetric(Metric):
             return ()
         if self.reading == "reasoned":
             return [asking.reasoned_prompt(c)]
-        if c.kind == "levels" and self.reading == "checklist":
-            return asking.level_prompts(c)
         if c.kind == "levels" and self.reading != "yes_no":
             return [asking.levels_prompt(c)]
         if c.sample_rubric():
@@ -205,7 +198,7 @@ class CriterionMetric(Metric):
         c = self.criterion
         if self.reading == "reasoned":
             return self._reasoned(session, *asked[0])
-        if c.kind == "levels" and self.reading not in ("checklist", "yes_no"):
+        if c.kind == "levels" and self.reading != "yes_no":
             distribution, method = session.ask_levels(*asked[0], asking.level_digits(c))
             return self._levels(distribution, method)
         probabilities = session.ask_yes_no_all([(p, inputs, {}) for p, inputs in asked])
@@ -213,14 +206,6 @@ class CriterionMetric(Metric):
             low, high = c.scale
             p_yes = probabilities[0]
             return p_yes, {"p_yes": round(p_yes, 4), "level": round(low + p_yes * (high - low), 4)}
-        if c.kind == "levels":
-            total = sum(probabilities)
-            if total <= 0:
-                raise Unscorable("the judge said No to every level")
-            distribution = {str(n): p / total for n, p in enumerate(probabilities, 1)}
-            detail = self._levels(distribution, "yes_no per level")
-            detail[1]["p_yes"] = [round(p, 4) for p in probabilities]
-            return detail
         if c.kind == "checklist":
             value = asking.checklist_score(requirements, probabilities)
             met = [

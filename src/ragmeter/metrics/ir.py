@@ -63,24 +63,16 @@ class IdMetric(Metric):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        self.ir_measure = parse_measures([self._measure_text()])[0]
-        level = getattr(self.options, "relevant", 1)
-        cutoff = getattr(self.options, "k", None)
-        # The column: the registered name, the level where it is not 1, the cutoff.
-        self.name = (  # type: ignore[misc]
-            type(self).name
-            + (f"(rel={level})" if level != 1 else "")
-            + (f"@{cutoff}" if cutoff else "")
-        )
+        self.ir_measure = parse_measures([self.measure_name + self._parameters()])[0]
+        # The column: the registered name, then the parameters as the measure has them.
+        self.name = type(self).name + self._parameters()  # type: ignore[misc]
 
-    def _measure_text(self) -> str:
+    def _parameters(self) -> str:
+        """The relevance level where it is not 1, then the cutoff, as ir-measures writes them
+        (``(rel=2)@100``)."""
         level = getattr(self.options, "relevant", 1)
         cutoff = getattr(self.options, "k", None)
-        return (
-            self.measure_name
-            + (f"(rel={level})" if level != 1 else "")
-            + (f"@{cutoff}" if cutoff else "")
-        )
+        return (f"(rel={level})" if level != 1 else "") + (f"@{cutoff}" if cutoff else "")
 
     @property
     def rules(self) -> tuple[str, ...]:  # type: ignore[override]

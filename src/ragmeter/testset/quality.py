@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import Field
@@ -148,34 +148,28 @@ def versions() -> list[str]:
     return [*(p.version for p in CHECK_PROMPTS), CHECK_RULES, CLAIM_RULES, SHORT_CLAIM_RULE]
 
 
+Share = Annotated[float, Field(ge=0, le=1)]
+"""A probability, a share of claims or a cosine: the thresholds below, each from 0 to 1."""
+
+
 class QualityOptions(Options):
-    stands_alone: float = Field(0.5, ge=0, le=1, description="P(makes sense alone) to pass.")
-    understood_alone: float = Field(
+    stands_alone: Share = Field(0.5, description="P(makes sense alone) to pass.")
+    understood_alone: Share = Field(
         1.0,
-        ge=0,
-        le=1,
         description="P(a follow-up is understood without its conversation) that rejects it; "
         "1 does not ask.",
     )
-    supported: float = Field(
-        0.7, ge=0, le=1, description="P(supported) every reference claim needs."
-    )
-    closed_book_max: float = Field(
+    supported: Share = Field(0.7, description="P(supported) every reference claim needs.")
+    closed_book_max: Share = Field(
         0.5,
-        ge=0,
-        le=1,
         description="Highest share of the reference's claims the closed-book answer may support.",
     )
-    answered: float = Field(
+    answered: Share = Field(
         0.5,
-        ge=0,
-        le=1,
         description="P(supported) by a near chunk at which a claim of an unanswerable "
         "question's expected answer, or of the answer the chunks give, rejects it.",
     )
-    duplicate: float = Field(
-        0.92, ge=0, le=1, description="Question cosine to an accepted one that rejects."
-    )
+    duplicate: Share = Field(0.92, description="Question cosine to an accepted one that rejects.")
     copy_run: int = Field(
         0,
         ge=0,

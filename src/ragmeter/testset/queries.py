@@ -173,6 +173,13 @@ _EXAMPLE_OTHER_FACT = (
     "across made of 18 gold-coated segments."
 )
 _EXAMPLE_OTHER = f"{_EXAMPLE_OTHER_FACT} It observes mainly in the infrared."
+_EXAMPLE_PASSAGES = {
+    "title 1": _EXAMPLE_TITLE,
+    "passage 1": _EXAMPLE_PASSAGE,
+    "title 2": _EXAMPLE_OTHER_TITLE,
+    "passage 2": _EXAMPLE_OTHER,
+}
+"""The two passages of the multi-hop and comparison examples, before the fact of each."""
 
 _INSTRUCTIONS = {
     "specific": (
@@ -241,10 +248,7 @@ _EXAMPLES: dict[str, list[tuple[dict[str, str], BaseModel]]] = {
     "multi_hop": [
         (
             {
-                "title 1": _EXAMPLE_TITLE,
-                "passage 1": _EXAMPLE_PASSAGE,
-                "title 2": _EXAMPLE_OTHER_TITLE,
-                "passage 2": _EXAMPLE_OTHER,
+                **_EXAMPLE_PASSAGES,
                 "fact 1": "The Hubble Space Telescope was launched in 1990 aboard the Space "
                 "Shuttle Discovery.",
                 "fact 2": _EXAMPLE_OTHER_FACT,
@@ -259,10 +263,7 @@ _EXAMPLES: dict[str, list[tuple[dict[str, str], BaseModel]]] = {
     "comparison": [
         (
             {
-                "title 1": _EXAMPLE_TITLE,
-                "passage 1": _EXAMPLE_PASSAGE,
-                "title 2": _EXAMPLE_OTHER_TITLE,
-                "passage 2": _EXAMPLE_OTHER,
+                **_EXAMPLE_PASSAGES,
                 "fact 1": "Its main mirror is 2.4 metres across.",
                 "fact 2": _EXAMPLE_OTHER_FACT,
             },

@@ -30,7 +30,6 @@ from ragmeter.traces.references import Reference, join_references
 from ragmeter.traces.spans import QUESTION_KEYS, Span, TraceSet, find_text, samples_from_spans
 from ragmeter.traces.verdicts import Existing, Verdict
 
-DEFAULT_SERVER = "http://localhost:6006"
 IDENTIFIER_PREFIX = "ragmeter-"
 HUMAN = "HUMAN"
 IDS_PER_REQUEST = 100
