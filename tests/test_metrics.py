@@ -166,16 +166,6 @@ def test_completeness_is_the_default_score_after_a_short_noncommittal_check():
         AnswerRelevance(score="cosine")  # type: ignore[arg-type]
 
 
-def test_product_weights_the_similarity_by_completeness():
-    reply = {"questions": ["alpha beta", "alpha gamma", "delta epsilon"], "noncommittal": False}
-    judge = FakeJudge([json.dumps(reply), yes_no(0.8)])
-    product = AnswerRelevance(score="product").score(SAMPLE, JudgeSession(judge, HashingEmbedder()))
-    # cosines with "alpha beta": 1, 1/2, 0 -> mean 1/2
-    assert product.value == pytest.approx(0.5 * 0.8)
-    assert product.explanation["p_complete"] == 0.8
-    assert product.explanation["mean_similarity"] == pytest.approx(0.5)
-
-
 def test_noncommittal_answer_scores_zero_without_further_questions():
     judge = FakeJudge([json.dumps({"noncommittal": True})])
     score = AnswerRelevance().score(SAMPLE, JudgeSession(judge, HashingEmbedder()))

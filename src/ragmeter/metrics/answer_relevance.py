@@ -11,8 +11,7 @@ otherwise made of is ``score``:
   as a Yes/No question instead, the small local judge did not separate evasions from answers);
 - ``"similarity"`` (the paper): the judge writes n questions that the answer would answer
   (without seeing the real one) and says whether the answer is non-committal; the score is the
-  mean cosine similarity between the real question and the generated ones;
-- ``"product"``: similarity x completeness.
+  mean cosine similarity between the real question and the generated ones.
 
 ``against`` says what completeness is judged against. ``"question"`` (default) is the paper's
 reference-free reading: the question and the answer only. ``"context"`` judges it against what
@@ -160,9 +159,8 @@ COVERS = YesNoPrompt(
 
 class AnswerRelevanceOptions(Options):
     n: int = Field(3, ge=1, description="Questions generated from the answer.")
-    score: Literal["completeness", "similarity", "product"] = Field(
-        "completeness",
-        description="P(addresses the question), the paper's mean similarity, or their product.",
+    score: Literal["completeness", "similarity"] = Field(
+        "completeness", description="P(addresses the question), or the paper's mean similarity."
     )
     against: Literal["question", "context"] = Field(
         "question",
@@ -213,11 +211,11 @@ class AnswerRelevance(Metric):
     @property
     def prompts(self) -> list[Any]:
         completeness = [HELD, COVERS] if self.options.against == "context" else [COMPLETE]
-        return {
-            "completeness": [NONCOMMITTAL, *completeness],
-            "similarity": [self._prompt],
-            "product": [self._prompt, *completeness],
-        }[self.options.score]
+        return (
+            [NONCOMMITTAL, *completeness]
+            if self.options.score == "completeness"
+            else [self._prompt]
+        )
 
     def planned_calls(self, sample: Sample) -> PlannedCalls:
         if not sample.answer.strip():
@@ -228,10 +226,7 @@ class AnswerRelevance(Metric):
         if self.options.score == "completeness":
             return [planned_commitment_call(sample.answer), *completeness]
         questions = self._prompt.in_language(language_of(sample)).render({"answer": sample.answer})
-        calls = [(rendered_tokens(questions), 8 + 16 * self.options.n)]
-        if self.options.score == "product":
-            calls.extend(completeness)
-        return calls
+        return [(rendered_tokens(questions), 8 + 16 * self.options.n)]
 
     def planned_embeddings(self, sample: Sample) -> int:
         # One for the off-topic gate, one more for the generated questions.
@@ -304,10 +299,7 @@ class AnswerRelevance(Metric):
             "mean_similarity": round(mean, 4),
             "noncommittal": reply.noncommittal,
         }
-        if self.options.score == "similarity":
-            return (0.0 if reply.noncommittal else mean), explanation
-        complete, judged = self._completeness(sample, session, reply.noncommittal)
-        return (complete if reply.noncommittal else mean * complete), {**explanation, **judged}
+        return (0.0 if reply.noncommittal else mean), explanation
 
     def _completeness(
         self, sample: Sample, session: JudgeSession, noncommittal: bool
