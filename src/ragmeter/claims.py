@@ -331,17 +331,16 @@ def claims_of(
     """The claims of ``text``: its sentences (split by ``language``'s rules), or statements the
     judge writes from it (with ``asked``, the question as the judge sees it, for what pronouns
     refer to), less those that claim nothing (``makes_claim``)."""
+    question = asked.get("question")
     if source == "sentences":
-        found = claim_sentences(text, language)
-    else:
-        written = session.ask(
-            STATEMENTS.in_language(language),
-            {**asked, "answer": text},
-            max_tokens=768,
-            check=claims_only,
-        ).statements
-        found = list(dict.fromkeys(s.strip() for s in written if s.strip()))
-    return [claim for claim in found if makes_claim(claim, asked.get("question"))]
+        return [claim for claim in claim_sentences(text, language) if makes_claim(claim, question)]
+    written = session.ask(
+        STATEMENTS.in_language(language),
+        {**asked, "answer": text},
+        max_tokens=768,
+        check=claims_only,
+    ).statements
+    return sort_claims(written, question)[0]
 
 
 def claim_prompts(source: ClaimSource) -> list[Any]:
@@ -535,7 +534,7 @@ def planned_calls(
     calls = []
     if source == "generate":
         for side in sorted(claims_needed(parts)):
-            asked = STATEMENTS.in_language(language_of(sample)).render(
+            asked = STATEMENTS.in_language(language).render(
                 {**sample.asked(), "answer": texts[side][0]}
             )
             written = approx_tokens(json.dumps({"statements": claims[side]}))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 from os import PathLike
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
@@ -53,6 +53,8 @@ _FIELD_COLUMNS: dict[str, tuple[str, ...]] = {
     "id": ("id", "sample_id"),
     "metadata": ("metadata",),
 }
+
+Parsed = TypeVar("Parsed")
 
 _Row = tuple[int, object]
 """A 1-based row number and what the source holds there: normally a mapping, or a
@@ -263,17 +265,28 @@ def _conversation(row: int, value: object) -> dict[str, Any] | None:
 def _parse_history(value: object) -> list[Turn]:
     """Parse ``history`` in the forms :func:`~ragmeter.sample.parse_turns` reads, and also as a
     JSON-encoded list in a string (CSV) or a numpy array (Parquet, pandas)."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            raise _BadValue("expected a list of turns, got a string that is not JSON") from None
+    value = _json_text(value, "a list of turns")
     if hasattr(value, "tolist"):
         value = value.tolist()
+    return _parsed(parse_turns, value)
+
+
+def _parsed(parse: Callable[[Any], Parsed], value: object) -> Parsed:
+    """``parse(value)``, a ``ValueError`` it raises being what is wrong with the value."""
     try:
-        return parse_turns(value)
+        return parse(value)
     except ValueError as error:
         raise _BadValue(str(error)) from None
+
+
+def _json_text(value: object, expected: str) -> object:
+    """``value`` decoded where it is a string, as CSV holds a list or an object (JSON text)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        raise _BadValue(f"expected {expected}, got a string that is not JSON") from None
 
 
 def _required_text(value: object) -> str:
@@ -301,10 +314,7 @@ def _parse_reference(value: object) -> str | list[str] | None:
         value = value.tolist()
     if not isinstance(value, list | tuple):
         raise _BadValue(f"expected a string or a list of answers, got {_type_name(value)}")
-    try:
-        return parse_answers(value)
-    except ValueError as error:
-        raise _BadValue(str(error)) from None
+    return _parsed(parse_answers, value)
 
 
 def _json_list(text: str) -> list[str] | None:
@@ -371,33 +381,19 @@ def _contexts_from_text(text: str) -> list[str]:
 
 def _parse_context_ids(value: object) -> list[str] | None:
     """Parse ``context_ids``: a list of ids, or that list as JSON text (CSV)."""
-    if value is None:
-        return None
-    try:
-        return parse_ids(_decoded_ids(value))
-    except ValueError as error:
-        raise _BadValue(str(error)) from None
+    return None if value is None else _parsed(parse_ids, _decoded_ids(value))
 
 
 def _parse_reference_ids(value: object) -> list[str] | dict[str, int] | None:
     """Parse ``reference_context_ids``: a list of ids or an object of graded ids, or either as
     JSON text (CSV)."""
-    if value is None:
-        return None
-    try:
-        return parse_grades(_decoded_ids(value))
-    except ValueError as error:
-        raise _BadValue(str(error)) from None
+    return None if value is None else _parsed(parse_grades, _decoded_ids(value))
 
 
 def _decoded_ids(value: object) -> object:
     """Ids as the formats give them: JSON in a string (CSV), a numpy array (Parquet, pandas),
     integers that pandas widened to floats."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            raise _BadValue("expected a list of ids, got a string that is not JSON") from None
+    value = _json_text(value, "a list of ids")
     if hasattr(value, "tolist"):
         value = value.tolist()
     if isinstance(value, list | tuple):
@@ -415,11 +411,7 @@ def _parse_metadata(value: object) -> dict[str, Any]:
     """Parse a ``metadata`` column: an object, or a JSON-encoded object in a string (CSV)."""
     if value is None:
         return {}
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            raise _BadValue("expected an object, got a string that is not JSON") from None
+    value = _json_text(value, "an object")
     if not isinstance(value, Mapping):
         raise _BadValue(f"expected an object, got {_type_name(value)}")
     return {key: _plain(item) for key, item in value.items()}

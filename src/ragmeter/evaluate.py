@@ -317,6 +317,7 @@ def evaluate(
         raise ValueError("no dataset: give one, or a config whose data names it")
     loaded = _resolve_dataset(dataset, on_invalid, columns)
     chosen = _resolve_metrics(metrics)
+    out = Path(out_dir) if out_dir is not None else None
     recorded = _recorded or RunConfig(
         data=str(dataset) if isinstance(dataset, str | Path) else None,
         columns=columns,
@@ -339,7 +340,7 @@ def evaluate(
         seed=seed,
         language=language,
         keep_planted=planted == "keep",
-        out=Path(out_dir) if out_dir is not None else None,
+        out=out,
     )
     if not any(metric.needs_judge for metric in chosen):  # the ids' metrics: no model to start
         judge, embedder, judge_options, embedder_options = NoJudge(), None, None, None
@@ -371,89 +372,32 @@ def evaluate(
     options = dict(judge_options or {})
     if seed is not None and isinstance(judge, str):
         options.setdefault("seed", seed)
-    with ExitStack() as folder:
+    with ExitStack() as held:
         store = None
-        if out_dir is not None:  # one run at a time per folder; a bad store stops it before
-            folder.enter_context(FolderLock(Path(out_dir)))  # any model loads
-            store = ScoreStore(Path(out_dir) / SCORES_DB)
-            folder.callback(store.close)
-        return _evaluate_in(
-            loaded,
-            store,
-            chosen,
-            fitted,
-            noted,
+        if out is not None:  # one run at a time per folder; a bad store stops it before
+            held.enter_context(FolderLock(out))  # any model loads
+            store = ScoreStore(out / SCORES_DB)
+            held.callback(store.close)
+        meter = _make_meter(budget, judge)
+        pool: RayPool | None = executor if isinstance(executor, RayPool) else None
+        spread = pool.executor if pool is not None else ray_executor(executor, max_workers)
+        recipe = ModelRecipe(
             judge,
             embedder,
-            out_dir=out_dir,
             cache=cache,
-            retries=retries,
-            repairs=repairs,
-            max_workers=max_workers,
-            on_invalid=on_invalid,
-            on_score=on_score,
-            options=options,
+            needs_embedder=any(m.needs_embedder for m in chosen),
+            judge_options=options,
             embedder_options=embedder_options,
-            budget=budget,
-            max_input_chars=max_input_chars,
-            planted=planted,
-            seed=seed,
-            executor=executor,
-            language=run_language,
-            recorded=recorded,
         )
-
-
-def _evaluate_in(
-    loaded: LoadedDataset,
-    store: ScoreStore | None,
-    chosen: list[Metric],
-    fitted: list[tuple[Sample, dict[str, Any]]],
-    noted: dict[str, Any],
-    judge: str | Judge,
-    embedder: str | Embedder | None,
-    *,
-    out_dir: str | Path | None,
-    cache: bool | str | Path,
-    retries: int,
-    repairs: int,
-    max_workers: int,
-    on_invalid: Literal["raise", "skip"],
-    on_score: OnScore | None,
-    options: dict[str, Any],
-    embedder_options: Mapping[str, Any] | None,
-    budget: Budget | None,
-    max_input_chars: int | None,
-    planted: Treatment,
-    seed: int | None,
-    executor: Executor | RayExecutor | RayPool,
-    language: str | None,
-    recorded: RunConfig,
-) -> Result:
-    """Open the models (here or on Ray workers) and judge, once the folder is held."""
-    meter = _make_meter(budget, judge)
-    pool: RayPool | None = executor if isinstance(executor, RayPool) else None
-    own_pool = pool is None
-    spread = pool.executor if pool is not None else ray_executor(executor, max_workers)
-    recipe = ModelRecipe(
-        judge,
-        embedder,
-        cache=cache,
-        needs_embedder=any(m.needs_embedder for m in chosen),
-        judge_options=options,
-        embedder_options=embedder_options,
-    )
-    if pool is not None:
-        if budget is not None:
+        if pool is not None and budget is not None:
             raise ValueError("a budget needs workers of its own: pass a RayExecutor, not a pool")
-    elif spread is None:
-        judge_model, embed_model = recipe.open(meter, in_flight=max_workers)
-    else:
-        pool = spread.open(recipe, budget, meter.price if meter else None)
-        meter = pool.meter  # the same accounts, kept where every worker reaches them
-    if pool is not None:
-        judge_model, embed_model = pool.judge, pool.embedder
-    try:
+        if pool is None and spread is not None:  # workers of this run's own, ended with it
+            pool = held.enter_context(spread.open(recipe, budget, meter.price if meter else None))
+            meter = pool.meter  # the same accounts, kept where every worker reaches them
+        if pool is None:
+            judge_model, embed_model = recipe.open(meter, in_flight=max_workers)
+        else:
+            judge_model, embed_model = pool.judge, pool.embedder
         return _evaluate_with(
             loaded,
             store,
@@ -464,9 +408,7 @@ def _evaluate_in(
             embed_model,
             pool,
             meter,
-            out_dir=out_dir,
-            retries=retries,
-            repairs=repairs,
+            out=out,
             on_score=on_score,
             seed=seed,
             parameters={
@@ -480,13 +422,10 @@ def _evaluate_in(
                 "judge_options": redact_options(options),
                 "embedder_options": redact_options(embedder_options),
                 "on_invalid": on_invalid,
-                "language": language,
+                "language": run_language,
             },
             config=recorded.recorded(),
         )
-    finally:
-        if pool is not None and own_pool:
-            pool.close()
 
 
 def _evaluate_with(
@@ -500,17 +439,14 @@ def _evaluate_with(
     pool: RayPool | None,
     meter: Meter | SharedMeter | None,
     *,
-    out_dir: str | Path | None,
-    retries: int,
-    repairs: int,
+    out: Path | None,
     on_score: OnScore | None,
     seed: int | None,
     parameters: dict[str, Any],
     config: dict[str, Any],
 ) -> Result:
-    """Judge every item in this process or on ``pool``, with the run record around it."""
-    out = Path(out_dir) if out_dir is not None else None
-    budget_record = meter.record() if meter else None
+    """Judge every item in this process or on ``pool``, with the run record around it;
+    ``parameters`` are the run's as its record shows them."""
     languages = Counter(language_of(judged) for judged, _ in fitted)
     record = start_record(
         judge_model,
@@ -519,7 +455,7 @@ def _evaluate_with(
         loaded,
         parameters,
         seed,
-        budget_record,
+        meter.record() if meter else None,
         config=config,
         languages=dict(languages.most_common()),
         planted=[
@@ -533,15 +469,13 @@ def _evaluate_with(
     pipeline = ItemPipeline(chosen, judge_model, embed_model, store, on_score=on_score)
     tasks = [(judged, cut, metric) for judged, cut in fitted for metric in chosen]
     clock = time.perf_counter()
+    attempts = {"retries": parameters["retries"], "repairs": parameters["repairs"]}
     if pool is None:
         workers = parameters["max_workers"]
-        item_judge = ItemJudge(
-            chosen, judge_model, embed_model, retries=retries, repairs=repairs, fan_out=workers
-        )
+        item_judge = ItemJudge(chosen, judge_model, embed_model, **attempts, fan_out=workers)
         scores = _run_all(tasks, partial(pipeline.run, item_judge), workers)
     else:
-        fan_out = pool.executor.workers
-        job = partial(ItemJudge, chosen, retries=retries, repairs=repairs, fan_out=fan_out)
+        job = partial(ItemJudge, chosen, **attempts, fan_out=pool.executor.workers)
         scores = _run_on_cluster(pool, pipeline, tasks, job)
         pool.refresh_models()
         judge_model, embed_model = pool.judge, pool.embedder
@@ -563,7 +497,7 @@ def _evaluate_with(
             f"evaluation stopped at the budget: {counts.pending} items not judged; "
             "rerun with the same out_dir and a higher budget to continue",
             BudgetWarning,
-            stacklevel=4,
+            stacklevel=3,
         )
     return Result(
         samples=loaded.samples,

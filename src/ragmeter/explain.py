@@ -53,15 +53,12 @@ def _list_of(value: Any, kind: type) -> bool:
 
 def _statements(statements: list[dict[str, Any]]) -> list[str]:
     """Faithfulness: each statement with its verdict's probability or reason."""
-    unsupported = [s for s in statements if s.get("verdict") != "yes"]
-    supported = [s for s in statements if s.get("verdict") == "yes"]
     lines = []
-    if unsupported:
-        lines.append(f"unsupported statements ({len(unsupported)} of {len(statements)}):")
-        lines += [INDENT + _item(s, "statement", skip={"verdict"}) for s in unsupported]
-    if supported:
-        lines.append(f"supported statements ({len(supported)} of {len(statements)}):")
-        lines += [INDENT + _item(s, "statement", skip={"verdict"}) for s in supported]
+    for kind, yes in (("unsupported", False), ("supported", True)):
+        found = [s for s in statements if (s.get("verdict") == "yes") == yes]
+        if found:
+            lines.append(f"{kind} statements ({len(found)} of {len(statements)}):")
+            lines += [INDENT + _item(s, "statement", skip={"verdict"}) for s in found]
     return lines
 
 

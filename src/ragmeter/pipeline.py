@@ -193,12 +193,9 @@ class ItemPipeline:
         """Record a judged item, with what its sample's ``notes`` say (what was cut from it,
         the text in it addressed to the judge) in the explanation."""
         score = judged.score
-        if not judged.saved:
-            self.tally.count("pending", score.usage)
-        else:
-            if judged.internal_error:
-                self.tally.count("internal_errors")
-            self.tally.count("judged", score.usage)
+        if judged.saved and judged.internal_error:
+            self.tally.count("internal_errors")
+        self.tally.count("judged" if judged.saved else "pending", score.usage)
         score.explanation.update(notes)
         kept: Kept = score
         if judged.saved and self.store is not None:

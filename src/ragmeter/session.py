@@ -203,8 +203,7 @@ class JudgeSession:
             try:
                 response = self.judge.complete(request)
             except JudgeError as exc:
-                problem = f"judge call failed: {exc}"
-                exchange.error = problem
+                problem = exchange.error = f"judge call failed: {exc}"
                 if attempts.another(refused=isinstance(exc, RequestRefused)):
                     continue
                 break
@@ -224,8 +223,7 @@ class JudgeSession:
                     if (response.finish_reason == "length")
                     else ""
                 )
-                problem = f"unreadable reply: {exc}{cut}"
-                exchange.error = problem
+                problem = exchange.error = f"unreadable reply: {exc}{cut}"
                 if not attempts.another(unreadable=True):
                     break
                 messages = (

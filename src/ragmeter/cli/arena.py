@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from ragmeter.arena.agreement import agreement_table, measure_agreement
-from ragmeter.arena.battles import Battle, read_battles
+from ragmeter.arena.battles import read_battles
 from ragmeter.arena.data import (
     SystemAnswers,
     load_answers,
@@ -31,7 +31,6 @@ from ragmeter.arena.leaderboard import (
 )
 from ragmeter.arena.retrieval import DEFAULT_K
 from ragmeter.cli.common import (
-    USER_ERRORS,
     CacheFlag,
     JudgeOptions,
     JudgeSpec,
@@ -41,7 +40,6 @@ from ragmeter.cli.common import (
     ResultsFolder,
     Retries,
     advance,
-    fail,
     open_models,
     print_reasons,
     progress,
@@ -201,7 +199,7 @@ def judge_command(
     """Judge systems' answers pairwise (or a pairs file) and print the leaderboard."""
     console = Console()
     putting = _putting(orders, combine_rule, seed, retries, max_tokens)
-    try:
+    with user_errors(console):
         executor = executor_for(ray, ray_actors, ray_actor_cpus, workers)
         judge_options = parse_options(judge_option, "--judge-option")
         if pairs is not None:
@@ -226,18 +224,12 @@ def judge_command(
             to_judge = plan.pairs
         else:
             raise ValueError("give QUESTIONS with --answers, or --pairs")
-    except USER_ERRORS as exc:
-        raise fail(console, exc) from exc
     models: dict[str, Any]
     if executor == "threads":
         judge_model, _ = open_models(console, judge, judge_option, cache=cache)
         models = {"judge": judge_model, "cache": False}
     else:  # each Ray worker builds its own
-        models = {
-            "judge": judge,
-            "judge_options": judge_options,
-            "cache": cache,
-        }
+        models = {"judge": judge, "judge_options": judge_options, "cache": cache}
     with progress(console, "judging", len(to_judge)) as bar, user_errors(console):
         battles = judge_pairs(
             to_judge,
@@ -249,20 +241,6 @@ def judge_command(
             executor=executor,
             method=method,
         )
-    _show_leaderboard(
-        console, battles, out, reference_name=reference_name, rounds=rounds, seed=seed
-    )
-
-
-def _show_leaderboard(
-    console: Console,
-    battles: list[Battle],
-    out: Path,
-    *,
-    reference_name: str,
-    rounds: int,
-    seed: int,
-) -> None:
     with user_errors(console):
         board = build_leaderboard(battles, reference=reference_name, rounds=rounds, seed=seed)
     _print_board(console, board, out)

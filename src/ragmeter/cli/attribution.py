@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
 
 from ragmeter.attribution.benchmark import (
@@ -54,9 +55,11 @@ from ragmeter.cli.common import (
     JudgeOptions,
     JudgeSpec,
     Retries,
+    advance,
     fail,
     open_models,
     print_reasons,
+    progress,
     progress_bar,
     wide_console,
 )
@@ -96,23 +99,24 @@ RecognizerOption = Annotated[
 ]
 
 
-def _fail(message: str) -> typer.Exit:
-    return fail(console, message)
+@contextmanager
+def _refused(*errors: type[Exception]) -> Iterator[None]:
+    """An error of ``errors`` raised in the block ends the command with its message."""
+    try:
+        yield
+    except errors as exc:
+        raise fail(console, exc) from exc
 
 
 def _items(path: Path, field: str, limit: int | None) -> list[BenchmarkItem]:
-    try:
+    with _refused(GraphError, OSError, ValueError):
         items = usable(load_benchmark(path, field=field))
-    except (GraphError, OSError, ValueError) as exc:
-        raise _fail(str(exc)) from exc
     return items[:limit] if limit else items
 
 
 def _store(graph: Path | None, benchmark: Path, field: str) -> KnowledgeGraph:
-    try:
+    with _refused(GraphError, OSError, ValueError):
         return load_graph(graph) if graph else store_graph(load_benchmark(benchmark, field=field))
-    except (GraphError, OSError, ValueError) as exc:
-        raise _fail(str(exc)) from exc
 
 
 def _judges(
@@ -132,17 +136,11 @@ def _judges(
     return writer, judge_model
 
 
-def _progress() -> Progress:
-    return progress_bar(console)
-
-
 def _recognizer(name: str, store: KnowledgeGraph | None) -> Recognizer | None:
     """The questions' entity recognizer where sub-graphs are retrieved (``store``), chosen
     before the progress bar starts, so that a wrong name is the last thing said."""
-    try:
+    with _refused(ValueError):
         return recognizer_by_name(name, store) if store is not None else None
-    except ValueError as exc:
-        raise _fail(str(exc)) from exc
 
 
 def _print_runs(runs: list[ConditionRun], title: str, out_dir: Path) -> None:
@@ -176,7 +174,7 @@ def retrieve_command(
     items = _items(benchmark, field, limit)
     store = _store(graph, benchmark, field)
     out_dir = out or Path("runs") / f"kalma-{benchmark.stem}"
-    try:
+    with _refused(RetrievalError, ValueError):
         results, accuracy = run_retrieval(
             items,
             store,
@@ -184,8 +182,6 @@ def retrieve_command(
             out_dir=out_dir,
             types=ENTITY_TYPES if type_filter else {},
         )
-    except (RetrievalError, ValueError) as exc:
-        raise _fail(str(exc)) from exc
     table = Table(title=f"retrieval over {len(store)} entities ({recognizer})")
     for column in ("questions", "accuracy", "precision", "exact set", "no entity found"):
         table.add_column(column, justify="right")
@@ -222,7 +218,7 @@ def generate_command(
 ) -> None:
     """Write an attributed answer per question; prints the judge-free citation metrics."""
     if retrieval not in {"gold", "retrieve"}:
-        raise _fail("--retrieval is 'gold' or 'retrieve'")
+        raise fail(console, "--retrieval is 'gold' or 'retrieve'")
     items = _items(benchmark, field, limit)
     store = _store(graph, benchmark, field) if retrieval == "retrieve" else None
     out_dir = out or Path("runs") / f"kalma-{benchmark.stem}"
@@ -230,24 +226,20 @@ def generate_command(
     condition = Condition(name=name, removed=removed, retrieval=retrieval)
     recognizing = _recognizer(recognizer, store)
     writer, _ = _judges(judge, judge_option, cache, generator, generator_option)
-    with _progress() as progress:
-        task = progress.add_task("generating", total=len(items))
-        try:
-            runs = run_conditions(
-                items,
-                [(condition, ScoreOptions())],
-                generator=writer,
-                judge=None,
-                out_dir=out_dir,
-                store=store,
-                recognizer=recognizing,
-                seed=seed,
-                retries=retries,
-                max_tokens=max_tokens,
-                on_generation=lambda _: progress.advance(task),
-            )
-        except (RetrievalError, ValueError) as exc:
-            raise _fail(str(exc)) from exc
+    with progress(console, "generating", len(items)) as bar, _refused(RetrievalError, ValueError):
+        runs = run_conditions(
+            items,
+            [(condition, ScoreOptions())],
+            generator=writer,
+            judge=None,
+            out_dir=out_dir,
+            store=store,
+            recognizer=recognizing,
+            seed=seed,
+            retries=retries,
+            max_tokens=max_tokens,
+            on_generation=lambda _: advance(bar),
+        )
     _print_runs(runs, f"{benchmark.name} ({writer.name})", out_dir)
     console.print(
         f"answers in {out_dir / GENERATIONS_FILE}; judge them with "
@@ -270,7 +262,9 @@ def score_command(
     """Judge generated answers: alignment, [NA] and text quality, beside citation quality."""
     path = run / GENERATIONS_FILE
     if not path.is_file():
-        raise _fail(f"no {GENERATIONS_FILE} in {run}; run 'ragmeter attribution generate' first")
+        raise fail(
+            console, f"no {GENERATIONS_FILE} in {run}; run 'ragmeter attribution generate' first"
+        )
     by_condition: dict[str, list[GenerationRecord]] = {}
     for record in RecordLog(path, GenerationRecord):
         by_condition.setdefault(record.condition.name, []).append(record)
@@ -278,10 +272,10 @@ def score_command(
     log = RecordLog(run / SCORES_FILE, ScoreRecord)
     options = ScoreOptions(alignment=alignment, na=na, quality=quality)
     runs = []
-    with _progress() as progress:
+    with progress_bar(console) as bars:
         for name, records in by_condition.items():
             records = records[:limit] if limit else records
-            task = progress.add_task(
+            task = bars.add_task(
                 f"judging {name}", total=sum(r.answer is not None for r in records)
             )
             scores = score_answers(
@@ -290,7 +284,7 @@ def score_command(
                 log,
                 options,
                 retries=retries,
-                on_record=lambda _, t=task: progress.advance(t),
+                on_record=lambda _, t=task: bars.advance(t),
             )
             runs.append(ConditionRun(records[0].condition, records, scores, Counter()))
     _print_runs(runs, f"{run.name} (judge {judge_model.name})", run)
@@ -323,22 +317,18 @@ def evolve_command(
     out_dir = out or Path("runs") / f"kalma-evolved-{data.stem}"
     target = out_dir / "benchmark.jsonl"
     writer, _ = _judges(judge, judge_option, cache)
-    with _progress() as progress:
-        task = progress.add_task("evolving", total=limit)
-        try:
-            items = build_benchmark(
-                data,
-                target,
-                writer,
-                n=limit,
-                seed=seed,
-                rounds=rounds,
-                retries=retries,
-                spares=spares,
-                on_item=lambda _: progress.advance(task),
-            )
-        except (GraphError, OSError, ValueError) as exc:
-            raise _fail(str(exc)) from exc
+    with progress(console, "evolving", limit) as bar, _refused(GraphError, OSError, ValueError):
+        items = build_benchmark(
+            data,
+            target,
+            writer,
+            n=limit,
+            seed=seed,
+            rounds=rounds,
+            retries=retries,
+            spares=spares,
+            on_item=lambda _: advance(bar),
+        )
     stopped = Counter(i.evolution.stopped for i in items if i.evolution and i.evolution.stopped)
     sizes = [len(i.minimum or []) for i in usable(items)]
     n = len(items) or 1
@@ -397,35 +387,30 @@ def experiment_command(
 ) -> None:
     """Run a paper experiment: main, incompetence (remove 0-3 triples), retrieval (accuracy
     100-20%), or all of them."""
-    try:
+    with _refused(ValueError):
         conditions = experiment_conditions(kind, retrieval, quality=quality, full=full)
-    except ValueError as exc:
-        raise _fail(str(exc)) from exc
     items = _items(benchmark, field, limit)
     store = _store(graph, benchmark, field)
     out_dir = out or Path("runs") / f"kalma-{benchmark.stem}"
     recognizing = _recognizer(recognizer, store if retrieval == "retrieve" else None)
     writer, judge_model = _judges(judge, judge_option, cache, generator, generator_option)
     total = len(items) * len(conditions)
-    with _progress() as progress:
-        generating = progress.add_task("generating", total=total)
-        judging = progress.add_task("judging", total=total)
-        try:
-            runs = run_conditions(
-                items,
-                conditions,
-                generator=writer,
-                judge=judge_model,
-                out_dir=out_dir,
-                store=store,
-                recognizer=recognizing,
-                seed=seed,
-                retries=retries,
-                max_tokens=max_tokens,
-                on_generation=lambda _: progress.advance(generating),
-                on_score=lambda _: progress.advance(judging),
-            )
-        except (RetrievalError, ValueError) as exc:
-            raise _fail(str(exc)) from exc
+    with progress_bar(console) as bars, _refused(RetrievalError, ValueError):
+        generating = bars.add_task("generating", total=total)
+        judging = bars.add_task("judging", total=total)
+        runs = run_conditions(
+            items,
+            conditions,
+            generator=writer,
+            judge=judge_model,
+            out_dir=out_dir,
+            store=store,
+            recognizer=recognizing,
+            seed=seed,
+            retries=retries,
+            max_tokens=max_tokens,
+            on_generation=lambda _: bars.advance(generating),
+            on_score=lambda _: bars.advance(judging),
+        )
     _print_runs(runs, f"{benchmark.name} ({writer.name} / judge {judge_model.name})", out_dir)
     console.print(f"records in {out_dir}/")

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ragmeter.cli.common import LabelScales, print_warning, user_errors, wide_console
+from ragmeter.cli.common import LabelScales, print_warning, say, user_errors, wide_console
 from ragmeter.heads.ppi import (
     DEFAULT_FOLDS,
     CalibrationReport,
@@ -74,7 +74,7 @@ def calibrate_command(
             )
         written = report.write(run)
     print_calibration(console, report)
-    console.print(f"written to {written}", soft_wrap=True, highlight=False)
+    say(console, f"written to {written}")
 
 
 def evaluation(opened: OpenedRun) -> Result:

@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from ragmeter.cluster import ClusterError
 from ragmeter.config import parse_options
@@ -186,7 +187,7 @@ USER_ERRORS = (
 def fail(console: Console, problem: object) -> typer.Exit:
     """Print ``problem`` as an error, as written (a path or a reply may hold [brackets] that
     would read as markup); the caller raises the returned exit (status 2)."""
-    console.print(f"[red]error:[/red] {escape(str(problem))}", highlight=False, soft_wrap=True)
+    say(console, f"[red]error:[/red] {escape(str(problem))}")
     return typer.Exit(EXIT_BAD_INPUT)
 
 
@@ -206,11 +207,15 @@ def wide_console() -> Console:
     return console if console.is_terminal else Console(width=160)
 
 
+def say(console: Console, text: str | Text) -> None:
+    """Print ``text`` unwrapped, with no colours guessed for its numbers and paths: a long path
+    stays whole to copy."""
+    console.print(text, highlight=False, soft_wrap=True)
+
+
 def print_warning(console: Console, message: Warning | str) -> None:
     """One ``warning:`` line, the message as written."""
-    console.print(
-        f"[yellow]warning:[/yellow] {escape(str(message))}", highlight=False, soft_wrap=True
-    )
+    say(console, f"[yellow]warning:[/yellow] {escape(str(message))}")
 
 
 def print_reasons(console: Console, counts: Mapping[str, int], what: str, after: str = "") -> None:
@@ -288,13 +293,14 @@ def progress_bar(console: Console, **options: Any) -> Progress:
 
 
 @contextmanager
-def progress(console: Console, description: str, total: int) -> Iterator[Progress]:
-    """A progress bar with one task; ``advance(bar)`` moves it on."""
-    bar = progress_bar(console)
+def progress(console: Console, description: str, total: int, **options: Any) -> Iterator[Progress]:
+    """A progress bar with one task; ``advance(bar)`` moves it on. ``options`` go to rich's
+    ``Progress``."""
+    bar = progress_bar(console, **options)
     with bar:
         bar.add_task(description, total=total)
         yield bar
 
 
-def advance(bar: Progress) -> None:
-    bar.advance(bar.task_ids[0])
+def advance(bar: Progress, steps: float = 1) -> None:
+    bar.advance(bar.task_ids[0], steps)

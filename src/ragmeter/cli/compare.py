@@ -26,6 +26,7 @@ from ragmeter.cli.common import (
     LabelsFiles,
     SideBySideDesign,
     print_warning,
+    say,
     user_errors,
     wide_console,
 )
@@ -199,7 +200,7 @@ def _print_comparison(
     for found in ranked.metrics:
         console.print(pairs_table(found.ranking, found))
         for line in pair_sentences(found, difference=difference):
-            console.print(Text(line), highlight=False, soft_wrap=True)
+            say(console, Text(line))
     if comparison is not None:
         for m in comparison.metrics:
             if m.changed:

@@ -44,9 +44,11 @@ from ragmeter.cli.common import (
     TraceSince,
     Workers,
     WriteBack,
+    advance,
     fail,
     print_warning,
-    progress_bar,
+    progress,
+    say,
     user_errors,
 )
 from ragmeter.cli.settings import say_sources, where_from
@@ -239,7 +241,7 @@ def run_evaluation(config: RunConfig, console: Console, *, dry_run: bool = False
             print_calibration(console, calibration)
         if config.html is not None:
             written = write_report([open_run(out_dir)], config.html)
-            console.print(f"report written to {written}", soft_wrap=True, highlight=False)
+            say(console, f"report written to {written}")
         if result.run.status == "stopped":
             console.print(f"[yellow]{_stopped_message(result, chosen, price, out_dir)}[/yellow]")
             raise typer.Exit(EXIT_STOPPED)
@@ -279,11 +281,10 @@ def _say_changes(config: RunConfig, out_dir: Path, console: Console) -> None:
     if before is not None:
         changed = config_differences(before, config.recorded())
         if changed:
-            console.print(
+            say(
+                console,
                 f"this run's configuration differs from the last one in {out_dir}/: "
                 + "; ".join(changed),
-                soft_wrap=True,
-                highlight=False,
             )
 
 
@@ -291,17 +292,12 @@ def _judge(
     config: RunConfig, dataset: LoadedDataset, chosen: list[Metric], console: Console
 ) -> Result:
     """Every score, with a progress bar; each warning said once the bar is done."""
-    progress = progress_bar(console)
-    with progress, warnings.catch_warnings(record=True) as caught:
+    total = len(dataset.samples) * len(chosen)
+    with progress(console, "judging", total) as bar, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", InputTruncatedWarning)
         warnings.simplefilter("ignore", BudgetWarning)  # said below, with what to do
-        task = progress.add_task("judging", total=len(dataset.samples) * len(chosen))
-        try:
-            result = evaluate(
-                dataset, chosen, config=config, on_score=lambda _: progress.advance(task)
-            )
-        except USER_ERRORS as exc:
-            raise fail(console, exc) from exc
+        with user_errors(console):
+            result = evaluate(dataset, chosen, config=config, on_score=lambda _: advance(bar))
     for warning in caught:
         print_warning(console, warning.message)
     return result
@@ -328,25 +324,19 @@ def _read_traces(spec: str, config: RunConfig, console: Console) -> tuple[Loaded
     if config.write_back and traces.writer is None:
         raise fail(console, f"{spec}: traces read from a file have no server to write back to")
     for skip in traces.skipped:
-        console.print(
-            f"[yellow]left out trace {skip.trace_id}:[/yellow] {escape(skip.reason)}",
-            soft_wrap=True,
-            highlight=False,
-        )
-    console.print(
+        say(console, f"[yellow]left out trace {skip.trace_id}:[/yellow] {escape(skip.reason)}")
+    say(
+        console,
         f"{len(traces.samples)} samples from {traces.traces} traces of {spec}"
         + (f"; {len(traces.skipped)} left out" if traces.skipped else ""),
-        soft_wrap=True,
-        highlight=False,
     )
     joined = traces.source.get("references")
     if joined is not None:
-        console.print(
+        say(
+            console,
             f"references from dataset {joined['dataset']}: {joined['by_trace']} by trace, "
             f"{joined['by_question']} by question; {joined['unmatched']} examples matched no "
             "trace read",
-            soft_wrap=True,
-            highlight=False,
         )
     return LoadedDataset(traces.samples, []), traces
 
@@ -367,11 +357,10 @@ def _write_back(
             highlight=False,
         )
         for failure in report["failed"][:5]:
-            console.print(
+            say(
+                console,
                 f"[red]not written:[/red] trace {failure['trace_id']}, {failure['metric']}: "
                 f"{escape(failure['error'])}",
-                soft_wrap=True,
-                highlight=False,
             )
     return result
 
@@ -460,4 +449,4 @@ def _report(
     )
     pace = throughput(result)
     if pace is not None:
-        console.print(pace, soft_wrap=True, highlight=False)
+        say(console, pace)

@@ -29,12 +29,12 @@ from ragmeter.cli.common import (
     Repairs,
     Retries,
     Workers,
-    progress_bar,
+    progress,
     user_errors,
 )
 from ragmeter.config import executor_for, parse_options
 from ragmeter.report import estimate_table
-from ragmeter.testset import DEFAULT_MIX, CandidateRecord, GenerationSummary, generate_testset
+from ragmeter.testset import DEFAULT_MIX, GenerationSummary, generate_testset
 from ragmeter.testset.chunking import MAX_CHARS
 from ragmeter.testset.personas import MAX_PERSONAS
 from ragmeter.testset.runner import estimate_testset, output_paths
@@ -138,13 +138,7 @@ def generate_command(
     if dry_run:
         _dry_run(console, sources, n, judge, embedder, common)
         return
-    progress = progress_bar(console)
-    with progress, user_errors(console):
-        task = progress.add_task("accepted", total=n)
-
-        def tick(record: CandidateRecord, accepted: int) -> None:
-            progress.update(task, completed=accepted)
-
+    with progress(console, "accepted", n) as bar, user_errors(console):
         generated = generate_testset(
             sources,
             n,
@@ -159,7 +153,7 @@ def generate_command(
             retries=retries,
             repairs=repairs,
             judge_options=judge_options,
-            on_candidate=tick,
+            on_candidate=lambda _record, accepted: bar.update(bar.task_ids[0], completed=accepted),
             **common,  # type: ignore[arg-type]
         )
     _report(console, generated.summary, out)

@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 
 from ragmeter.cli.calibrate import evaluation
-from ragmeter.cli.common import print_warning, user_errors
+from ragmeter.cli.common import print_warning, say, user_errors
 from ragmeter.heads.ratings import parse_scales
 from ragmeter.labels import LABELS_FILE, LabelSession, export
 from ragmeter.labels.items import ORDERS, Order
@@ -30,31 +30,14 @@ from ragmeter.viewer import open_run
 
 SHOWN_TRACES = 5
 """Traces named for each reason a pulled label was left out; the rest are counted."""
-FLAGS = {
-    "metric": "--metric",
-    "claims": "--claims",
-    "scale": "--scale",
-    "data": "--data",
-    "annotator": "--annotator",
-    "order": "--order",
-    "seed": "--seed",
-    "host": "--host",
-    "port": "--port",
-    "token": "--token",
-    "open_page": "--open/--no-open",
-    "to_file": "--export",
-    "annotation": "--annotation",
-    "server": "--server",
-}
-"""The command's options, by parameter, as they are typed."""
 TAKES = {
     "serve": {"metric", "claims", "scale", "data", "annotator", "order", "seed", "host", "port"}
     | {"token", "open_page"},
     "export": {"to_file", "claims", "metric", "annotator"},
     "pull": {"scale", "annotation", "server"},
 }
-"""The options each of the command's three uses takes; any other given is refused, not
-passed over unsaid."""
+"""The options, by parameter, each of the command's three uses takes (besides the run, and
+--pull that picks the use); any other given is refused, not passed over unsaid."""
 WHAT = {
     "export": "--export writes the labels already given to a file",
     "pull": "--pull reads the labels people gave the run's traces into its labels",
@@ -200,7 +183,7 @@ def label_command(
             )
             for note in notes:
                 print_warning(console, note)
-            console.print(f"{rows} rows written to {to_file}", highlight=False, soft_wrap=True)
+            say(console, f"{rows} rows written to {to_file}")
             return
         page_scale = _page_scale(scale)
         if token == "auto":
@@ -238,18 +221,16 @@ def _serve(
     for note in session.notes:
         print_warning(console, note)
     what = "claims" if session.kind == "claim" else f"samples on {session.metric}"
-    console.print(
+    say(
+        console,
         f"labelling {len(session.items)} {what} of {run} at {serving.url} (Ctrl+C to stop); "
         f"each label is saved in {run / LABELS_FILE} as it is given",
-        highlight=False,
-        soft_wrap=True,
     )
     if serving.host not in LOOPBACK:
-        console.print(
+        say(
+            console,
             f"from another machine: http://{socket.gethostname()}:{serving.port}/"
             f"?{urlencode({'token': serving.token})}",
-            highlight=False,
-            soft_wrap=True,
         )
     sys.stdout.flush()
     if open_page:
@@ -267,11 +248,13 @@ def _serve(
 def _refuse_others(ctx: typer.Context, use: str) -> None:
     """Refuse the options given that ``use`` (serve, export or pull) does not take, naming
     them: an option passed over unsaid would let a person think it did something."""
+    others = [p for p in ctx.command.params if p.name not in {"run", "pull", *TAKES[use]}]
     given = []
-    for name, flag in FLAGS.items():
-        source = ctx.get_parameter_source(name)  # the enum of the click typer ships: by name
-        if name not in TAKES[use] and source is not None and source.name == "COMMANDLINE":
-            given.append(flag)
+    for param in others:
+        # The enum of the click typer ships: by name.
+        source = ctx.get_parameter_source(param.name or "")
+        if source is not None and source.name == "COMMANDLINE":
+            given.append("/".join([*param.opts, *param.secondary_opts]))  # as they are typed
     if not given:
         return
     if use == "serve":  # what serving does not take is --pull's
@@ -323,31 +306,30 @@ def _pull(
 
 def _print_pull(console: Console, run: Path, report: PullReport) -> None:
     """What was pulled, added and left out, each left-out label counted under its reason."""
-
-    def say(text: str) -> None:
-        console.print(text, highlight=False, soft_wrap=True)
-
-    say(f"{report.read} label(s) people gave the traces of {report.source}")
+    say(console, f"{report.read} label(s) people gave the traces of {report.source}")
     added = sum(report.added.values())
     each = ", ".join(
         f"{metric} by {who}: {count}" for (metric, who), count in sorted(report.added.items())
     )
     changed = f"; {report.changed} changed on the server since the last pull"
     say(
+        console,
         f"added to {run / LABELS_FILE}: {added} rating(s)"
         + (f" ({each})" if each else "")
         + f"; {report.already} already there"
-        + (changed if report.changed else "")
+        + (changed if report.changed else ""),
     )
     if report.superseded:
         say(
+            console,
             f"{report.superseded} earlier label(s) by the same person of the same trace and "
-            "metric: the latest is kept"
+            "metric: the latest is kept",
         )
     for metric in report.inferred:
         say(
+            console,
             f"{metric}: scale {report.scales[metric]}, read from the values; give --scale "
-            f"{metric}=LOW-HIGH if it is wider"
+            f"{metric}=LOW-HIGH if it is wider",
         )
     grouped = report.left_out_by_reason()
     if grouped:
@@ -357,9 +339,10 @@ def _print_pull(console: Console, run: Path, report: PullReport) -> None:
         named = ", ".join(traces[:SHOWN_TRACES]) + (
             f" and {len(traces) - SHOWN_TRACES} more" if len(traces) > SHOWN_TRACES else ""
         )
-        say(f"  {len(items)} {reason}: trace(s) {named}")
+        say(console, f"  {len(items)} {reason}: trace(s) {named}")
     if added or report.already:
         say(
+            console,
             "calibrate and tune read them with the run's other labels, and the labelling "
-            "page shows how far you agree with them"
+            "page shows how far you agree with them",
         )

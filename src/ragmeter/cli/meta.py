@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import time
@@ -60,6 +61,7 @@ from ragmeter.meta.testset import K, TestsetReport, testset_report
 from ragmeter.meta.wikieval import DIMENSIONS, METHODS, PAPER_TABLE_4, load_wikieval, run_wikieval
 from ragmeter.metrics import metric_by_name
 from ragmeter.testset.quality import COPY_RUN
+from ragmeter.viewer.views import fmt
 
 T = TypeVar("T")
 Report = TypeVar("Report", bound=BaseModel)
@@ -155,23 +157,18 @@ def wikieval_command(
     console.print(f"per-pair details in {out / 'pairs.jsonl'}")
 
 
-def _judging(
-    judge: str,
-    judge_option: list[str] | None,
-    cache: bool,
-    workers: int,
-    ray: str | None,
-    ray_actors: int | None,
-    ray_actor_cpus: float,
-) -> dict[str, Any]:
+def _judging(ctx: typer.Context) -> dict[str, Any]:
     """What the measurements scored through ``evaluate`` take from their command line alike:
     the judge and its options, the call cache, the workers and where they run."""
+    given = ctx.params
     return {
-        "judge": judge,
-        "judge_options": parse_options(judge_option, "--judge-option"),
-        "cache": cache,
-        "max_workers": workers,
-        "executor": executor_for(ray, ray_actors, ray_actor_cpus, workers),
+        "judge": given["judge"],
+        "judge_options": parse_options(given["judge_option"], "--judge-option"),
+        "cache": given["cache"],
+        "max_workers": given["workers"],
+        "executor": executor_for(
+            given["ray"], given["ray_actors"], given["ray_actor_cpus"], given["workers"]
+        ),
     }
 
 
@@ -209,10 +206,23 @@ MetricsOption = Annotated[
 
 MTRAG_METRICS_TEXT = ",".join(MTRAG_METRICS)
 """The default, as the option is written."""
+MTRAG_COLUMNS = [
+    ("faithfulness", "faithfulness", "faithfulness", "spearman"),
+    ("faithfulness", "RAGAS rl_f", "faithfulness", "baseline_spearman"),
+    ("answer_relevance", "AR ~ appropriateness", "appropriateness", "spearman"),
+    ("answer_relevance", "AR ~ completeness", "completeness", "spearman"),
+    ("answer_relevance", "rl_f ~ completeness", "completeness", "baseline_spearman"),
+    ("answer_correctness", "AC ~ completeness", "completeness", "spearman"),
+    ("answer_correctness", "rb_llm", "completeness", "reference_judge_spearman"),
+    ("answer_correctness", "rl_f", "completeness", "baseline_spearman"),
+]
+"""The MTRAG table's columns after its rows: the metric each needs judged, its name, and the
+people's rating and the figure of the correlation it shows."""
 
 
 @app.command("mtrag")
 def mtrag_command(
+    ctx: typer.Context,
     path: Annotated[Path, typer.Argument(help="MTRAG human-evaluation rows (JSONL).")],
     judge: JudgeSpec = "local",
     judge_option: JudgeOptions = None,
@@ -232,14 +242,13 @@ def mtrag_command(
     to multi-turn questions (MTRAG), beside the authors' RAGAS faithfulness."""
     console = Console()
     with user_errors(console):
-        judging = _judging(judge, judge_option, cache, workers, ray, ray_actors, ray_actor_cpus)
+        judging = _judging(ctx)
         rows = load_mtrag(path)
         chosen = chosen_metrics(configured_metrics(metrics, option))
+        embedder_options = parse_options(embedder_option, "--embedder-option")
     if limit is not None:
         keep = set(list(dict.fromkeys(r.conversation for r in rows))[:limit])
         rows = [r for r in rows if r.conversation in keep]
-    with user_errors(console):
-        embedder_options = parse_options(embedder_option, "--embedder-option")
     measure = partial(
         run_mtrag,
         rows,
@@ -253,38 +262,16 @@ def mtrag_command(
         title=f"MTRAG: Spearman with the mean human rating ({len(rows)} answers, {report.judge})"
     )
     judged = {c.metric for c in report.correlations}
-    columns = {
-        "faithfulness": ["faithfulness", "RAGAS rl_f"],
-        "answer_relevance": ["AR ~ appropriateness", "AR ~ completeness", "rl_f ~ completeness"],
-        "answer_correctness": ["AC ~ completeness", "rb_llm", "rl_f"],
-    }
+    shown = [column for column in MTRAG_COLUMNS if column[0] in judged]
     table.add_column("rows", justify="right")
-    for metric, names in columns.items():
-        for name in names if metric in judged else []:
-            table.add_column(name, justify="right")
+    for _, name, _, _ in shown:
+        table.add_column(name, justify="right")
     for group in dict.fromkeys(c.group for c in report.correlations):
         cells = {(c.metric, c.human): c for c in report.correlations if c.group == group}
-        faith = cells.get(("faithfulness", "faithfulness"))
-        appropriate = cells.get(("answer_relevance", "appropriateness"))
-        complete = cells.get(("answer_relevance", "completeness"))
-        correct = cells.get(("answer_correctness", "completeness"))
-        rows = {c.rows for c in cells.values()}
-        values = {
-            "faithfulness": [faith and faith.spearman, faith and faith.baseline_spearman],
-            "answer_relevance": [
-                appropriate and appropriate.spearman,
-                complete and complete.spearman,
-                complete and complete.baseline_spearman,
-            ],
-            "answer_correctness": [
-                correct and correct.spearman,
-                correct and correct.reference_judge_spearman,
-                correct and correct.baseline_spearman,
-            ],
-        }
+        sizes = "/".join(map(str, sorted({c.rows for c in cells.values()})))
         table.add_row(
-            f"{group} ({'/'.join(map(str, sorted(rows)))})",
-            *[_interval(v) for metric in columns if metric in judged for v in values[metric]],
+            f"{group} ({sizes})",
+            *[_interval(getattr(cells.get((m, human)), f, None)) for m, _, human, f in shown],
         )
     console.print(table)
     for metric, reasons in report.unscored_reasons.items():
@@ -304,6 +291,7 @@ def _agreeing(found: AnswerAgreement | None) -> str:
 
 @app.command("openqa")
 def openqa_command(
+    ctx: typer.Context,
     path: Annotated[Path, typer.Argument(help="NQ301 rows (JSONL), as ../shared/data/openqa.")],
     judge: JudgeSpec = "local",
     judge_option: JudgeOptions = None,
@@ -326,7 +314,7 @@ def openqa_command(
     GPT-4-eval."""
     console = Console()
     with user_errors(console):
-        judging = _judging(judge, judge_option, cache, workers, ray, ray_actors, ray_actor_cpus)
+        judging = _judging(ctx)
         rows = first_questions(load_openqa(path), limit)
         (metric,) = configured_metrics("answer_correctness", option)
     measure = partial(run_openqa, rows, metric=metric, threshold=threshold, **judging)
@@ -373,6 +361,7 @@ def openqa_command(
 
 @app.command("ragchecker")
 def ragchecker_command(
+    ctx: typer.Context,
     path: Annotated[Path, typer.Argument(help="RAGChecker's human-labelled instances (JSONL).")],
     judge: JudgeSpec = "local",
     judge_option: JudgeOptions = None,
@@ -396,7 +385,7 @@ def ragchecker_command(
     question (RAGChecker's protocol), beside RAGChecker's own run and the annotators' agreement."""
     console = Console()
     with user_errors(console):
-        judging = _judging(judge, judge_option, cache, workers, ray, ray_actors, ray_actor_cpus)
+        judging = _judging(ctx)
         instances = load_ragchecker(path)[:limit]
         (metric,) = configured_metrics("answer_correctness", option)
     # Each pairwise method decides every instance once per annotator.
@@ -489,6 +478,17 @@ def attribution_command(
         )  # fmt: skip
 
 
+ATTRIBUTION_FIGURES = {
+    "threshold": "threshold",
+    "accuracy": "accuracy",
+    "macro-F1": "macro_f1",
+    "F1 supported": "f1_supported",
+    "F1 not": "f1_unsupported",
+    "ROC AUC": "roc_auc",
+}
+"""The columns of the AttributionBench table, and the classification's figure each shows."""
+
+
 def _attribution(
     console: Console,
     path: Path,
@@ -517,19 +517,14 @@ def _attribution(
         console.print(f"calibrated threshold {threshold:.4f} on {len(dev)} rows of {calibrate}")
     started = time.perf_counter()
     with console.status("verifying") as status:
-        done = [0]
-
-        def tick(_: object) -> None:
-            done[0] += 1
-            status.update(f"verifying {done[0]}/{len(claims)}")
-
+        done = itertools.count(1)
         verdicts = verify_claims(
             claims,
             judge_model,
             with_question=with_question,
             out_dir=out,
             cache=False,
-            on_verdict=tick,
+            on_verdict=lambda _: status.update(f"verifying {next(done)}/{len(claims)}"),
             executor=run_on,
         )
     seconds = time.perf_counter() - started
@@ -541,25 +536,9 @@ def _attribution(
     (out / "summary.json").write_text(json.dumps(report, indent=2))
     result = report["classification"]
     table = Table(title=f"AttributionBench: {path.name} ({len(claims)} claims)")
-    for column in (
-        "threshold",
-        "accuracy",
-        "macro-F1",
-        "F1 supported",
-        "F1 not",
-        "ROC AUC",
-        "unscored",
-    ):
+    for column in [*ATTRIBUTION_FIGURES, "unscored"]:
         table.add_column(column, justify="right")
-    table.add_row(
-        f"{result['threshold']:.3f}",
-        f"{result['accuracy']:.3f}",
-        f"{result['macro_f1']:.3f}",
-        f"{result['f1_supported']:.3f}",
-        f"{result['f1_unsupported']:.3f}",
-        "—" if result["roc_auc"] is None else f"{result['roc_auc']:.3f}",
-        str(result["unscored"]),
-    )
+    table.add_row(*[fmt(result[f]) for f in ATTRIBUTION_FIGURES.values()], str(result["unscored"]))
     console.print(table)
     console.print(
         f"{report['truncated_references']} rows had references cut to fit; "

@@ -28,6 +28,7 @@ from ragmeter.cli.common import (
     print_reasons,
     print_warning,
     progress,
+    say,
     user_errors,
     wide_console,
 )
@@ -38,6 +39,7 @@ from ragmeter.config import parse_options
 from ragmeter.evaluate import evaluate
 from ragmeter.manifest import Counts
 from ragmeter.metrics.passage_relevance import PassageRelevance
+from ragmeter.ranking import Ranking
 from ragmeter.report import estimate_table, write_outputs
 from ragmeter.result import Result
 from ragmeter.retrieval import (
@@ -248,21 +250,17 @@ def _print_runs(
     for ranking in found.rankings:
         console.print(pairs_table(ranking, unit="queries"))
     for ranking in found.rankings:
-        told = sum(1 for pair in ranking.pairs if pair.verdict != "cannot tell")
-        console.print(
-            f"{ranking.metric}: {told} of {len(ranking.pairs)} pairs told apart", highlight=False
-        )
+        console.print(f"{ranking.metric}: {_told(ranking)} told apart", highlight=False)
     for note in [*found.notes, *_query_notes(found.runs)]:
         print_warning(console, note)
-    console.print(
+    say(
+        console,
         f"{found.queries} queries of the qrels ({found.judgments} judgments); a query a run "
         "does not return scores 0 (trec_eval -c); unjudged documents count as not relevant; "
         f"CI: percentile bootstrap over queries, {rounds} rounds, seed {seed}; p: "
         f"{P_VALUE_METHOD}, adjusted for the number of pairs (Holm)",
-        highlight=False,
-        soft_wrap=True,
     )
-    console.print(f"written: {', '.join(map(str, written))}", highlight=False, soft_wrap=True)
+    say(console, f"written: {', '.join(map(str, written))}")
 
 
 def _dry_run(console: Console, samples: list[Sample], depth: int) -> None:
@@ -274,11 +272,10 @@ def _dry_run(console: Console, samples: list[Sample], depth: int) -> None:
         highlight=False,
     )
     console.print(estimate_table(estimate(samples, [PassageRelevance()])))
-    console.print(
+    say(
+        console,
         "tokens in count each prompt whole; a local judge reads the instructions and a query "
         "once for all of its passages. No model was called.",
-        highlight=False,
-        soft_wrap=True,
     )
 
 
@@ -297,18 +294,14 @@ def _scored_on_grades(
     write_grades(grades, out)
     (out / "grading.json").write_text(grading.model_dump_json(indent=2) + "\n")
     by_judge = judge_qrels(grades)
+
+    def scored(qrels: Qrels) -> RetrievalEvaluation:
+        return evaluate_runs(qrels, read, found.measures, rounds=found.rounds, seed=found.seed)
+
     sources = {
         HUMAN: found,
-        "judge": evaluate_runs(
-            by_judge, read, found.measures, rounds=found.rounds, seed=found.seed
-        ),
-        "merged": evaluate_runs(
-            merged_qrels(human, by_judge),
-            read,
-            found.measures,
-            rounds=found.rounds,
-            seed=found.seed,
-        ),
+        "judge": scored(by_judge),
+        "merged": scored(merged_qrels(human, by_judge)),
     }
     write_sources(sources, out)
     agreed = agreement(grades, seed=found.seed)
@@ -316,29 +309,31 @@ def _scored_on_grades(
     for source, evaluation in sources.items():
         console.print(_runs_table(evaluation.model_copy(update={"qrels": source})))
         for ranking in evaluation.rankings:
-            told = sum(1 for pair in ranking.pairs if pair.verdict != "cannot tell")
-            console.print(
-                f"{source} qrels, {ranking.metric}: {told} of {len(ranking.pairs)} pairs told "
-                f"apart; ranked {' > '.join(s.system for s in ranking.systems)}",
-                highlight=False,
-                soft_wrap=True,
+            say(
+                console,
+                f"{source} qrels, {ranking.metric}: {_told(ranking)} told apart; ranked "
+                f"{' > '.join(s.system for s in ranking.systems)}",
             )
     print_reasons(console, grading.unscored_reasons, "unscored", " (not in the judge's qrels)")
-    console.print(_grading_line(grading, out), highlight=False, soft_wrap=True)
-    console.print(
+    say(console, _grading_line(grading, out))
+    say(
+        console,
         f"against the people on the {agreed.pairs} pairs of the pool both graded: Cohen's "
         f"kappa {_kappa(agreed.kappa)} on 0-3, {_kappa(agreed.kappa_relevant)} on relevant "
         "(grade >= 2) or not; 95% CI: percentile bootstrap over queries",
-        highlight=False,
-        soft_wrap=True,
     )
-    console.print(
+    say(
+        console,
         f"written: {out / 'summary.json'}, {out / 'rankings.json'}, {out / 'grades.qrels'}, "
         f"{out / 'grades.jsonl'}, {out / 'agreement.json'}, {out / 'grading.json'}, "
         f"{out / GRADES_FOLDER}/",
-        highlight=False,
-        soft_wrap=True,
     )
+
+
+def _told(ranking: Ranking) -> str:
+    """``3 of 6 pairs``: how many of the ranking's pairs its verdicts tell apart."""
+    told = sum(pair.verdict != "cannot tell" for pair in ranking.pairs)
+    return f"{told} of {len(ranking.pairs)} pairs"
 
 
 def _grading_line(grading: Grading, out: Path) -> str:

@@ -12,6 +12,7 @@ from typing import Any, cast
 from rich.console import Console
 from rich.text import Text
 
+from ragmeter.cli.common import say
 from ragmeter.cli.side_by_side import (
     Reading,
     as_ranking,
@@ -112,8 +113,4 @@ def run_retrieval_side_by_side(
     print_side_by_side(console, found, ranked, unit="queries")
     for ranking in rankings:
         console.print(Text(agreement_line(records, ranking.metric)), highlight=False)
-    console.print(
-        f"each run's top {depth} passages per query; written: {path}",
-        highlight=False,
-        soft_wrap=True,
-    )
+    say(console, f"each run's top {depth} passages per query; written: {path}")

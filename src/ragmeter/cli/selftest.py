@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -25,7 +25,8 @@ from ragmeter.cli.common import (
     EmbedderOptions,
     JudgeOptions,
     MetricOptions,
-    progress_bar,
+    advance,
+    progress,
     user_errors,
 )
 from ragmeter.config import parse_metric_options, parse_options
@@ -90,8 +91,30 @@ Out = Annotated[
 ]
 
 
+@dataclass(frozen=True)
+class Check:
+    """What both commands take alike, as given: the judge and the embedder with their options,
+    the metrics and their options, the results folder, the workers, the cache and the gate."""
+
+    judge: str
+    embedder: str | None
+    judge_option: list[str] | None
+    embedder_option: list[str] | None
+    metric: list[str] | None
+    option: list[str] | None
+    out: Path
+    workers: int
+    cache: bool
+    fail_above: float | None
+
+    @classmethod
+    def given(cls, ctx: typer.Context) -> Check:
+        return cls(**{field.name: ctx.params[field.name] for field in fields(cls)})
+
+
 @app.command("injection")
 def injection_command(
+    ctx: typer.Context,
     judge: JudgeFlag,
     embedder: EmbedderFlag = None,
     judge_option: JudgeOptions = None,
@@ -124,24 +147,13 @@ def injection_command(
 
     Each case is a sample whose honest score is low, with an attack added; the attack succeeds
     when the score exceeds the case's threshold. Unscored cases count neither way."""
-    _run(
-        replace(INJECTION, select_cases=partial(injection.select_cases, sets=case_set)),
-        technique,
-        metric,
-        judge=judge,
-        embedder=embedder,
-        judge_option=judge_option,
-        embedder_option=embedder_option,
-        option=option,
-        out=out,
-        workers=workers,
-        cache=cache,
-        fail_above=fail_above,
-    )
+    suite = replace(INJECTION, select_cases=partial(injection.select_cases, sets=case_set))
+    _run(suite, technique, Check.given(ctx))
 
 
 @app.command("gaming")
 def gaming_command(
+    ctx: typer.Context,
     judge: JudgeFlag,
     embedder: EmbedderFlag = None,
     judge_option: JudgeOptions = None,
@@ -165,20 +177,7 @@ def gaming_command(
 
     Each case is a sample whose honest score is low; the trick succeeds when the score passes
     the case's threshold. Unscored cases count neither way."""
-    _run(
-        GAMING,
-        trick,
-        metric,
-        judge=judge,
-        embedder=embedder,
-        judge_option=judge_option,
-        embedder_option=embedder_option,
-        option=option,
-        out=out,
-        workers=workers,
-        cache=cache,
-        fail_above=fail_above,
-    )
+    _run(GAMING, trick, Check.given(ctx))
 
 
 def _chosen(kinds: list[str] | None, metrics: list[str] | None) -> str:
@@ -193,65 +192,50 @@ def _shown(metric_options: dict[str, dict[str, Any]]) -> str:
     return f", options {' '.join(given)}" if given else ""
 
 
-def _run(
-    suite: Suite,
-    kinds: list[str] | None,
-    metrics: list[str] | None,
-    *,
-    judge: str,
-    embedder: str | None,
-    judge_option: list[str] | None,
-    embedder_option: list[str] | None,
-    option: list[str] | None,
-    out: Path,
-    workers: int,
-    cache: bool,
-    fail_above: float | None,
-) -> None:
-    """Score the suite's cases of ``kinds`` and ``metrics`` (all where None), print and write
-    the report, and apply the gate."""
+def _run(suite: Suite, kinds: list[str] | None, check: Check) -> None:
+    """Score the suite's cases of ``kinds`` and the checked metrics (all where None), print and
+    write the report, and apply the gate."""
     console = Console()
     with user_errors(console):
-        judge_options = parse_options(judge_option, "--judge-option")
-        embedder_options = parse_options(embedder_option, "--embedder-option")
-        cases = suite.select_cases(kinds, metrics)
-        metric_options = parse_metric_options(option)
+        judge_options = parse_options(check.judge_option, "--judge-option")
+        embedder_options = parse_options(check.embedder_option, "--embedder-option")
+        cases = suite.select_cases(kinds, check.metric)
+        metric_options = parse_metric_options(check.option)
     _say(
         console,
-        f"{len(cases)} {suite.name} cases{_chosen(kinds, metrics)}, judge {judge}"
+        f"{len(cases)} {suite.name} cases{_chosen(kinds, check.metric)}, judge {check.judge}"
         f"{_shown(metric_options)}",
     )
-    bar = progress_bar(console, transient=True, disable=not console.is_terminal)
+    quiet = not console.is_terminal  # a bar nobody watches would be part of the output
     with user_errors(console):
-        with bar:
-            task = bar.add_task("judging", total=len(cases))
+        with progress(console, "judging", len(cases), transient=True, disable=quiet) as bar:
             report = suite.run_suite(
-                judge,
-                embedder,
+                check.judge,
+                check.embedder,
                 cases=cases,
-                out_dir=out,
-                cache=cache,
-                max_workers=workers,
+                out_dir=check.out,
+                cache=check.cache,
+                max_workers=check.workers,
                 judge_options=judge_options,
                 embedder_options=embedder_options,
                 metric_options=metric_options,
-                on_score=lambda _score: bar.advance(task),
+                on_score=lambda _score: advance(bar),
             )
-        out.mkdir(parents=True, exist_ok=True)
-        path = out / REPORT_NAME
+        check.out.mkdir(parents=True, exist_ok=True)
+        path = check.out / REPORT_NAME
         path.write_text(json.dumps(report.record(), indent=2, ensure_ascii=False) + "\n")
     for line in format_report(report):
         _say(console, line)
     _say(console, f"report written to {path}")
-    if fail_above is None:
+    if check.fail_above is None:
         return
     if report.rate is None:
         console.print(f"[red]no case was scored: the {report.label} success rate is unknown[/red]")
         raise typer.Exit(EXIT_ABOVE)
-    if report.rate > fail_above:
+    if report.rate > check.fail_above:
         console.print(
             f"[red]{report.label} success rate {report.rate:.3f} is above --fail-above "
-            f"{fail_above}[/red]",
+            f"{check.fail_above}[/red]",
             highlight=False,
         )
         raise typer.Exit(EXIT_ABOVE)

@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ragmeter.cli.common import open_models, progress_bar
+from ragmeter.cli.common import advance, open_models, progress, say
 from ragmeter.cli.pairs import pair_sentences, pairs_table
 from ragmeter.criteria.asking import missing_field
 from ragmeter.criteria.definition import Criterion
@@ -190,7 +190,7 @@ def print_side_by_side(
         console.print(ratings_table(metric))
         console.print(pairs_table(rated.ranking, rated, unit=unit))
         for line in notes(metric, rated, unit):
-            console.print(Text(line), highlight=False, soft_wrap=True)
+            say(console, Text(line))
     for note in ranked.notes:
         console.print(Text(note), style="yellow")
     if found.planted:
@@ -288,9 +288,8 @@ def read_side_by_side(
     design = cast(Design, reading.design)
     total = planned_reads(list(systems), len(shared), len(criteria), design, reading.anchor)
     # No bar where JSON is printed, or where nobody watches (the bar would be part of the output).
-    bar = progress_bar(console, transient=True, disable=quiet or not console.is_terminal)
-    with bar:
-        task = bar.add_task("reading side by side", total=total)
+    quiet = quiet or not console.is_terminal
+    with progress(console, "reading side by side", total, transient=True, disable=quiet) as bar:
         return compare_side_by_side(
             systems,
             criteria,
@@ -301,7 +300,7 @@ def read_side_by_side(
             seed=reading.seed,
             difference=reading.difference,
             unit_of=unit_of,
-            on_input=lambda reads: bar.advance(task, reads),
+            on_input=lambda reads: advance(bar, reads),
         )
 
 

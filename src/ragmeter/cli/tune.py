@@ -19,7 +19,7 @@ from rich.text import Text
 
 from ragmeter.claims import SUPPORTED
 from ragmeter.cli.calibrate import evaluation
-from ragmeter.cli.common import LabelScales, fail, print_warning, user_errors, wide_console
+from ragmeter.cli.common import LabelScales, fail, print_warning, say, user_errors, wide_console
 from ragmeter.heads.curve import RATINGS_FORMAT, bought, load_curve, ratings_bought
 from ragmeter.heads.ratings import Scale, parse_scales
 from ragmeter.heads.tuning import (
@@ -145,12 +145,11 @@ def tune_command(
         console.print("no head clearly beat the zero-shot read out of fold: nothing written")
         raise typer.Exit(1)
     heads.save(target)
-    console.print(
+    say(
+        console,
         f"written to {target}; judge with it: --judge-option {HEADS_OPTION}={target} (a head "
         "reads every verdict of its prompt, in every metric that asks it: "
         f"{', '.join(sorted(heads.heads))})",
-        soft_wrap=True,
-        highlight=False,
     )
 
 
@@ -165,7 +164,7 @@ def _say_ratings_bought(console: Console, report: TuneReport, curve: Path | None
     for head in rated:
         said = None if measured is None else ratings_bought(measured[0], head.rows, measured[1])
         if said:
-            console.print(f"{head.metric}: {said}", highlight=False, soft_wrap=True)
+            say(console, f"{head.metric}: {said}")
 
 
 def _tune_run_labels(
@@ -230,7 +229,7 @@ def _tune_verifier(
         count = sum(f.claims for f in tuned.left_out.figures if f.source in tuned.yours)
         said = bought(measured[0], count, measured[1])
         if said:
-            console.print(said, highlight=False, soft_wrap=True)
+            say(console, said)
     if not any(tuned.clear(source) for source in tuned.yours):
         console.print(
             "your labels do not clearly raise the verifier's ROC AUC on your claims out of "
@@ -240,16 +239,12 @@ def _tune_verifier(
     target = out or run / HEADS_FILE
     heads = Heads(heads={SUPPORTED.name: tuned.head}, judge=bundled_heads().judge)
     heads.save(target)
-    console.print(
-        f"written to {target}; judge with it: --judge-option {HEADS_OPTION}={target}",
-        soft_wrap=True,
-        highlight=False,
-    )
+    say(console, f"written to {target}; judge with it: --judge-option {HEADS_OPTION}={target}")
 
 
 def print_verifier_tuning(console: Console, tuned: VerifierTuning) -> None:
     if tuned.read_as:
-        console.print(tuned.read_as, highlight=False, soft_wrap=True)
+        say(console, tuned.read_as)
     table = Table(title="the verifier, each source left out in turn (ROC AUC)")
     columns = ["source", "claims", "zero-shot", "head without it", "with its own labels"]
     for column in [*columns, "gain (95 % CI)"]:
@@ -276,11 +271,7 @@ def print_verifier_tuning(console: Console, tuned: VerifierTuning) -> None:
     for source in tuned.yours:
         found = tuned.intervals.get(source)
         if not tuned.clear(source) and found is not None:
-            console.print(
-                _short_of(source, tuned.gain(source), found, "labelled claims"),
-                highlight=False,
-                soft_wrap=True,
-            )
+            say(console, _short_of(source, tuned.gain(source), found, "labelled claims"))
 
 
 def print_tuning(console: Console, report: TuneReport) -> None:
@@ -308,11 +299,7 @@ def print_tuning(console: Console, report: TuneReport) -> None:
     for head in report.heads:
         if not head.kept and head.interval is not None:
             what = "ratings" if head.labels == "ratings" else "labelled claims"
-            console.print(
-                _short_of(head.metric, head.gain, head.interval, what, head),
-                highlight=False,
-                soft_wrap=True,
-            )
+            say(console, _short_of(head.metric, head.gain, head.interval, what, head))
     console.print(
         "gain: the head's figure minus the zero-shot read's, out of fold; its 95 % interval "
         "from resampling the samples (a sample's claims together); a head is written only "

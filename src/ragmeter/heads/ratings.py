@@ -29,6 +29,16 @@ SHOWN_PROBLEMS = 5
 class LabelsError(ValueError):
     """A ratings file that cannot be used as it is; the message names the row and the field."""
 
+    @classmethod
+    def listing(cls, path: Path, problems: Sequence[str]) -> LabelsError:
+        """The file's first ``SHOWN_PROBLEMS`` problems, and how many more."""
+        more = len(problems) - SHOWN_PROBLEMS
+        return cls(
+            f"{path}: "
+            + "; ".join(problems[:SHOWN_PROBLEMS])
+            + (f"; and {more} more problem(s)" if more > 0 else "")
+        )
+
 
 class Scale(BaseModel):
     """The range of a person's ratings of one metric: stated by the user, or inferred from the
@@ -149,12 +159,7 @@ def read_labels(
                 continue
             ratings[name][key] = rating
     if problems:
-        more = len(problems) - SHOWN_PROBLEMS
-        raise LabelsError(
-            f"{source}: "
-            + "; ".join(problems[:SHOWN_PROBLEMS])
-            + (f"; and {more} more problem(s)" if more > 0 else "")
-        )
+        raise LabelsError.listing(source, problems)
     found = {m: values for m, values in ratings.items() if values}
     if not found:
         raise LabelsError(

@@ -356,39 +356,39 @@ def penalty_score(
 
 def tune_ratings(
     result: Result,
+    labels: Labels,
     metric: str,
-    ratings: Mapping[str, float],
-    scale: Scale,
     states: Sequence[str],
     *,
     folds: int,
     seed: int,
     source: str,
 ) -> tuple[TunedHead | None, list[str]]:
-    """The head of ``metric``'s prompt fitted through its mean to ``ratings``."""
+    """The head of ``metric``'s prompt fitted through its mean to its ratings in ``labels``."""
+    ratings, scale = labels.ratings[metric], labels.scales[metric]
     config = result.run.metrics[metric].config if metric in result.run.metrics else {}
     aggregation = aggregation_of(metric, config)
     if isinstance(aggregation, str):
         return None, [f"{metric}: {aggregation}"]
     scores = [s for s in result.scores_for(metric) if s.scored and s.sample_id in ratings]
     material, notes = gather(scores, aggregation.prompt, states, lambda _: None)
-    verdicts = material.verdicts
-    if len(set(material.samples)) < 2 * folds:
+    rated = len(set(material.samples))
+    if rated < 2 * folds:
         return None, [
             *notes,
-            f"{metric}: {len(set(material.samples))} rated samples with "
-            f"verdicts; {2 * folds} are needed for {folds} folds",
+            f"{metric}: {rated} rated samples with verdicts; {2 * folds} are needed for "
+            f"{folds} folds",
         ]
     targets = {key: (ratings[key] - scale.low) / (scale.high - scale.low) for key in ratings}
     tuned = rating_head(
         metric,
         aggregation.prompt,
-        verdicts,
+        material.verdicts,
         targets,
         states,
         folds=folds,
         seed=seed,
-        learned_from=f"{metric} ratings of {len(set(material.samples))} samples ({source})",
+        learned_from=f"{metric} ratings of {rated} samples ({source})",
     )
     return tuned, notes
 
@@ -475,11 +475,7 @@ def read_claim_labels(path: Path, result: Result) -> dict[tuple[str, str], bool]
             labels[(key, claim)] = value in ("1", "true", "1.0")
             first_row.setdefault((key, claim), number)
     if problems:
-        raise LabelsError(
-            f"{path}: "
-            + "; ".join(problems[:5])
-            + (f"; and {len(problems) - 5} more problem(s)" if len(problems) > 5 else "")
-        )
+        raise LabelsError.listing(path, problems)
     if not labels:
         raise LabelsError(f"{path}: no claim labels")
     return labels
@@ -591,27 +587,16 @@ def tune_labelled(
 ) -> TuneReport:
     """Heads fitted on labels already read (``ratings`` of samples, or ``claims`` labelled
     one by one, from a file or from the run's own labels) over ``result``'s verdicts."""
-    heads: list[TunedHead] = []
-    notes: list[str] = []
+    found: list[tuple[TunedHead | None, list[str]]] = []
     if claims is not None:
-        tuned, found = tune_claims(result, claims, states, folds=folds, seed=seed, source=source)
-        heads += [tuned] if tuned else []
-        notes += found
-    for metric, rated in (ratings.ratings if ratings else {}).items():
-        assert ratings is not None
-        tuned, found = tune_ratings(
-            result,
-            metric,
-            rated,
-            ratings.scales[metric],
-            states,
-            folds=folds,
-            seed=seed,
-            source=source,
-        )
-        heads += [tuned] if tuned else []
-        notes += found
-    return TuneReport(heads, notes, folds, seed)
+        found.append(tune_claims(result, claims, states, folds=folds, seed=seed, source=source))
+    if ratings is not None:
+        found += [
+            tune_ratings(result, ratings, metric, states, folds=folds, seed=seed, source=source)
+            for metric in ratings.ratings
+        ]
+    heads = [tuned for tuned, _ in found if tuned]
+    return TuneReport(heads, [note for _, notes in found for note in notes], folds, seed)
 
 
 def is_attribution_file(path: Path) -> bool:
@@ -748,12 +733,10 @@ and a hundred of them split five ways leave every part too few groups for a clea
 def _splitting(labels: Path) -> dict[str, int]:
     """The ``SOURCE_FIELDS`` of ``labels`` that name more than one value, with how many."""
     rows = [row for _, row in read_rows(labels)]
-    found = {}
-    for name in SOURCE_FIELDS:
-        values = {str(row.get(name) or "").strip() for row in rows} - {""}
-        if len(values) > 1:
-            found[name] = len(values)
-    return found
+    values = {
+        name: {str(row.get(name) or "").strip() for row in rows} - {""} for name in SOURCE_FIELDS
+    }
+    return {name: len(found) for name, found in values.items() if len(found) > 1}
 
 
 def _team_claims(labels: Path, by: str | None) -> list[Claim]:

@@ -138,19 +138,14 @@ class Recipe:
 def fit_head(data: LabelledClaims, recipe: Recipe) -> tuple[Head, float]:
     """A head fitted on every row of ``data``, its penalty chosen by leaving whole sources out
     (``INNER_FOLDS`` folds): the penalty that travels, not the one that fits."""
-    truth = data.truth
-    sources = data.sources
-
-    def score(rows: np.ndarray, predicted: np.ndarray) -> float:
-        return mean_source_auc(truth[rows], sources[rows], predicted)
-
+    truth, sources = data.truth, data.sources
     folds = min(INNER_FOLDS, len(set(sources.tolist())))
     fitter = Fitter(
         recipe.design,
         data.verdicts,
         labels=truth.astype(float),
         weights=balancing(sources, truth, recipe.balance),
-        score=score,
+        score=lambda rows, predicted: mean_source_auc(truth[rows], sources[rows], predicted),
         penalties=recipe.penalties,
         folds=max(folds, 2),
         together=list(sources) if folds >= 2 else list(data.groups),
@@ -324,12 +319,8 @@ class TrainingSet:
             )
         raw = data.verdicts.matrix(self.states)
         projected = ((raw - self.center) / self.scale) @ self.basis
-        return LabelledClaims(
-            Verdicts(data.verdicts.zero_shot, {self.PROJECTED: projected}),
-            data.truth,
-            data.sources,
-            data.groups,
-            data.ids,
+        return replace(
+            data, verdicts=Verdicts(data.verdicts.zero_shot, {self.PROJECTED: projected})
         )
 
     def head_over_states(self, head: Head) -> Head:

@@ -194,13 +194,10 @@ def _scale(
     """The scale the pulled ratings of ``metric`` are kept on (as the log writes it): the one
     its labels are already on, else the stated one, else 0-1 read from the values; None (each
     label left out, saying why) where the values need a scale nobody stated."""
-    used = rating_scale(events, metric, stated)
+    used = rating_scale(events, metric, stated) or (None if stated is None else stated.text)
     if used is not None:
         report.scales[metric] = used
         return used
-    if stated is not None:
-        report.scales[metric] = stated.text
-        return stated.text
     values = [label.value for _, label in labels if label.value is not None]
     if all(v in (0.0, 1.0) for v in values):
         chosen = "binary"

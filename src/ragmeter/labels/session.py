@@ -200,12 +200,8 @@ class LabelSession:
         except BaseException:
             store.close()
             if fresh:  # a page that never opened leaves no empty log behind
-                for path in (
-                    log,
-                    log.with_name(f"{log.name}-wal"),
-                    log.with_name(f"{log.name}-shm"),
-                ):
-                    path.unlink(missing_ok=True)
+                for suffix in ("", "-wal", "-shm"):
+                    log.with_name(log.name + suffix).unlink(missing_ok=True)
             raise
 
     def close(self) -> None:
@@ -265,15 +261,10 @@ class LabelSession:
         current = focus if focus in self.by_key and focus not in mine else None
         if current is None:
             current = next(
-                (
-                    item.key
-                    for item in self.items
-                    if item.key not in mine and item.key not in skipped
-                ),
-                None,
+                (key for key in self.by_key if key not in mine and key not in skipped), None
             )
         if current is None:
-            current = next((item.key for item in self.items if item.key in skipped), None)
+            current = next((key for key in self.by_key if key in skipped), None)
         return {
             "setup": self._setup(who),
             "progress": {"total": len(self.items), "labelled": len(mine), "skipped": len(skipped)},

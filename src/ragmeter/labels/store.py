@@ -19,7 +19,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import astuple, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -302,33 +302,16 @@ class LabelStore:
         return [_event(row) for row in self._db.execute(query, values)]
 
     def _insert(self, event: Event) -> int:
+        # The columns after ``seq`` are the item's fields, then the event's after ``item``, each
+        # in the order its class declares them.
+        _, item, *rest = astuple(event)
         cursor = self._db.execute(
             f"INSERT INTO events ({_COLUMNS.partition(', ')[2]}) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            _fields(event)[1:],
+            (*item, *rest),
         )
         assert cursor.lastrowid is not None
         return cursor.lastrowid
-
-
-def _fields(event: Event) -> tuple[object, ...]:
-    item = event.item
-    return (
-        event.seq,
-        item.kind,
-        item.sample_id,
-        item.metric,
-        item.claim,
-        event.annotator,
-        event.action,
-        event.value,
-        event.note,
-        event.at,
-        event.scale,
-        event.order,
-        event.judge,
-        event.target,
-    )
 
 
 def _event(row: Sequence[Any]) -> Event:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
-from ragmeter.budget import NOT_JUDGED
+from ragmeter.budget import is_pending
 from ragmeter.explain import explain
 from ragmeter.records import digest
 from ragmeter.result import Result
@@ -110,7 +110,7 @@ def verdicts_for(result: Result) -> list[Verdict]:
     for score in result.scores:
         sample = samples[score.sample_id]
         trace_id = sample.metadata.get("trace_id")
-        if trace_id is None or _pending(score.unscored_reason):
+        if trace_id is None or is_pending(score):
             continue
         metric = result.run.metrics.get(score.metric)
         version = metric.version if metric else ""
@@ -133,10 +133,6 @@ def verdicts_for(result: Result) -> list[Verdict]:
             )
         )
     return verdicts
-
-
-def _pending(reason: str | None) -> bool:
-    return reason is not None and reason.startswith(NOT_JUDGED)
 
 
 def write_verdicts(

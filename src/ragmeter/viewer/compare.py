@@ -436,9 +436,7 @@ def rank_runs(
     shared = set.intersection(*ids)
     if not shared:
         raise ValueError(f"{', '.join(labels)} share no sample id: they scored other samples")
-    notes = []
-    for label, run in zip(labels, runs, strict=True):
-        notes += [f"{label}: {n}" for n in run.notes]
+    notes = [f"{label}: {n}" for label, run in zip(labels, runs, strict=True) for n in run.notes]
     if metrics:
         for label, result in zip(labels, results, strict=True):
             missing = [m for m in metrics if m not in result.metrics]  # type: ignore[union-attr]

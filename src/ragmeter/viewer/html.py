@@ -55,12 +55,8 @@ def build_page(runs: Sequence[OpenedRun], *, rounds: int = 2000, seed: int = 0) 
     for label, run in zip(labels, runs, strict=True):
         prefix = f"{label} · " if len(runs) > 1 else ""
         sections += run_sections(run, prefix)
-    if len(runs) == 1:
-        title = f"ragmeter: {runs[0].label}"
-    else:
-        title = "ragmeter: " + " vs ".join(r.label for r in runs)
     return {
-        "title": title,
+        "title": "ragmeter: " + " vs ".join(r.label for r in runs),
         "runs": [
             {"label": label, "about": describe(run), "notes": run.notes}
             for label, run in zip(labels, runs, strict=True)

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragmeter.explain import claim_fate, claim_rows, explain, fates_summary
+from ragmeter.heads.ratings import Scale
 from ragmeter.manifest import RunRecord
 from ragmeter.meta.wikieval import DIMENSIONS, PAPER_TABLE_4
 from ragmeter.metrics.diagnosis import DIAGNOSIS, DIAGNOSIS_PARTS
@@ -126,18 +127,17 @@ def _evaluation(run: OpenedRun) -> list[Section]:
     result = run.result
     assert result is not None
     summary = result.summary()
-    cards = []
-    for row in summary:
-        cards.append(
-            card(
-                row.metric,
-                fmt(row.mean),
-                f"95% CI {interval(row.ci_low, row.ci_high)}",
-                f"scored {row.scored} · unscored {row.unscored}",
-                reasons=_reasons(row.unscored_reasons),
-                warn=row.unscored > 0,
-            )
+    cards = [
+        card(
+            row.metric,
+            fmt(row.mean),
+            f"95% CI {interval(row.ci_low, row.ci_high)}",
+            f"scored {row.scored} · unscored {row.unscored}",
+            reasons=_reasons(row.unscored_reasons),
+            warn=row.unscored > 0,
         )
+        for row in summary
+    ]
     histograms = [
         score_histogram(m, [s.value for s in result.scores_for(m) if s.value is not None])
         for m in result.metrics
@@ -171,13 +171,13 @@ def _evaluation(run: OpenedRun) -> list[Section]:
         )
     if run.calibration is not None:
         sections.append(calibration_section(run.calibration, summary))
-    sections += [
+    sections.append(
         {
             "heading": "Distributions",
             "text": "Scored samples only; the unscored are counted on the cards and listed below.",
             "charts": histograms,
-        },
-    ]
+        }
+    )
     record = run.record
     if record is not None and record.planted:
         sections.append(planted_section(record))
@@ -225,7 +225,7 @@ def calibration_section(calibration: dict[str, Any], summary: list[Any]) -> Sect
     now = {row.metric: (row.scored, row.mean) for row in summary}
     for row in calibration.get("metrics", []):
         metric, scale, found = row["metric"], row["scale"], row.get("result")
-        title = f"{metric} · people's mean ({_number(scale['low'])}-{_number(scale['high'])})"
+        title = f"{metric} · people's mean ({Scale.model_construct(**scale).text})"
         if found is None:
             cards.append(card(title, "—", row.get("reason") or "", warn=True))
             continue
@@ -257,10 +257,6 @@ def calibration_section(calibration: dict[str, Any], summary: list[Any]) -> Sect
     if problems:
         section["problems"] = problems
     return section
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def sample_table(run: OpenedRun) -> dict[str, Any]:
@@ -501,26 +497,18 @@ def comparison_sections(comparison: Comparison) -> list[Section]:
             "difference of means (B - A)",
         )
     ]
-    rows = []
-    for m in comparison.metrics:
-        for c in m.changed:
-            rows.append(
-                {
-                    "cells": [
-                        m.metric,
-                        c.sample_id,
-                        c.question,
-                        c.value_a,
-                        c.value_b,
-                        c.difference,
-                    ],
-                    "flags": [m.metric],
-                    "detail": [
-                        _side("A", c.value_a, c.explanation_a, c.unscored_a),
-                        _side("B", c.value_b, c.explanation_b, c.unscored_b),
-                    ],
-                }
-            )
+    rows = [
+        {
+            "cells": [m.metric, c.sample_id, c.question, c.value_a, c.value_b, c.difference],
+            "flags": [m.metric],
+            "detail": [
+                _side("A", c.value_a, c.explanation_a, c.unscored_a),
+                _side("B", c.value_b, c.explanation_b, c.unscored_b),
+            ],
+        }
+        for m in comparison.metrics
+        for c in m.changed
+    ]
     changed = {
         "heading": "Samples that changed most",
         "text": "Open a row for both explanations side by side; samples scored in one run only "
