@@ -19,6 +19,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from ragmeter.cli.common import (
     CacheFlag,
@@ -27,6 +28,7 @@ from ragmeter.cli.common import (
     MetricOptions,
     advance,
     progress,
+    say,
     user_errors,
 )
 from ragmeter.config import parse_metric_options, parse_options
@@ -43,11 +45,6 @@ app = typer.Typer(no_args_is_help=True, add_completion=False)
 def _selftest() -> None:
     """Checks of your own judge: fixed cases whose honest outcome is known, scored by the real
     metrics."""
-
-
-def _say(console: Console, line: str) -> None:
-    """Print ``line`` as it is: no markup, no colouring, no wrapping."""
-    console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 @dataclass(frozen=True)
@@ -201,10 +198,12 @@ def _run(suite: Suite, kinds: list[str] | None, check: Check) -> None:
         embedder_options = parse_options(check.embedder_option, "--embedder-option")
         cases = suite.select_cases(kinds, check.metric)
         metric_options = parse_metric_options(check.option)
-    _say(
+    say(
         console,
-        f"{len(cases)} {suite.name} cases{_chosen(kinds, check.metric)}, judge {check.judge}"
-        f"{_shown(metric_options)}",
+        Text(
+            f"{len(cases)} {suite.name} cases{_chosen(kinds, check.metric)}, "
+            f"judge {check.judge}{_shown(metric_options)}"
+        ),
     )
     quiet = not console.is_terminal  # a bar nobody watches would be part of the output
     with user_errors(console):
@@ -224,9 +223,8 @@ def _run(suite: Suite, kinds: list[str] | None, check: Check) -> None:
         check.out.mkdir(parents=True, exist_ok=True)
         path = check.out / REPORT_NAME
         path.write_text(json.dumps(report.record(), indent=2, ensure_ascii=False) + "\n")
-    for line in format_report(report):
-        _say(console, line)
-    _say(console, f"report written to {path}")
+    for line in [*format_report(report), f"report written to {path}"]:
+        say(console, Text(line))  # as written: a case's text may hold [brackets]
     if check.fail_above is None:
         return
     if report.rate is None:
