@@ -515,10 +515,11 @@ def table(judged: list[Judged], screens_: dict[str, Screen]) -> None:
             )
 
 
-def costs(out: Path) -> tuple[np.ndarray, np.ndarray] | None:
+def costs(out: Path) -> np.ndarray | None:
     """What a sentence question and a repeat check cost the full layout: least squares over
     the contexts judged with no call answered from the cache, of the prompt tokens read and
-    of the seconds, on the sentences' characters, the questions and the checks."""
+    of the seconds, on the sentences' characters, the questions and the checks: both said, the
+    seconds' coefficients returned."""
     rows = [
         r
         for r in read_jsonl(out / "teacher.jsonl")
@@ -545,7 +546,7 @@ def costs(out: Path) -> tuple[np.ndarray, np.ndarray] | None:
         f"+ {tokens[3]:.0f}; seconds = {seconds[0]:.4f} x characters/4 + {seconds[1]:.3f} a "
         f"sentence question + {seconds[2]:.2f} a repeat check + {seconds[3]:.1f}\n"
     )
-    return tokens, seconds
+    return seconds
 
 
 def time_spared(judged: list[Judged], screen: Screen, seconds: np.ndarray) -> float:
@@ -573,7 +574,7 @@ def screens(args: argparse.Namespace) -> None:
         f"{len(judged)} contexts, {count} sentences judged by the full layout in {seconds:.0f} s "
         f"({seconds / count:.2f} s a sentence, repeat checks included)\n"
     )
-    fitted = costs(args.out)
+    seconds_fit = costs(args.out)
     everything = [
         i for i in judged if screened_score(i, set(range(len(i.sentences))))[0] != i.score
     ]
@@ -596,12 +597,11 @@ def screens(args: argparse.Namespace) -> None:
                     f"  {item.id} [{i}] sim {item.similarity[args.query][i]:.3f} rank {rank}/"
                     f"{len(item.sentences)} p {item.p_needed[i]:.2f}: {item.sentences[i][:100]!r}"
                 )
-    if fitted is not None:
-        _, seconds = fitted
+    if seconds_fit is not None:
         groups = {s: [i for i in judged if i.source == s] for s in SOURCES}
         groups["wikieval focused"] = [i for i in judged if (i.pair or "").endswith("/focused")]
         spared = ", ".join(
-            f"{name} {time_spared(items, chosen, seconds):.2f}"
+            f"{name} {time_spared(items, chosen, seconds_fit):.2f}"
             for name, items in {**groups, "pooled": judged}.items()
             if items
         )

@@ -30,9 +30,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from ragmeter import evaluate
-from ragmeter.config import configured_metrics
+from ragmeter.config import DEFAULT_METRICS, configured_metrics
 from ragmeter.data import load_samples
-from ragmeter.evaluate import DEFAULT_METRICS
 from ragmeter.judges.base import ChatRequest, Embedder, Judge, Message
 from ragmeter.judges.registry import get_embedder, get_judge
 from ragmeter.meta.wikieval import load_wikieval

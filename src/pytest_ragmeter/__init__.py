@@ -75,8 +75,8 @@ def ragmeter_scorer(pytestconfig: pytest.Config) -> Scorer:
     evaluate = (found.table("evaluate") if found else None) or {}
 
     def setting(name: str) -> Any:
-        option, ini = f"ragmeter_{name}", f"ragmeter_{name}"
-        given = pytestconfig.getoption(option) or pytestconfig.getini(ini)
+        key = f"ragmeter_{name}"  # the option's dest and the ini setting's name alike
+        given = pytestconfig.getoption(key) or pytestconfig.getini(key)
         if given:
             return given
         if name == "cache":  # a file says cache = false; on, it is the user cache

@@ -35,11 +35,14 @@ class ConfigFile:
     """The tables the settings sit under in the file: ("tool", "ragmeter") in a pyproject."""
 
     @classmethod
-    def read(cls, path: Path) -> ConfigFile:
+    def read(cls, path: Path, what: str = "") -> ConfigFile:
+        """The file at ``path``; ``what`` names it in the error where it cannot be read (``"the
+        criteria file"``)."""
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
-            raise ConfigFileError(f"cannot read {path}: {exc.strerror}") from None
+            named = f"{what} {path}" if what else str(path)
+            raise ConfigFileError(f"cannot read {named}: {exc.strerror}") from None
         try:
             tables = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
@@ -74,7 +77,7 @@ class ConfigFile:
                 return header
             end = _next_header(self.lines, header) if table else len(self.lines) + 1
             dotted = r"\s*\.\s*".join(re.escape(part) for part in key)
-            found = line_of(self.lines[: end - 1], rf"^\s*[\"']?{dotted}[\"']?\s*=", header)
+            found = _line_of(self.lines[: end - 1], rf"^\s*[\"']?{dotted}[\"']?\s*=", header)
             if found:
                 return found
         below = _header_line(self.lines, full, below=True)  # [a.b.c] holds a.b's keys
@@ -94,7 +97,7 @@ def find_config_file(folder: Path) -> ConfigFile | None:
     return None
 
 
-def line_of(lines: list[str], pattern: str, after: int = 0) -> int:
+def _line_of(lines: list[str], pattern: str, after: int = 0) -> int:
     """The 1-based number of the first line at or after ``after`` matching ``pattern``; 0 if
     none does."""
     compiled = re.compile(pattern)
@@ -118,4 +121,4 @@ def _header_line(lines: list[str], table: list[str], below: bool = False) -> int
     """The line of the header of ``table``, or with ``below`` of the first table inside it."""
     parts = r"\s*\.\s*".join(rf"[\"']?{re.escape(part)}[\"']?" for part in table)
     end = r"\s*\." if below else r"\s*\]"
-    return line_of(lines, rf"^\s*\[\s*{parts}{end}")
+    return _line_of(lines, rf"^\s*\[\s*{parts}{end}")

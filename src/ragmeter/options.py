@@ -12,7 +12,10 @@ from collections.abc import Mapping
 from types import UnionType
 from typing import Annotated, Any, ClassVar, Self, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+Probability = Annotated[float, Field(ge=0, le=1)]
+"""An option that is a probability, a share or a bar on one: from 0 to 1."""
 
 _SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "auth", "credential")
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -61,6 +59,7 @@ from ragmeter.cli.common import (
     print_reasons,
     progress,
     progress_bar,
+    user_errors,
     wide_console,
 )
 from ragmeter.judges import Judge
@@ -99,24 +98,22 @@ RecognizerOption = Annotated[
 ]
 
 
-@contextmanager
-def _refused(*errors: type[Exception]) -> Iterator[None]:
-    """An error of ``errors`` raised in the block ends the command with its message."""
-    try:
-        yield
-    except errors as exc:
-        raise fail(console, exc) from exc
+READING_ERRORS = (GraphError, OSError, ValueError)
+"""What reading a benchmark or a graph raises for a bad file."""
+RUN_ERRORS = (RetrievalError, ValueError)
+"""What retrieving and answering raise for a bad input or option."""
 
 
-def _items(path: Path, field: str, limit: int | None) -> list[BenchmarkItem]:
-    with _refused(GraphError, OSError, ValueError):
-        items = usable(load_benchmark(path, field=field))
-    return items[:limit] if limit else items
-
-
-def _store(graph: Path | None, benchmark: Path, field: str) -> KnowledgeGraph:
-    with _refused(GraphError, OSError, ValueError):
-        return load_graph(graph) if graph else store_graph(load_benchmark(benchmark, field=field))
+def _benchmark(
+    path: Path, field: str, limit: int | None, graph: Path | None, *, with_graph: bool = True
+) -> tuple[list[BenchmarkItem], KnowledgeGraph | None]:
+    """The usable questions (the first ``limit``), and with ``with_graph`` the graph they are
+    asked over: ``graph``, or one stored from the benchmark's own triples; the file read once."""
+    with user_errors(console, READING_ERRORS):
+        loaded = load_benchmark(path, field=field)
+        store = (load_graph(graph) if graph else store_graph(loaded)) if with_graph else None
+    items = usable(loaded)
+    return (items[:limit] if limit else items), store
 
 
 def _judges(
@@ -139,7 +136,7 @@ def _judges(
 def _recognizer(name: str, store: KnowledgeGraph | None) -> Recognizer | None:
     """The questions' entity recognizer where sub-graphs are retrieved (``store``), chosen
     before the progress bar starts, so that a wrong name is the last thing said."""
-    with _refused(ValueError):
+    with user_errors(console, (ValueError,)):
         return recognizer_by_name(name, store) if store is not None else None
 
 
@@ -171,10 +168,10 @@ def retrieve_command(
     out: Out = None,
 ) -> None:
     """Retrieve each question's sub-graphs and report retrieval accuracy against gold graphs."""
-    items = _items(benchmark, field, limit)
-    store = _store(graph, benchmark, field)
+    items, store = _benchmark(benchmark, field, limit, graph)
+    assert store is not None
     out_dir = out or Path("runs") / f"kalma-{benchmark.stem}"
-    with _refused(RetrievalError, ValueError):
+    with user_errors(console, RUN_ERRORS):
         results, accuracy = run_retrieval(
             items,
             store,
@@ -219,14 +216,13 @@ def generate_command(
     """Write an attributed answer per question; prints the judge-free citation metrics."""
     if retrieval not in {"gold", "retrieve"}:
         raise fail(console, "--retrieval is 'gold' or 'retrieve'")
-    items = _items(benchmark, field, limit)
-    store = _store(graph, benchmark, field) if retrieval == "retrieve" else None
+    items, store = _benchmark(benchmark, field, limit, graph, with_graph=retrieval == "retrieve")
     out_dir = out or Path("runs") / f"kalma-{benchmark.stem}"
     name = f"{retrieval}, removed {removed}"
     condition = Condition(name=name, removed=removed, retrieval=retrieval)
     recognizing = _recognizer(recognizer, store)
     writer, _ = _judges(judge, judge_option, cache, generator, generator_option)
-    with progress(console, "generating", len(items)) as bar, _refused(RetrievalError, ValueError):
+    with progress(console, "generating", len(items)) as bar, user_errors(console, RUN_ERRORS):
         runs = run_conditions(
             items,
             [(condition, ScoreOptions())],
@@ -317,7 +313,7 @@ def evolve_command(
     out_dir = out or Path("runs") / f"kalma-evolved-{data.stem}"
     target = out_dir / "benchmark.jsonl"
     writer, _ = _judges(judge, judge_option, cache)
-    with progress(console, "evolving", limit) as bar, _refused(GraphError, OSError, ValueError):
+    with progress(console, "evolving", limit) as bar, user_errors(console, READING_ERRORS):
         items = build_benchmark(
             data,
             target,
@@ -387,15 +383,14 @@ def experiment_command(
 ) -> None:
     """Run a paper experiment: main, incompetence (remove 0-3 triples), retrieval (accuracy
     100-20%), or all of them."""
-    with _refused(ValueError):
+    with user_errors(console, (ValueError,)):
         conditions = experiment_conditions(kind, retrieval, quality=quality, full=full)
-    items = _items(benchmark, field, limit)
-    store = _store(graph, benchmark, field)
+    items, store = _benchmark(benchmark, field, limit, graph)
     out_dir = out or Path("runs") / f"kalma-{benchmark.stem}"
     recognizing = _recognizer(recognizer, store if retrieval == "retrieve" else None)
     writer, judge_model = _judges(judge, judge_option, cache, generator, generator_option)
     total = len(items) * len(conditions)
-    with progress_bar(console) as bars, _refused(RetrievalError, ValueError):
+    with progress_bar(console) as bars, user_errors(console, RUN_ERRORS):
         generating = bars.add_task("generating", total=total)
         judging = bars.add_task("judging", total=total)
         runs = run_conditions(

@@ -192,11 +192,14 @@ def fail(console: Console, problem: object) -> typer.Exit:
 
 
 @contextmanager
-def user_errors(console: Console) -> Iterator[None]:
-    """Turn a user's mistake raised inside the block into an error line and exit status 2."""
+def user_errors(
+    console: Console, errors: tuple[type[Exception], ...] = USER_ERRORS
+) -> Iterator[None]:
+    """Turn a user's mistake raised inside the block (one of ``errors``) into an error line and
+    exit status 2."""
     try:
         yield
-    except USER_ERRORS as exc:
+    except errors as exc:
         raise fail(console, exc) from exc
 
 

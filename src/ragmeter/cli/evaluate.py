@@ -178,11 +178,12 @@ def evaluate_command(
     """
     console = Console()
     say_sources(ctx, console)
-    run_evaluation(_run_config(ctx, console), console, dry_run=dry_run)
+    run_evaluation(*_run_config(ctx, console), console, dry_run=dry_run)
 
 
-def _run_config(ctx: typer.Context, console: Console) -> RunConfig:
-    """The run the command's parameters describe; a bad value is named with where it came from."""
+def _run_config(ctx: typer.Context, console: Console) -> tuple[RunConfig, list[Metric]]:
+    """The run the command's parameters describe, and its metrics built; a bad value is named
+    with where it came from."""
     values = {FIELD_OF.get(name, name): value for name, value in ctx.params.items()}
     del values["dry_run"]  # how to run, not what the run is
     try:
@@ -195,7 +196,7 @@ def _run_config(ctx: typer.Context, console: Console) -> RunConfig:
     if config.data is None:
         raise fail(console, "no samples: give FILE, or data under [evaluate] in ragmeter.toml")
     try:
-        config.chosen_metrics()
+        chosen = config.chosen_metrics()
     except CriteriaError as exc:  # names the criteria file's own line already
         raise fail(console, exc) from exc
     except ValueError as exc:  # the metrics' names, or else their options: say where given
@@ -204,16 +205,17 @@ def _run_config(ctx: typer.Context, console: Console) -> RunConfig:
         except ValueError as named:
             raise fail(console, f"{where_from(ctx, 'metrics')}{named}") from named
         raise fail(console, f"{where_from(ctx, 'option')}{exc}") from exc
-    return config
+    return config, chosen
 
 
-def run_evaluation(config: RunConfig, console: Console, *, dry_run: bool = False) -> None:
-    """Score the run ``config`` describes, printing as it goes; or, with ``dry_run``, say what
-    it would cost."""
+def run_evaluation(
+    config: RunConfig, chosen: list[Metric], console: Console, *, dry_run: bool = False
+) -> None:
+    """Score the run ``config`` describes with its metrics ``chosen`` (``config.chosen_metrics()``),
+    printing as it goes; or, with ``dry_run``, say what it would cost."""
     assert config.data is not None
     dataset, traces = _samples(config, console)
     with user_errors(console):
-        chosen = config.chosen_metrics()
         config.executor()  # a bad Ray setting is said before judging
         if config.html is not None:
             check_report_installed()  # before judging, not after

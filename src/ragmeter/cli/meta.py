@@ -102,6 +102,8 @@ def wikieval_command(
     console = Console()
     with user_errors(console):
         executor = executor_for(ray, ray_actors, ray_actor_cpus, 1)
+        judge_options = parse_options(judge_option, "--judge-option")
+        embedder_options = parse_options(embedder_option, "--embedder-option")
     wanted = {d.strip() for d in dimensions.split(",") if d.strip()}
     pairs = [p for p in load_wikieval(path) if p.dimension in wanted]
     if limit is not None:
@@ -123,8 +125,8 @@ def wikieval_command(
             out_dir=out,
             cache=cache,
             on_progress=lambda text: status.update(f"judging: {text}"),
-            judge_options=parse_options(judge_option, "--judge-option"),
-            embedder_options=parse_options(embedder_option, "--embedder-option"),
+            judge_options=judge_options,
+            embedder_options=embedder_options,
             executor=executor,
         )
     out.mkdir(parents=True, exist_ok=True)

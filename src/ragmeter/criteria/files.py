@@ -46,15 +46,14 @@ def load_criteria(path: Path) -> list[Criterion]:
     """The criteria of a TOML file, in the file's order; in a settings file (``ragmeter.toml``,
     ``pyproject.toml``), those of its ``[criteria]`` section."""
     try:
-        file = ConfigFile.read(path)
+        file = ConfigFile.read(path, "the criteria file")
     except ConfigFileError as exc:
-        raise CriteriaError(
-            str(exc).replace("cannot read", "cannot read the criteria file")
-        ) from None
+        raise CriteriaError(str(exc)) from None
     section = (CRITERIA_TABLE,) if path.name in (CONFIG_FILE, PYPROJECT) else ()
     tables = file.table(*section) or {}
     if not tables:
-        raise CriteriaError(f"{path}: no criterion in the file (one [NAME] table each)")
+        header = ".".join([*section, "NAME"])
+        raise CriteriaError(f"{path}: no criterion in the file (one [{header}] table each)")
     criteria = []
     for name, table in tables.items():
         if not isinstance(table, dict):

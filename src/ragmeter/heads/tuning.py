@@ -356,7 +356,7 @@ def penalty_score(
 
 def tune_ratings(
     result: Result,
-    labels: Labels,
+    people: Labels,
     metric: str,
     states: Sequence[str],
     *,
@@ -364,8 +364,8 @@ def tune_ratings(
     seed: int,
     source: str,
 ) -> tuple[TunedHead | None, list[str]]:
-    """The head of ``metric``'s prompt fitted through its mean to its ratings in ``labels``."""
-    ratings, scale = labels.ratings[metric], labels.scales[metric]
+    """The head of ``metric``'s prompt fitted through its mean to the ratings ``people`` gave it."""
+    ratings, scale = people.ratings[metric], people.scales[metric]
     config = result.run.metrics[metric].config if metric in result.run.metrics else {}
     aggregation = aggregation_of(metric, config)
     if isinstance(aggregation, str):

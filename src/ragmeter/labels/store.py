@@ -19,7 +19,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import astuple, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -302,13 +302,16 @@ class LabelStore:
         return [_event(row) for row in self._db.execute(query, values)]
 
     def _insert(self, event: Event) -> int:
-        # The columns after ``seq`` are the item's fields, then the event's after ``item``, each
-        # in the order its class declares them.
-        _, item, *rest = astuple(event)
+        item = event.item  # the columns after ``seq``, in order, as ``_event`` reads them
+        values = (
+            *(item.kind, item.sample_id, item.metric, item.claim),
+            *(event.annotator, event.action, event.value, event.note, event.at),
+            *(event.scale, event.order, event.judge, event.target),
+        )
         cursor = self._db.execute(
             f"INSERT INTO events ({_COLUMNS.partition(', ')[2]}) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (*item, *rest),
+            f"VALUES ({', '.join('?' * len(values))})",
+            values,
         )
         assert cursor.lastrowid is not None
         return cursor.lastrowid

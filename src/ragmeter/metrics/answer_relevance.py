@@ -210,21 +210,18 @@ class AnswerRelevance(Metric):
 
     @property
     def prompts(self) -> list[Any]:
+        if self.options.score == "similarity":
+            return [self._prompt]
         completeness = [HELD, COVERS] if self.options.against == "context" else [COMPLETE]
-        return (
-            [NONCOMMITTAL, *completeness]
-            if self.options.score == "completeness"
-            else [self._prompt]
-        )
+        return [NONCOMMITTAL, *completeness]
 
     def planned_calls(self, sample: Sample) -> PlannedCalls:
         if not sample.answer.strip():
             return []
         if claims_nothing(sample.answer, sample.question, language_of(sample)):
             return []
-        completeness = self._completeness_calls(sample)
         if self.options.score == "completeness":
-            return [planned_commitment_call(sample.answer), *completeness]
+            return [planned_commitment_call(sample.answer), *self._completeness_calls(sample)]
         questions = self._prompt.in_language(language_of(sample)).render({"answer": sample.answer})
         return [(rendered_tokens(questions), 8 + 16 * self.options.n)]
 

@@ -28,7 +28,7 @@ from ragmeter.claims import (
     planned_calls,
 )
 from ragmeter.metrics.base import Metric
-from ragmeter.options import Options
+from ragmeter.options import Options, Probability
 from ragmeter.prompts import PlannedCalls
 from ragmeter.sample import Sample
 from ragmeter.score import Unscorable
@@ -46,8 +46,8 @@ class ClaimOptions(Options):
         description="Count each check by its probability; false counts a check as a Yes when "
         "its probability reaches threshold (RAGChecker's hard verdicts).",
     )
-    threshold: float = Field(
-        0.5, ge=0, le=1, description="P(supported) that counts as a Yes when soft is off."
+    threshold: Probability = Field(
+        0.5, description="P(supported) that counts as a Yes when soft is off."
     )
     short_claims: ShortClaims = Field(
         "with_question",

@@ -53,7 +53,7 @@ from pydantic import BaseModel, Field, model_validator
 from ragmeter.judges.base import cosine_similarity
 from ragmeter.language import language_of
 from ragmeter.metrics.base import Metric
-from ragmeter.options import Options
+from ragmeter.options import Options, Probability
 from ragmeter.prompts import (
     Inputs,
     PlannedCalls,
@@ -151,9 +151,7 @@ class ContextRelevanceOptions(Options):
         description="Ask about each sentence alone, or have the judge select the needed sentences.",
     )
     soft: bool = Field(False, description="Count each sentence by its probability.")
-    threshold: float = Field(
-        0.5, ge=0, le=1, description="P(needed) x P(new) that counts a sentence."
-    )
+    threshold: Probability = Field(0.5, description="P(needed) x P(new) that counts a sentence.")
     repeats: bool | None = Field(
         None,
         description="Check needed sentences for repeated facts; unset: on where each sentence "
@@ -174,10 +172,8 @@ class ContextRelevanceOptions(Options):
         "each sentence is asked alone (mode='sentence', soft=false), else "
         "asking.",
     )
-    repeat_bar: float = Field(
+    repeat_bar: Probability = Field(
         0.72,
-        ge=0,
-        le=1,
         description="With repeats_by=bar: the P(needed) a needed sentence after the first must "
         "reach to count.",
     )

@@ -52,7 +52,7 @@ from ragmeter.metrics.commitment import (
     planned_commitment_call,
     scored_without_context,
 )
-from ragmeter.options import Options
+from ragmeter.options import Options, Probability
 from ragmeter.prompts import (
     PlannedCalls,
     Prompt,
@@ -131,8 +131,8 @@ class FaithfulnessOptions(Options):
     soft: bool = Field(
         True, description="Count each statement by its probability (logprob verdicts)."
     )
-    threshold: float = Field(
-        0.5, ge=0, le=1, description="P(supported) that counts a statement when soft is off."
+    threshold: Probability = Field(
+        0.5, description="P(supported) that counts a statement when soft is off."
     )
     short_claims: ShortClaims = Field(
         "with_question",

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Any
 
 import numpy as np
 from pydantic import Field
@@ -59,7 +59,7 @@ from ragmeter.claims import (
     claim_sentences,
     supported,
 )
-from ragmeter.options import Options
+from ragmeter.options import Options, Probability
 from ragmeter.prompts import Prompt, YesNoPrompt
 from ragmeter.session import JudgeSession
 from ragmeter.testset.drafts import Draft, Rejected, Search
@@ -148,28 +148,26 @@ def versions() -> list[str]:
     return [*(p.version for p in CHECK_PROMPTS), CHECK_RULES, CLAIM_RULES, SHORT_CLAIM_RULE]
 
 
-Share = Annotated[float, Field(ge=0, le=1)]
-"""A probability, a share of claims or a cosine: the thresholds below, each from 0 to 1."""
-
-
 class QualityOptions(Options):
-    stands_alone: Share = Field(0.5, description="P(makes sense alone) to pass.")
-    understood_alone: Share = Field(
+    stands_alone: Probability = Field(0.5, description="P(makes sense alone) to pass.")
+    understood_alone: Probability = Field(
         1.0,
         description="P(a follow-up is understood without its conversation) that rejects it; "
         "1 does not ask.",
     )
-    supported: Share = Field(0.7, description="P(supported) every reference claim needs.")
-    closed_book_max: Share = Field(
+    supported: Probability = Field(0.7, description="P(supported) every reference claim needs.")
+    closed_book_max: Probability = Field(
         0.5,
         description="Highest share of the reference's claims the closed-book answer may support.",
     )
-    answered: Share = Field(
+    answered: Probability = Field(
         0.5,
         description="P(supported) by a near chunk at which a claim of an unanswerable "
         "question's expected answer, or of the answer the chunks give, rejects it.",
     )
-    duplicate: Share = Field(0.92, description="Question cosine to an accepted one that rejects.")
+    duplicate: Probability = Field(
+        0.92, description="Question cosine to an accepted one that rejects."
+    )
     copy_run: int = Field(
         0,
         ge=0,
